@@ -1,0 +1,302 @@
+//! Scalar reference kernels: one per op, simple and obviously right. Every other kernel
+//! (SIMD128, WGSL) is checked against these.
+
+use super::super::view::TensorView;
+use crate::error::{Error, Result};
+use crate::graph::{BinaryOp, DType, Op, RopeMode, RopeParams, UnaryOp};
+
+/// Computes `op` into `dst` from `src` with the reference kernels.
+pub fn compute(op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
+    match *op {
+        Op::Leaf | Op::View => Ok(()),
+        Op::GetRows => get_rows(dst, &src[0], &src[1]),
+        Op::Binary(b) => {
+            binary(b, dst, &src[0], &src[1]);
+            Ok(())
+        }
+        Op::Scale(s) => {
+            map(dst, &src[0], |x| x * s);
+            Ok(())
+        }
+        Op::Unary(u) => {
+            map(dst, &src[0], unary_fn(u));
+            Ok(())
+        }
+        Op::MatMul => {
+            matmul(dst, &src[0], &src[1]);
+            Ok(())
+        }
+        Op::SoftMax { scale } => {
+            softmax(dst, &src[0], src.get(1), scale);
+            Ok(())
+        }
+        Op::Norm { eps } => {
+            norm(dst, &src[0], eps, false);
+            Ok(())
+        }
+        Op::RmsNorm { eps } => {
+            norm(dst, &src[0], eps, true);
+            Ok(())
+        }
+        Op::Rope(p) => rope(dst, &src[0], &src[1], p),
+        Op::Cpy => {
+            cpy(dst, &src[0]);
+            Ok(())
+        }
+        Op::Concat { dim } => {
+            concat(dst, &src[0], &src[1], dim);
+            Ok(())
+        }
+        Op::SumRows | Op::Mean | Op::Argmax => {
+            reduce_rows(op, dst, &src[0]);
+            Ok(())
+        }
+    }
+}
+
+/// The scalar function of a unary op.
+pub fn unary_fn(u: UnaryOp) -> fn(f32) -> f32 {
+    match u {
+        UnaryOp::Gelu => gelu_tanh,
+        UnaryOp::GeluErf => gelu_erf,
+        UnaryOp::Silu => |x| x / (1.0 + (-x).exp()),
+        UnaryOp::Relu => |x| x.max(0.0),
+    }
+}
+
+fn gelu_tanh(x: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x * x)).tanh())
+}
+
+fn gelu_erf(x: f32) -> f32 {
+    (0.5 * x as f64 * (1.0 + erf(x as f64 / std::f64::consts::SQRT_2))) as f32
+}
+
+/// erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit), in f64.
+pub fn erf(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        1.0 - r
+    } else {
+        r - 1.0
+    }
+}
+
+fn each_index(ne: [usize; 4], mut f: impl FnMut([usize; 4])) {
+    for i3 in 0..ne[3] {
+        for i2 in 0..ne[2] {
+            for i1 in 0..ne[1] {
+                for i0 in 0..ne[0] {
+                    f([i0, i1, i2, i3]);
+                }
+            }
+        }
+    }
+}
+
+fn map(dst: &TensorView, a: &TensorView, f: impl Fn(f32) -> f32) {
+    each_index(dst.ne, |i| dst.set(i, f(a.get(i))));
+}
+
+fn binary(op: BinaryOp, dst: &TensorView, a: &TensorView, b: &TensorView) {
+    each_index(dst.ne, |i| {
+        let x = a.get(i);
+        let y = b.get([
+            i[0] % b.ne[0],
+            i[1] % b.ne[1],
+            i[2] % b.ne[2],
+            i[3] % b.ne[3],
+        ]);
+        dst.set(
+            i,
+            match op {
+                BinaryOp::Add => x + y,
+                BinaryOp::Sub => x - y,
+                BinaryOp::Mul => x * y,
+                BinaryOp::Div => x / y,
+            },
+        );
+    });
+}
+
+fn get_rows(dst: &TensorView, a: &TensorView, idx: &TensorView) -> Result<()> {
+    let mut row = vec![0f32; a.ne[0]];
+    for i2 in 0..idx.ne[1] {
+        for i1 in 0..idx.ne[0] {
+            let r = idx.get_i32([i1, i2, 0, 0]);
+            if r < 0 || r as usize >= a.ne[1] {
+                return Err(Error::OutOfBounds(format!(
+                    "get_rows: index {r} of {} rows",
+                    a.ne[1]
+                )));
+            }
+            let a2 = if a.ne[2] == 1 { 0 } else { i2 };
+            a.load_row(r as usize, a2, 0, &mut row);
+            for (i0, &v) in row.iter().enumerate() {
+                dst.set([i0, i1, i2, 0], v);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) {
+    let k = a.ne[0];
+    let mut arow = vec![0f32; k];
+    let mut bcol = vec![0f32; k];
+    for i3 in 0..dst.ne[3] {
+        for i2 in 0..dst.ne[2] {
+            let (a2, a3) = (i2 / (b.ne[2] / a.ne[2]), i3 / (b.ne[3] / a.ne[3]));
+            for n in 0..dst.ne[1] {
+                b.load_row(n, i2, i3, &mut bcol);
+                for m in 0..dst.ne[0] {
+                    a.load_row(m, a2, a3, &mut arow);
+                    let s: f64 = arow
+                        .iter()
+                        .zip(&bcol)
+                        .map(|(&x, &y)| x as f64 * y as f64)
+                        .sum();
+                    dst.set([m, n, i2, i3], s as f32);
+                }
+            }
+        }
+    }
+}
+
+fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scale: f32) {
+    let n = a.ne[0];
+    let mut row = vec![0f32; n];
+    for (i1, i2, i3) in a.rows() {
+        for (i0, r) in row.iter_mut().enumerate() {
+            let m = mask.map_or(0.0, |m| m.get([i0, i1, i2 % m.ne[2], i3 % m.ne[3]]));
+            *r = a.get([i0, i1, i2, i3]) * scale + m;
+        }
+        let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let mut sum = 0f64;
+        for r in row.iter_mut() {
+            *r = (*r - max).exp();
+            sum += *r as f64;
+        }
+        for (i0, r) in row.iter().enumerate() {
+            dst.set([i0, i1, i2, i3], (*r as f64 / sum) as f32);
+        }
+    }
+}
+
+fn norm(dst: &TensorView, a: &TensorView, eps: f32, rms: bool) {
+    let n = a.ne[0];
+    let mut row = vec![0f32; n];
+    for (i1, i2, i3) in a.rows() {
+        a.load_row(i1, i2, i3, &mut row);
+        let mean = if rms {
+            0.0
+        } else {
+            row.iter().map(|&v| v as f64).sum::<f64>() / n as f64
+        };
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+        let inv = 1.0 / (var + eps as f64).sqrt();
+        for (i0, &v) in row.iter().enumerate() {
+            dst.set([i0, i1, i2, i3], ((v as f64 - mean) * inv) as f32);
+        }
+    }
+}
+
+fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -> Result<()> {
+    let half = p.n_dims / 2;
+    for (i1, i2, i3) in a.rows() {
+        let position = pos.get_i32([i2, 0, 0, 0]) as f64 * p.freq_scale as f64;
+        for i0 in p.n_dims..a.ne[0] {
+            dst.set([i0, i1, i2, i3], a.get([i0, i1, i2, i3]));
+        }
+        for i in 0..half {
+            let theta = position * (p.freq_base as f64).powf(-2.0 * i as f64 / p.n_dims as f64);
+            let (s, c) = theta.sin_cos();
+            let (j0, j1) = match p.mode {
+                RopeMode::Normal => (2 * i, 2 * i + 1),
+                RopeMode::NeoX => (i, i + half),
+            };
+            let x0 = a.get([j0, i1, i2, i3]) as f64;
+            let x1 = a.get([j1, i1, i2, i3]) as f64;
+            dst.set([j0, i1, i2, i3], (x0 * c - x1 * s) as f32);
+            dst.set([j1, i1, i2, i3], (x0 * s + x1 * c) as f32);
+        }
+    }
+    Ok(())
+}
+
+fn cpy(dst: &TensorView, a: &TensorView) {
+    if a.dtype == DType::I32 {
+        each_index(dst.ne, |i| dst.set_i32(i, a.get_i32(i)));
+        return;
+    }
+    if a.dtype == dst.dtype && a.dtype.is_quantized() {
+        for (i1, i2, i3) in a.rows() {
+            unsafe {
+                dst.row_bytes_mut(i1, i2, i3)
+                    .copy_from_slice(a.row_bytes(i1, i2, i3))
+            };
+        }
+        return;
+    }
+    let mut row = vec![0f32; a.ne[0]];
+    for (i1, i2, i3) in a.rows() {
+        a.load_row(i1, i2, i3, &mut row);
+        crate::graph::row_from_f32(dst.dtype, &row, unsafe { dst.row_bytes_mut(i1, i2, i3) });
+    }
+}
+
+fn concat(dst: &TensorView, a: &TensorView, b: &TensorView, dim: usize) {
+    let bytes = dst.dtype.block_bytes();
+    each_index(dst.ne, |i| {
+        let (src, j) = if i[dim] < a.ne[dim] {
+            (a, i)
+        } else {
+            let mut j = i;
+            j[dim] -= a.ne[dim];
+            (b, j)
+        };
+        unsafe { std::ptr::copy(src.ptr_at(j), dst.ptr_at(i), bytes) };
+    });
+}
+
+fn reduce_rows(op: &Op, dst: &TensorView, a: &TensorView) {
+    let n = a.ne[0];
+    let mut row = vec![0f32; n];
+    for (i1, i2, i3) in a.rows() {
+        a.load_row(i1, i2, i3, &mut row);
+        let out = [0, i1, i2, i3];
+        match op {
+            Op::Argmax => {
+                let mut best = 0;
+                for (i, &v) in row.iter().enumerate() {
+                    if v > row[best] {
+                        best = i;
+                    }
+                }
+                dst.set_i32(out, best as i32);
+            }
+            _ => {
+                let s: f64 = row.iter().map(|&v| v as f64).sum();
+                let v = if matches!(op, Op::Mean) {
+                    s / n.max(1) as f64
+                } else {
+                    s
+                };
+                dst.set(out, v as f32);
+            }
+        }
+    }
+}

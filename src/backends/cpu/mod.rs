@@ -1,0 +1,164 @@
+//! The CPU device: host buffers, the scalar reference kernels, and SIMD128 kernels on wasm32.
+
+mod buffer;
+pub mod kernels;
+mod view;
+
+pub use buffer::{CpuBuffer, CpuBufferType, CPU_ALIGNMENT, CPU_BUFFER_TYPE};
+pub use kernels::KernelSet;
+pub use view::TensorView;
+
+use std::rc::Rc;
+
+use crate::backend::{
+    Backend, BackendReg, Buffer, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture,
+    Support, TensorMemory,
+};
+use crate::error::{Error, Result};
+use crate::graph::{Graph, TensorId};
+
+/// The CPU family: one device.
+pub struct CpuReg {
+    device: Rc<CpuDevice>,
+}
+
+impl CpuReg {
+    /// The CPU family with its device running `kernels`.
+    pub fn new(kernels: KernelSet) -> Self {
+        Self {
+            device: Rc::new(CpuDevice::new(kernels)),
+        }
+    }
+}
+
+impl BackendReg for CpuReg {
+    fn name(&self) -> &str {
+        "CPU"
+    }
+    fn devices(&self) -> Vec<Rc<dyn Device>> {
+        vec![self.device.clone()]
+    }
+}
+
+/// The host CPU.
+pub struct CpuDevice {
+    kernels: KernelSet,
+    buffer_type: Rc<CpuBufferType>,
+}
+
+impl CpuDevice {
+    /// A CPU device running `kernels`.
+    pub fn new(kernels: KernelSet) -> Self {
+        Self {
+            kernels,
+            buffer_type: Rc::new(CpuBufferType::new()),
+        }
+    }
+}
+
+/// Which SIMD kernels this build carries.
+pub fn simd_level() -> &'static str {
+    if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+        "wasm simd128"
+    } else if cfg!(target_arch = "wasm32") {
+        "wasm scalar"
+    } else {
+        "portable"
+    }
+}
+
+impl Device for CpuDevice {
+    fn name(&self) -> &str {
+        "CPU"
+    }
+    fn description(&self) -> String {
+        let kernels = match self.kernels {
+            KernelSet::Reference => "reference",
+            KernelSet::Fast => simd_level(),
+        };
+        format!("CPU ({kernels} kernels, 1 thread)")
+    }
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cpu
+    }
+    fn caps(&self) -> DeviceCaps {
+        DeviceCaps {
+            async_compute: false,
+            host_buffer: true,
+            buffer_from_host_ptr: false,
+            events: false,
+        }
+    }
+    fn properties(&self) -> Vec<(String, String)> {
+        vec![
+            ("simd".into(), simd_level().into()),
+            ("threads".into(), "1".into()),
+        ]
+    }
+    fn buffer_type(&self) -> Rc<dyn BufferType> {
+        self.buffer_type.clone()
+    }
+    fn supports_op(&self, graph: &Graph, node: TensorId) -> Support {
+        // Every op the graph builder accepts has a CPU kernel.
+        match graph.get(node) {
+            Ok(_) => Support::Yes,
+            Err(e) => Support::No(e.to_string()),
+        }
+    }
+    fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
+        Ok(Rc::new(CpuBackend { device: self }))
+    }
+}
+
+/// A CPU stream: computes synchronously at enqueue time.
+pub struct CpuBackend {
+    device: Rc<CpuDevice>,
+}
+
+impl CpuBackend {
+    fn view(&self, graph: &Graph, mem: &TensorMemory, id: TensorId) -> Result<TensorView> {
+        let (buf, off) = mem.locate(graph, id)?;
+        let cpu = buf
+            .as_any()
+            .downcast_ref::<CpuBuffer>()
+            .ok_or_else(|| Error::Unsupported {
+                device: "CPU".into(),
+                op: "access".into(),
+                reason: format!(
+                    "tensor {} is in a {} buffer",
+                    graph.tensor(id).name,
+                    buf.type_name()
+                ),
+            })?;
+        // The buffer is kept alive by `mem` for the whole compute call.
+        unsafe { TensorView::new(graph.tensor(id), cpu.base_ptr(), cpu.size(), off) }
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &str {
+        "CPU"
+    }
+    fn device(&self) -> Rc<dyn Device> {
+        self.device.clone()
+    }
+    fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
+        let mut src = Vec::with_capacity(3);
+        for &id in nodes {
+            let t = graph.get(id)?;
+            if t.op.is_noop() {
+                continue;
+            }
+            let dst = self.view(graph, mem, id)?;
+            src.clear();
+            for &s in &t.src {
+                src.push(self.view(graph, mem, s)?);
+            }
+            kernels::compute(self.device.kernels, &t.op, &dst, &src)?;
+        }
+        Ok(())
+    }
+    fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}

@@ -1,0 +1,14 @@
+//! The concrete devices, and the one place that knows them all: [`registry`].
+
+pub mod cpu;
+
+use std::rc::Rc;
+
+use crate::backend::Registry;
+
+/// A registry with every device this build can reach: the CPU always.
+pub async fn registry() -> Registry {
+    let mut reg = Registry::new();
+    reg.register(Rc::new(cpu::CpuReg::new(cpu::KernelSet::Fast)));
+    reg
+}

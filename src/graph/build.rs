@@ -1,0 +1,465 @@
+//! Graph builders: one method per op, each inferring the result's shape and checking operands.
+
+use super::*;
+
+fn shape_err(op: &'static str, msg: String) -> Error {
+    Error::Shape { op, msg }
+}
+
+fn dtype_err(op: &'static str, dtype: DType, msg: &str) -> Error {
+    Error::DType {
+        op,
+        dtype,
+        msg: msg.to_string(),
+    }
+}
+
+/// Pads a 1-4 element shape with 1s.
+fn shape4(op: &'static str, ne: &[usize]) -> Result<[usize; MAX_DIMS]> {
+    if ne.is_empty() || ne.len() > MAX_DIMS {
+        return Err(shape_err(
+            op,
+            format!("expected 1 to 4 dims, got {}", ne.len()),
+        ));
+    }
+    let mut out = [1; MAX_DIMS];
+    out[..ne.len()].copy_from_slice(ne);
+    Ok(out)
+}
+
+impl Graph {
+    fn new_tensor(
+        &mut self,
+        op: Op,
+        src: Vec<TensorId>,
+        dtype: DType,
+        ne: [usize; MAX_DIMS],
+        role: Role,
+    ) -> Result<TensorId> {
+        let nb = contiguous_strides(dtype, ne)?;
+        let name = format!("{}#{}", op.name(), self.len());
+        Ok(self.push(Tensor {
+            name,
+            dtype,
+            ne,
+            nb,
+            op,
+            src,
+            view_of: None,
+            view_offset: 0,
+            role,
+            is_output: false,
+        }))
+    }
+
+    fn node(
+        &mut self,
+        op: Op,
+        src: Vec<TensorId>,
+        dtype: DType,
+        ne: [usize; 4],
+    ) -> Result<TensorId> {
+        self.new_tensor(op, src, dtype, ne, Role::Compute)
+    }
+
+    /// A caller-provided input of `dtype` and shape `ne` (1 to 4 dims, innermost first).
+    pub fn input(&mut self, name: &str, dtype: DType, ne: &[usize]) -> Result<TensorId> {
+        let id = self.new_tensor(Op::Leaf, vec![], dtype, shape4("input", ne)?, Role::Input)?;
+        self.set_name(id, name)?;
+        Ok(id)
+    }
+
+    /// A weight (parameter) of `dtype` and shape `ne`, provided once.
+    pub fn weight(&mut self, name: &str, dtype: DType, ne: &[usize]) -> Result<TensorId> {
+        let id = self.new_tensor(Op::Leaf, vec![], dtype, shape4("weight", ne)?, Role::Weight)?;
+        self.set_name(id, name)?;
+        Ok(id)
+    }
+
+    fn expect_dtype(&self, op: &'static str, id: TensorId, allowed: &[DType]) -> Result<&Tensor> {
+        let t = self.get(id)?;
+        if !allowed.contains(&t.dtype) {
+            return Err(dtype_err(op, t.dtype, &format!("takes {allowed:?}")));
+        }
+        if t.dtype.is_quantized() && !t.rows_contiguous() {
+            return Err(shape_err(
+                op,
+                format!("quantized operand {} must have packed rows", t.name),
+            ));
+        }
+        Ok(t)
+    }
+
+    /// Element-wise `a op b`, `b` repeated to `a`'s shape (each `a.ne[i]` a multiple of `b.ne[i]`).
+    pub fn binary(&mut self, op: BinaryOp, a: TensorId, b: TensorId) -> Result<TensorId> {
+        let name = "binary";
+        let ta = self.expect_dtype(name, a, &[DType::F32])?;
+        let tb = self.expect_dtype(name, b, &[DType::F32])?;
+        if (0..MAX_DIMS).any(|i| tb.ne[i] == 0 || ta.ne[i] % tb.ne[i] != 0) {
+            return Err(shape_err(
+                name,
+                format!(
+                    "{op:?}: {} cannot broadcast to {}",
+                    tb.shape_str(),
+                    ta.shape_str()
+                ),
+            ));
+        }
+        let ne = ta.ne;
+        self.node(Op::Binary(op), vec![a, b], DType::F32, ne)
+    }
+
+    /// `a + b` (broadcasting `b`).
+    pub fn add(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
+        self.binary(BinaryOp::Add, a, b)
+    }
+    /// `a - b` (broadcasting `b`).
+    pub fn sub(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
+        self.binary(BinaryOp::Sub, a, b)
+    }
+    /// `a * b` (broadcasting `b`).
+    pub fn mul(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
+        self.binary(BinaryOp::Mul, a, b)
+    }
+    /// `a / b` (broadcasting `b`).
+    pub fn div(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
+        self.binary(BinaryOp::Div, a, b)
+    }
+
+    /// `a * s`.
+    pub fn scale(&mut self, a: TensorId, s: f32) -> Result<TensorId> {
+        let ne = self.expect_dtype("scale", a, &[DType::F32])?.ne;
+        self.node(Op::Scale(s), vec![a], DType::F32, ne)
+    }
+
+    /// Element-wise function of `a`.
+    pub fn unary(&mut self, op: UnaryOp, a: TensorId) -> Result<TensorId> {
+        let ne = self.expect_dtype("unary", a, &[DType::F32])?.ne;
+        self.node(Op::Unary(op), vec![a], DType::F32, ne)
+    }
+    /// GELU (tanh approximation).
+    pub fn gelu(&mut self, a: TensorId) -> Result<TensorId> {
+        self.unary(UnaryOp::Gelu, a)
+    }
+    /// GELU (erf form).
+    pub fn gelu_erf(&mut self, a: TensorId) -> Result<TensorId> {
+        self.unary(UnaryOp::GeluErf, a)
+    }
+    /// SiLU.
+    pub fn silu(&mut self, a: TensorId) -> Result<TensorId> {
+        self.unary(UnaryOp::Silu, a)
+    }
+    /// ReLU.
+    pub fn relu(&mut self, a: TensorId) -> Result<TensorId> {
+        self.unary(UnaryOp::Relu, a)
+    }
+
+    /// `a` (`[k, m, ...]`, f32/f16/q8_0/q4_0) times `b` (`[k, n, ...]`, f32) → `[m, n, ...]`.
+    pub fn matmul(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
+        let op = "matmul";
+        let ta = self.expect_dtype(op, a, &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0])?;
+        let tb = self.expect_dtype(op, b, &[DType::F32])?;
+        if ta.ne[0] != tb.ne[0] {
+            return Err(shape_err(
+                op,
+                format!(
+                    "inner dims differ: {} vs {}",
+                    ta.shape_str(),
+                    tb.shape_str()
+                ),
+            ));
+        }
+        if (2..MAX_DIMS).any(|i| ta.ne[i] == 0 || tb.ne[i] % ta.ne[i] != 0) {
+            return Err(shape_err(
+                op,
+                format!(
+                    "batch dims of {} do not broadcast to {}",
+                    ta.shape_str(),
+                    tb.shape_str()
+                ),
+            ));
+        }
+        let ne = [ta.ne[1], tb.ne[1], tb.ne[2], tb.ne[3]];
+        self.node(Op::MatMul, vec![a, b], DType::F32, ne)
+    }
+
+    /// Row softmax of `a * scale + mask`; `mask` is `[ne0, ne1]` of `a`, repeated over dims 2, 3.
+    pub fn softmax(&mut self, a: TensorId, mask: Option<TensorId>, scale: f32) -> Result<TensorId> {
+        let op = "softmax";
+        let ne = self.expect_dtype(op, a, &[DType::F32])?.ne;
+        let mut src = vec![a];
+        if let Some(m) = mask {
+            let tm = self.expect_dtype(op, m, &[DType::F32])?;
+            let ok = tm.ne[0] == ne[0]
+                && tm.ne[1] == ne[1]
+                && (2..MAX_DIMS).all(|i| tm.ne[i] != 0 && ne[i] % tm.ne[i] == 0);
+            if !ok {
+                return Err(shape_err(
+                    op,
+                    format!("mask {} does not fit {ne:?}", tm.shape_str()),
+                ));
+            }
+            src.push(m);
+        }
+        self.node(Op::SoftMax { scale }, src, DType::F32, ne)
+    }
+
+    /// Layer norm over rows (no affine; follow with `mul`/`add`).
+    pub fn norm(&mut self, a: TensorId, eps: f32) -> Result<TensorId> {
+        let ne = self.expect_dtype("norm", a, &[DType::F32])?.ne;
+        self.node(Op::Norm { eps }, vec![a], DType::F32, ne)
+    }
+
+    /// RMS norm over rows (no affine).
+    pub fn rms_norm(&mut self, a: TensorId, eps: f32) -> Result<TensorId> {
+        let ne = self.expect_dtype("rms_norm", a, &[DType::F32])?.ne;
+        self.node(Op::RmsNorm { eps }, vec![a], DType::F32, ne)
+    }
+
+    /// RoPE of `a` (`[head_dim, heads, tokens, batch]`) at positions `pos` (I32 `[tokens]`).
+    pub fn rope(&mut self, a: TensorId, pos: TensorId, p: RopeParams) -> Result<TensorId> {
+        let op = "rope";
+        let ne = self.expect_dtype(op, a, &[DType::F32])?.ne;
+        let tp = self.expect_dtype(op, pos, &[DType::I32])?;
+        if tp.numel() != ne[2] {
+            return Err(shape_err(
+                op,
+                format!("{} positions for {} tokens", tp.numel(), ne[2]),
+            ));
+        }
+        if p.n_dims == 0 || p.n_dims % 2 != 0 || p.n_dims > ne[0] {
+            return Err(shape_err(
+                op,
+                format!("n_dims {} must be even and ≤ {}", p.n_dims, ne[0]),
+            ));
+        }
+        self.node(Op::Rope(p), vec![a, pos], DType::F32, ne)
+    }
+
+    /// `a` converted to `dtype`, contiguous (quantizing rows for q8_0/q4_0).
+    pub fn cpy(&mut self, a: TensorId, dtype: DType) -> Result<TensorId> {
+        let op = "cpy";
+        let ta = self.get(a)?;
+        let ok = match (ta.dtype, dtype) {
+            (DType::F32 | DType::F16, DType::I32) => false,
+            (DType::F32 | DType::F16, _) => true,
+            (DType::Q8_0 | DType::Q4_0, DType::F32 | DType::F16) => ta.rows_contiguous(),
+            (DType::I32, DType::I32) => true,
+            (s, d) => s == d && ta.rows_contiguous(),
+        };
+        if !ok {
+            return Err(dtype_err(
+                op,
+                ta.dtype,
+                &format!("cannot convert to {dtype:?}"),
+            ));
+        }
+        let ne = ta.ne;
+        self.node(Op::Cpy, vec![a], dtype, ne)
+    }
+
+    /// A contiguous copy of `a` (same dtype).
+    pub fn cont(&mut self, a: TensorId) -> Result<TensorId> {
+        let dtype = self.get(a)?.dtype;
+        self.cpy(a, dtype)
+    }
+
+    /// `a` and `b` joined along `dim` (all other dims equal, same dtype).
+    pub fn concat(&mut self, a: TensorId, b: TensorId, dim: usize) -> Result<TensorId> {
+        let op = "concat";
+        let ta = self.expect_dtype(op, a, &[DType::F32, DType::I32])?;
+        let tb = self.expect_dtype(op, b, &[ta.dtype])?;
+        if dim >= MAX_DIMS || (0..MAX_DIMS).any(|i| i != dim && ta.ne[i] != tb.ne[i]) {
+            return Err(shape_err(
+                op,
+                format!("{} and {} along dim {dim}", ta.shape_str(), tb.shape_str()),
+            ));
+        }
+        let mut ne = ta.ne;
+        ne[dim] += tb.ne[dim];
+        let dtype = ta.dtype;
+        self.node(Op::Concat { dim }, vec![a, b], dtype, ne)
+    }
+
+    fn reduce_rows(&mut self, op: Op, a: TensorId, out: DType) -> Result<TensorId> {
+        let ne = self.expect_dtype("reduce", a, &[DType::F32])?.ne;
+        self.node(op, vec![a], out, [1, ne[1], ne[2], ne[3]])
+    }
+    /// Sum of each row → `[1, ne1, ne2, ne3]`.
+    pub fn sum_rows(&mut self, a: TensorId) -> Result<TensorId> {
+        self.reduce_rows(Op::SumRows, a, DType::F32)
+    }
+    /// Mean of each row → `[1, ne1, ne2, ne3]`.
+    pub fn mean(&mut self, a: TensorId) -> Result<TensorId> {
+        self.reduce_rows(Op::Mean, a, DType::F32)
+    }
+    /// Index of each row's maximum → I32 `[1, ne1, ne2, ne3]`.
+    pub fn argmax(&mut self, a: TensorId) -> Result<TensorId> {
+        self.reduce_rows(Op::Argmax, a, DType::I32)
+    }
+
+    /// Rows of `a` (`[ne0, rows, b]`) picked by I32 `idx` (`[n, b']`, `b` is 1 or `b'`) → f32.
+    pub fn get_rows(&mut self, a: TensorId, idx: TensorId) -> Result<TensorId> {
+        let op = "get_rows";
+        let ta = self.expect_dtype(op, a, &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0])?;
+        let ti = self.expect_dtype(op, idx, &[DType::I32])?;
+        if ta.ne[3] != 1
+            || ti.ne[2] != 1
+            || ti.ne[3] != 1
+            || (ta.ne[2] != 1 && ta.ne[2] != ti.ne[1])
+        {
+            return Err(shape_err(
+                op,
+                format!("{} by indices {}", ta.shape_str(), ti.shape_str()),
+            ));
+        }
+        let ne = [ta.ne[0], ti.ne[0], ti.ne[1], 1];
+        self.node(Op::GetRows, vec![a, idx], DType::F32, ne)
+    }
+
+    /// A view of `a`'s memory with shape `ne`, strides `nb` and byte `offset` from `a`'s start.
+    pub fn view(
+        &mut self,
+        a: TensorId,
+        ne: &[usize],
+        nb: &[usize],
+        offset: usize,
+    ) -> Result<TensorId> {
+        let op = "view";
+        let ne = shape4(op, ne)?;
+        let ta = self.get(a)?.clone();
+        let mut nb4 = contiguous_strides(ta.dtype, ne)?;
+        if nb.len() > MAX_DIMS {
+            return Err(shape_err(op, format!("{} strides", nb.len())));
+        }
+        nb4[..nb.len()].copy_from_slice(nb);
+        if nb4[0] != ta.dtype.block_bytes() && ta.dtype.is_quantized() {
+            return Err(shape_err(
+                op,
+                "quantized views must keep packed rows".into(),
+            ));
+        }
+        let (root, base) = self.storage_of(a);
+        let root_bytes = self.tensor(root).nbytes();
+        let mut t = Tensor {
+            name: format!("{}(view)", ta.name),
+            dtype: ta.dtype,
+            ne,
+            nb: nb4,
+            op: Op::View,
+            src: vec![a],
+            view_of: Some(root),
+            view_offset: base + offset,
+            role: Role::Compute,
+            is_output: false,
+        };
+        let end = t
+            .view_offset
+            .checked_add(t.nbytes())
+            .ok_or_else(|| Error::OutOfBounds("view offset overflows".into()))?;
+        if end > root_bytes {
+            return Err(Error::OutOfBounds(format!(
+                "view {:?}/{:?} at offset {} reaches byte {end} of {} ({root_bytes} bytes)",
+                ne, t.nb, t.view_offset, ta.name
+            )));
+        }
+        if ta.role != Role::Compute {
+            t.role = ta.role;
+        }
+        Ok(self.push(t))
+    }
+
+    /// `a` (contiguous) seen with shape `ne` of the same element count.
+    pub fn reshape(&mut self, a: TensorId, ne: &[usize]) -> Result<TensorId> {
+        let ta = self.get(a)?;
+        let ne4 = shape4("reshape", ne)?;
+        if !ta.is_contiguous() {
+            return Err(shape_err(
+                "reshape",
+                format!("{} is not contiguous; cont() it first", ta.name),
+            ));
+        }
+        if ne4.iter().product::<usize>() != ta.numel() {
+            return Err(shape_err(
+                "reshape",
+                format!("{} to {ne:?}", ta.shape_str()),
+            ));
+        }
+        let nb = contiguous_strides(ta.dtype, ne4)?;
+        self.view(a, &ne4, &nb, 0)
+    }
+
+    /// `a` with its dims moved: dim `i` of `a` becomes dim `axes[i]` of the result.
+    pub fn permute(&mut self, a: TensorId, axes: [usize; MAX_DIMS]) -> Result<TensorId> {
+        let ta = self.get(a)?;
+        let mut seen = [false; MAX_DIMS];
+        for &x in &axes {
+            if x >= MAX_DIMS || seen[x] {
+                return Err(shape_err(
+                    "permute",
+                    format!("axes {axes:?} are not a permutation"),
+                ));
+            }
+            seen[x] = true;
+        }
+        if ta.dtype.is_quantized() && axes[0] != 0 {
+            return Err(shape_err(
+                "permute",
+                "quantized tensors keep dim 0 in place".into(),
+            ));
+        }
+        let (mut ne, mut nb) = ([0; MAX_DIMS], [0; MAX_DIMS]);
+        for i in 0..MAX_DIMS {
+            ne[axes[i]] = ta.ne[i];
+            nb[axes[i]] = ta.nb[i];
+        }
+        self.view(a, &ne, &nb, 0)
+    }
+
+    /// `a` with dims 0 and 1 swapped.
+    pub fn transpose(&mut self, a: TensorId) -> Result<TensorId> {
+        self.permute(a, [1, 0, 2, 3])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matmul_infers_shape_and_rejects_mismatch() {
+        let mut g = Graph::new();
+        let w = g.weight("w", DType::Q8_0, &[64, 10]).unwrap();
+        let x = g.input("x", DType::F32, &[64, 3, 2]).unwrap();
+        let y = g.matmul(w, x).unwrap();
+        assert_eq!(g.tensor(y).ne, [10, 3, 2, 1]);
+        let bad = g.input("b", DType::F32, &[63, 3]).unwrap();
+        assert!(matches!(g.matmul(w, bad), Err(Error::Shape { .. })));
+    }
+
+    #[test]
+    fn views_are_bounds_checked() {
+        let mut g = Graph::new();
+        let a = g.input("a", DType::F32, &[4, 4]).unwrap();
+        assert!(g.view(a, &[4], &[4], 48).is_ok());
+        assert!(matches!(
+            g.view(a, &[4], &[4], 52),
+            Err(Error::OutOfBounds(_))
+        ));
+        let t = g.transpose(a).unwrap();
+        assert!(!g.tensor(t).is_contiguous());
+        assert!(g.reshape(t, &[16]).is_err());
+        let c = g.cont(t).unwrap();
+        assert!(g.reshape(c, &[16]).is_ok());
+    }
+
+    #[test]
+    fn broadcast_rules() {
+        let mut g = Graph::new();
+        let a = g.input("a", DType::F32, &[6, 4, 2]).unwrap();
+        let b = g.input("b", DType::F32, &[6, 1, 2]).unwrap();
+        let c = g.input("c", DType::F32, &[4]).unwrap();
+        assert!(g.add(a, b).is_ok());
+        assert!(g.add(a, c).is_err());
+    }
+}

@@ -1,0 +1,115 @@
+//! Tensor graphs: dtypes, tensors with byte strides and views, ops, and shape inference.
+//!
+//! This layer knows nothing about devices. A [`Graph`] is built node by node; every builder
+//! call checks shapes and dtypes and returns an [`crate::Error`] rather than panicking, and
+//! because operands must exist before a node is added, insertion order is a topological order.
+
+mod build;
+mod dtype;
+mod op;
+mod tensor;
+
+pub use dtype::{
+    dequantize_q4_0, dequantize_q8_0, quantize_q4_0, quantize_q8_0, row_from_f32, row_to_f32,
+    DType, QK,
+};
+pub use op::{BinaryOp, Op, OpKind, RopeMode, RopeParams, UnaryOp};
+pub use tensor::{contiguous_strides, Role, Tensor, TensorId, MAX_DIMS};
+
+use crate::error::{Error, Result};
+
+/// A computation graph: tensors in topological (insertion) order.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    tensors: Vec<Tensor>,
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of tensors (leaves, views and computed nodes).
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// Whether the graph holds no tensor.
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// The tensor with this id, or an error naming it.
+    pub fn get(&self, id: TensorId) -> Result<&Tensor> {
+        self.tensors
+            .get(id.0)
+            .ok_or_else(|| Error::Graph(format!("unknown tensor id {}", id.0)))
+    }
+
+    /// The tensor with this id. Ids come from this graph's builders, so this indexes directly;
+    /// use [`Graph::get`] for ids from outside.
+    pub fn tensor(&self, id: TensorId) -> &Tensor {
+        &self.tensors[id.0]
+    }
+
+    /// All tensors with their ids, in topological order.
+    pub fn iter(&self) -> impl Iterator<Item = (TensorId, &Tensor)> {
+        self.tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (TensorId(i), t))
+    }
+
+    /// Ids of the nodes that compute something, in order.
+    pub fn compute_nodes(&self) -> Vec<TensorId> {
+        self.iter()
+            .filter(|(_, t)| !t.op.is_noop())
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// The tensor owning `id`'s memory (itself unless it is a view) and the byte offset into it.
+    pub fn storage_of(&self, id: TensorId) -> (TensorId, usize) {
+        let t = self.tensor(id);
+        match t.view_of {
+            Some(root) => (root, t.view_offset),
+            None => (id, 0),
+        }
+    }
+
+    /// Marks a tensor as an output: its value is kept and may be read after a run.
+    pub fn set_output(&mut self, id: TensorId) -> Result<()> {
+        self.get(id)?;
+        self.tensors[id.0].is_output = true;
+        Ok(())
+    }
+
+    /// Ids of the output tensors.
+    pub fn outputs(&self) -> Vec<TensorId> {
+        self.iter()
+            .filter(|(_, t)| t.is_output)
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// Ids of the input tensors.
+    pub fn inputs(&self) -> Vec<TensorId> {
+        self.iter()
+            .filter(|(_, t)| t.role == Role::Input)
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// Renames a tensor (for `explain()` and messages).
+    pub fn set_name(&mut self, id: TensorId, name: &str) -> Result<()> {
+        self.get(id)?;
+        self.tensors[id.0].name = name.to_string();
+        Ok(())
+    }
+
+    fn push(&mut self, t: Tensor) -> TensorId {
+        self.tensors.push(t);
+        TensorId(self.tensors.len() - 1)
+    }
+}

@@ -1,0 +1,192 @@
+//! The operations a graph node can hold, with their parameters, described in one place.
+
+/// Element-wise functions of one operand.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UnaryOp {
+    /// GELU, tanh approximation (ggml's `gelu`).
+    Gelu,
+    /// GELU, exact erf form (BERT's and ggml's `gelu_erf`).
+    GeluErf,
+    /// x * sigmoid(x).
+    Silu,
+    /// max(x, 0).
+    Relu,
+}
+
+/// Element-wise functions of two operands; the second broadcasts onto the first.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BinaryOp {
+    /// a + b
+    Add,
+    /// a - b
+    Sub,
+    /// a * b
+    Mul,
+    /// a / b
+    Div,
+}
+
+/// Which element pairs RoPE rotates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RopeMode {
+    /// Adjacent pairs (x[2i], x[2i+1]) (LLaMA in GGUF layout).
+    Normal,
+    /// Split halves (x[i], x[i + n_dims/2]) (GPT-NeoX, most HF checkpoints).
+    NeoX,
+}
+
+/// Rotary position embedding parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RopeParams {
+    /// Leading elements of each row that are rotated (even, at most ne0); the rest pass through.
+    pub n_dims: usize,
+    /// Pair layout.
+    pub mode: RopeMode,
+    /// Base of the frequencies (10000 in most models).
+    pub freq_base: f32,
+    /// Position scale (linear RoPE scaling; 1.0 for none).
+    pub freq_scale: f32,
+}
+
+/// What a node computes. `src` order is documented per variant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    /// No computation: an input or a weight whose data comes from outside.
+    Leaf,
+    /// No computation: a reshape/view/permute/transpose sharing its source's memory.
+    View,
+    /// `src[0]` rows picked by the I32 indices `src[1]` (embedding lookup); result f32.
+    GetRows,
+    /// `src[0] op src[1]`, `src[1]` broadcast (repeated) to `src[0]`'s shape.
+    Binary(BinaryOp),
+    /// `src[0] * s`.
+    Scale(f32),
+    /// `src[0]` (weights, `[k, m]`) times `src[1]` (activations, `[k, n]`) → `[m, n]`, batched
+    /// over dims 2 and 3 with `src[0]` broadcast (ggml's `mul_mat`).
+    MatMul,
+    /// Row softmax of `src[0] * scale + mask`, mask `src[1]` optional.
+    SoftMax {
+        /// Factor applied before the mask.
+        scale: f32,
+    },
+    /// Layer norm over rows, without affine (ggml's `norm`).
+    Norm {
+        /// Added to the variance.
+        eps: f32,
+    },
+    /// RMS norm over rows, without affine.
+    RmsNorm {
+        /// Added to the mean square.
+        eps: f32,
+    },
+    /// Element-wise function.
+    Unary(UnaryOp),
+    /// RoPE of `src[0]` (`[head_dim, heads, tokens, batch]`) at I32 positions `src[1]` (`[tokens]`).
+    Rope(RopeParams),
+    /// Copy `src[0]` into this node's dtype and contiguous layout (convert, quantize, `cont`).
+    Cpy,
+    /// `src[0]` and `src[1]` joined along `dim`.
+    Concat {
+        /// The dimension joined along.
+        dim: usize,
+    },
+    /// Sum of each row → `[1, ne1, ne2, ne3]`.
+    SumRows,
+    /// Mean of each row → `[1, ne1, ne2, ne3]`.
+    Mean,
+    /// Index of each row's maximum (first on ties) → I32 `[1, ne1, ne2, ne3]`.
+    Argmax,
+}
+
+/// Fieldless twin of [`Op`]: for tables, coverage checks and pipeline keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    Leaf,
+    View,
+    GetRows,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Scale,
+    MatMul,
+    SoftMax,
+    Norm,
+    RmsNorm,
+    Gelu,
+    GeluErf,
+    Silu,
+    Relu,
+    Rope,
+    Cpy,
+    Concat,
+    SumRows,
+    Mean,
+    Argmax,
+}
+
+impl OpKind {
+    /// Every kind that computes something (not `Leaf`/`View`): what the op suite must cover.
+    pub const COMPUTE: [OpKind; 20] = [
+        OpKind::GetRows,
+        OpKind::Add,
+        OpKind::Sub,
+        OpKind::Mul,
+        OpKind::Div,
+        OpKind::Scale,
+        OpKind::MatMul,
+        OpKind::SoftMax,
+        OpKind::Norm,
+        OpKind::RmsNorm,
+        OpKind::Gelu,
+        OpKind::GeluErf,
+        OpKind::Silu,
+        OpKind::Relu,
+        OpKind::Rope,
+        OpKind::Cpy,
+        OpKind::Concat,
+        OpKind::SumRows,
+        OpKind::Mean,
+        OpKind::Argmax,
+    ];
+}
+
+impl Op {
+    /// The op's kind.
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Op::Leaf => OpKind::Leaf,
+            Op::View => OpKind::View,
+            Op::GetRows => OpKind::GetRows,
+            Op::Binary(BinaryOp::Add) => OpKind::Add,
+            Op::Binary(BinaryOp::Sub) => OpKind::Sub,
+            Op::Binary(BinaryOp::Mul) => OpKind::Mul,
+            Op::Binary(BinaryOp::Div) => OpKind::Div,
+            Op::Scale(_) => OpKind::Scale,
+            Op::MatMul => OpKind::MatMul,
+            Op::SoftMax { .. } => OpKind::SoftMax,
+            Op::Norm { .. } => OpKind::Norm,
+            Op::RmsNorm { .. } => OpKind::RmsNorm,
+            Op::Unary(UnaryOp::Gelu) => OpKind::Gelu,
+            Op::Unary(UnaryOp::GeluErf) => OpKind::GeluErf,
+            Op::Unary(UnaryOp::Silu) => OpKind::Silu,
+            Op::Unary(UnaryOp::Relu) => OpKind::Relu,
+            Op::Rope(_) => OpKind::Rope,
+            Op::Cpy => OpKind::Cpy,
+            Op::Concat { .. } => OpKind::Concat,
+            Op::SumRows => OpKind::SumRows,
+            Op::Mean => OpKind::Mean,
+            Op::Argmax => OpKind::Argmax,
+        }
+    }
+
+    /// Whether the node computes nothing (its memory is provided or shared).
+    pub fn is_noop(&self) -> bool {
+        matches!(self, Op::Leaf | Op::View)
+    }
+
+    /// Lower-case name for messages and `explain()`.
+    pub fn name(&self) -> String {
+        format!("{:?}", self.kind()).to_lowercase()
+    }
+}

@@ -1,0 +1,18 @@
+//! webtensor: a tensor-graph runtime for the web.
+//!
+//! ggml's backend layer in Rust (registry → device → buffer type → buffer → backend), a CPU
+//! backend with WASM SIMD128 kernels and a WebGPU backend with WGSL shaders behind the same
+//! traits, compiled to WebAssembly for the browser and natively for tests and benchmarks.
+//!
+//! Layers, data flowing down: [`wasm`] (JS bindings, wasm32 only) → [`model`] → [`graph`] /
+//! [`backend`] (the generic device API) → [`backends`] (the concrete devices).
+
+pub mod backend;
+pub mod backends;
+mod error;
+pub mod graph;
+pub mod model;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
+
+pub use error::{Error, Result};

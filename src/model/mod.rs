@@ -1,0 +1,6 @@
+//! Models built on the graph API (GGUF loading, tokenizers, model graphs).
+//!
+//! Models build graphs and hand them to the runtime; they never talk to a device's
+//! internals directly.
+
+pub mod smoke;

@@ -1,0 +1,80 @@
+//! JS bindings: thin wrappers only. JS names, `Error`s, Promises and typed arrays live here;
+//! the logic they call is in the rest of the crate, where native tests reach it.
+
+mod convert;
+
+use std::rc::Rc;
+
+use js_sys::{Array, Float32Array, Object};
+use wasm_bindgen::prelude::*;
+
+use crate::backend::{Device, DeviceKind};
+use convert::{set, to_js_error};
+
+/// Installs the panic hook (panics then reach the console with a message).
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}
+
+fn kind_name(k: DeviceKind) -> &'static str {
+    match k {
+        DeviceKind::Cpu => "cpu",
+        DeviceKind::Gpu => "gpu",
+        DeviceKind::IntegratedGpu => "integrated-gpu",
+    }
+}
+
+fn device_object(d: &Rc<dyn Device>) -> Result<Object, JsError> {
+    let o = Object::new();
+    set(&o, "name", &d.name().into())?;
+    set(&o, "kind", &kind_name(d.kind()).into())?;
+    set(&o, "description", &d.description().into())?;
+    set(&o, "available", &true.into())?;
+    let props = Object::new();
+    for (k, v) in d.properties() {
+        set(&props, &k, &v.into())?;
+    }
+    set(&o, "properties", &props)?;
+    Ok(o)
+}
+
+/// Lists the devices: `[{name, kind, description, available, properties}]`, plus, for each
+/// family with no device (no WebGPU here), `{name, available: false, reason}`.
+#[wasm_bindgen(js_name = devices)]
+pub async fn devices() -> Result<Array, JsError> {
+    let reg = crate::backends::registry().await;
+    let out = Array::new();
+    for r in reg.backend_regs() {
+        let devs = r.devices();
+        for d in &devs {
+            out.push(&device_object(d)?.into());
+        }
+        if devs.is_empty() {
+            let o = Object::new();
+            set(&o, "name", &r.name().into())?;
+            set(&o, "available", &false.into())?;
+            let reason = r
+                .unavailable_reason()
+                .unwrap_or_else(|| "no device found".into());
+            set(&o, "reason", &reason.into())?;
+            out.push(&o);
+        }
+    }
+    Ok(out)
+}
+
+/// `a + b` computed on the device called `device` ("CPU", "WebGPU").
+#[wasm_bindgen(js_name = vectorAdd)]
+pub async fn vector_add(
+    device: String,
+    a: Float32Array,
+    b: Float32Array,
+) -> Result<Float32Array, JsError> {
+    let reg = crate::backends::registry().await;
+    let dev = reg.by_name(&device).map_err(to_js_error)?;
+    let out = crate::model::smoke::vector_add(dev, &a.to_vec(), &b.to_vec())
+        .await
+        .map_err(to_js_error)?;
+    Ok(Float32Array::from(out.as_slice()))
+}
