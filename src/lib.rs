@@ -16,3 +16,10 @@ pub mod model;
 pub mod wasm;
 
 pub use error::{Error, Result};
+
+// The SIMD128 kernels are the point of the wasm build: never ship one without them
+// (a RUSTFLAGS set by a script replaces .cargo/config.toml's `+simd128`).
+#[cfg(all(target_arch = "wasm32", not(target_feature = "simd128")))]
+compile_error!(
+    "webtensor's wasm32 build needs `-C target-feature=+simd128` (see .cargo/config.toml)"
+);

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# scripts/setup.sh -- installs everything the README's two commands need, idempotently:
+#   - the wasm32 target (rustup, with a timeout; falling back to Debian's rustc-web route),
+#     wasm-bindgen-cli matching Cargo.lock, wasm-pack, a wasm-opt that works (npm binaryen),
+#     chromium + chromium-driver, wabt (scripts/setup-wasm.sh does these, cached in
+#     ~/.cache/wasm-toolchain);
+#   - mesa-vulkan-drivers (lavapipe: native wgpu without a GPU);
+#   - rustfmt + clippy for the host toolchain.
+# Fast when nothing is missing. Writes scripts/.env.sh for the other scripts to source.
+# Knobs: WASM_SETUP_ROUTE=auto|rustup|debian (see scripts/setup-wasm.sh).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+BINDGEN=$(awk '$0=="name = \"wasm-bindgen\""{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")
+[ -n "$BINDGEN" ] || { say "cannot find wasm-bindgen in Cargo.lock"; exit 1; }
+
+if ! rustup component list --installed 2>/dev/null | grep -q '^clippy'; then
+  say "rustup component add clippy rustfmt"
+  timeout 120 rustup component add clippy rustfmt >&2 || say "WARNING: could not add clippy/rustfmt"
+fi
+
+WASM_BINDGEN_VERSION="$BINDGEN" WASM_SETUP_EXTRA_APT="wabt mesa-vulkan-drivers" \
+  WASM_SETUP_LINK_BIN=1 bash "$ROOT/scripts/setup-wasm.sh"
+
+CACHE="${WASM_TOOLCHAIN_CACHE:-$HOME/.cache/wasm-toolchain}"
+cat >"$ROOT/scripts/.env.sh" <<ENV
+# written by scripts/setup.sh: the wasm tools and browser test settings
+export PATH="$CACHE/tools/bin:\$PATH"
+# the toolchain that has the wasm32 target (rustup stable, or Debian rustc-web via the fallback)
+export WASM_TC=wasm
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
+export CHROMEDRIVER=/usr/bin/chromedriver
+export WASM_BINDGEN_TEST_TIMEOUT=\${WASM_BINDGEN_TEST_TIMEOUT:-300}
+export WASM_BINDGEN_TEST_WEBDRIVER_JSON="$ROOT/webdriver.json"
+# wasm: runs "\$@" for wasm32 with +simd128 kept even when the caller set RUSTFLAGS (which
+# replaces .cargo/config.toml's flags), on the toolchain that has the wasm32 target.
+wasm() {
+  if [ -n "\${RUSTFLAGS:-}" ] && [[ "\$RUSTFLAGS" != *simd128* ]]; then
+    RUSTFLAGS="\$RUSTFLAGS -C target-feature=+simd128" RUSTUP_TOOLCHAIN=\$WASM_TC "\$@"
+  else
+    RUSTUP_TOOLCHAIN=\$WASM_TC "\$@"
+  fi
+}
+export WGPU_BACKEND=\${WGPU_BACKEND:-vulkan}
+ENV
+say "wrote scripts/.env.sh"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# scripts/test.sh -- the whole test run, from a fresh machine; stops at the first failure.
+#   setup → fmt → clippy (native, wasm32) → native tests (CPU; WebGPU on lavapipe) →
+#   wasm tests in Node → wasm tests in headless Chromium (WebGPU on SwiftShader) →
+#   end-to-end page test (pkg/ + webpack bundle served, driven by playwright-core).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
+T0=$(date +%s)
+STEPS=()
+step() {  # step NAME CMD...
+  local name=$1; shift
+  local t; t=$(date +%s)
+  printf '\n==> %s\n' "$name"
+  "$@"
+  STEPS+=("$(printf '%-44s %5ss' "$name" $(( $(date +%s) - t )))")
+}
+
+step "setup (scripts/setup.sh)" bash scripts/setup.sh
+# shellcheck source=/dev/null
+source scripts/.env.sh
+
+step "cargo fmt --check" cargo fmt --all -- --check
+step "clippy (native)" cargo clippy --all-targets -- -D warnings
+wasm_clippy() {
+  if wasm cargo clippy --version >/dev/null 2>&1; then
+    wasm cargo clippy --target wasm32-unknown-unknown --all-targets -- -D warnings
+  else
+    echo "WARNING: the wasm toolchain ($WASM_TC) has no clippy (Debian route): cargo check instead"
+    wasm cargo check --target wasm32-unknown-unknown --all-targets
+  fi
+}
+step "clippy (wasm32)" wasm_clippy
+step "native tests (cargo test)" cargo test
+step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --test web_node
+step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-unknown --test web_browser
+step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
+step "end-to-end page test" env E2E_REQUIRE_WEBGPU=1 node --test tests/e2e/
+
+printf '\n---------------------------------------------------------------- test summary\n'
+printf '%s\n' "${STEPS[@]}"
+echo "total: $(( $(date +%s) - T0 ))s"

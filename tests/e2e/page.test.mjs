@@ -1,0 +1,61 @@
+// End-to-end: the built demo (www/dist) served locally and opened in headless Chromium
+// (Debian's /usr/bin/chromium through playwright-core), asserting on what the page shows.
+// Run by scripts/test.sh after the package and the page are built.
+// E2E_REQUIRE_WEBGPU=1 makes a missing WebGPU device a failure (Chromium with
+// --enable-unsafe-webgpu always has SwiftShader's adapter).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const DIST = path.join(ROOT, 'www/dist');
+const SHOTS = path.join(ROOT, 'target/e2e');
+let server, browser, base;
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'www/dist is not built (scripts/build-web.sh)');
+  server = await startServer(DIST, 0);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+test('demo page lists the devices and computes on each', async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(base);
+  await page.waitForSelector('#status[data-state="ready"], #status[data-state="error"]', { timeout: 120_000 });
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, 'demo.png'), fullPage: true });
+  assert.equal(await page.textContent('#status'), 'ready', `page errors: ${errors.join('; ')}`);
+
+  const cpu = page.locator('[data-device="CPU"]');
+  assert.match(await cpu.locator('.description').textContent(), /simd128/);
+  assert.equal(await cpu.locator('.result').getAttribute('data-values'), '11,22,33,44');
+
+  const gpu = page.locator('[data-device="WebGPU"]');
+  assert.equal(await gpu.count(), 1, 'the WebGPU entry (device or reason) is missing');
+  if (await gpu.locator('.unavailable').count()) {
+    const reason = await gpu.locator('.unavailable').textContent();
+    assert.ok(process.env.E2E_REQUIRE_WEBGPU !== '1', `WebGPU required but ${reason}`);
+    console.log(`# WebGPU ${reason}`);
+  } else {
+    assert.equal(await gpu.locator('.result').getAttribute('data-values'), '11,22,33,44');
+    const props = await gpu.locator('.properties').textContent();
+    assert.match(props, /maxStorageBufferBindingSize/);
+  }
+  assert.deepEqual(errors, []);
+});

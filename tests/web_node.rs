@@ -1,0 +1,36 @@
+//! wasm tests that run in Node (wasm-bindgen-test's default): the CPU device end to end.
+#![cfg(target_arch = "wasm32")]
+
+use wasm_bindgen_test::*;
+use webtensor::backend::DeviceKind;
+
+#[wasm_bindgen_test]
+async fn cpu_device_is_listed_with_simd128() {
+    let reg = webtensor::backends::registry().await;
+    let cpu = reg.by_kind(DeviceKind::Cpu).expect("a CPU device");
+    assert!(
+        cpu.description().contains("simd128"),
+        "{}",
+        cpu.description()
+    );
+}
+
+#[wasm_bindgen_test]
+async fn vector_add_on_cpu() {
+    let reg = webtensor::backends::registry().await;
+    let cpu = reg.by_name("cpu").expect("a CPU device");
+    let out = webtensor::model::smoke::vector_add(cpu, &[1.0, 2.0, 3.0], &[0.5, 0.25, -3.0])
+        .await
+        .unwrap();
+    assert_eq!(out, vec![1.5, 2.25, 0.0]);
+}
+
+#[wasm_bindgen_test]
+async fn bad_input_is_an_error_not_a_panic() {
+    let reg = webtensor::backends::registry().await;
+    let cpu = reg.by_name("cpu").expect("a CPU device");
+    let err = webtensor::model::smoke::vector_add(cpu, &[1.0], &[1.0, 2.0])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("one length"), "{err}");
+}
