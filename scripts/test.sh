@@ -34,7 +34,7 @@ step "native tests (cargo test)" cargo test
 step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --test web_node
 step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-unknown --test web_browser
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
-step "end-to-end page test" env E2E_REQUIRE_WEBGPU=1 node --test tests/e2e/
+step "end-to-end page test" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} node --test tests/e2e/
 
 printf '\n---------------------------------------------------------------- test summary\n'
 printf '%s\n' "${STEPS[@]}"

@@ -1,4 +1,5 @@
 //! Native end-to-end checks of the registry and a one-op graph on every device found.
+#![cfg(not(target_arch = "wasm32"))]
 
 use webtensor::backend::DeviceKind;
 
