@@ -7,7 +7,8 @@
 #   - mesa-vulkan-drivers (lavapipe: native wgpu without a GPU);
 #   - rustfmt + clippy for the host toolchain.
 # Fast when nothing is missing. Writes scripts/.env.sh for the other scripts to source.
-# Knobs: WASM_SETUP_ROUTE=auto|rustup|debian (see scripts/setup-wasm.sh).
+# Knobs: WASM_SETUP_ROUTE=auto|rustup|debian, WASM_TOOLCHAIN_CACHE, WASM_TOOLCHAIN_ALIAS,
+# WASM_SETUP_LINK_BIN (see scripts/setup-wasm.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '[setup] %s\n' "$*" >&2; }
@@ -21,14 +22,14 @@ if ! rustup component list --installed 2>/dev/null | grep -q '^clippy'; then
 fi
 
 WASM_BINDGEN_VERSION="$BINDGEN" WASM_SETUP_EXTRA_APT="wabt mesa-vulkan-drivers" \
-  WASM_SETUP_LINK_BIN=1 bash "$ROOT/scripts/setup-wasm.sh"
+  WASM_SETUP_LINK_BIN="${WASM_SETUP_LINK_BIN:-1}" bash "$ROOT/scripts/setup-wasm.sh"
 
 CACHE="${WASM_TOOLCHAIN_CACHE:-$HOME/.cache/wasm-toolchain}"
 cat >"$ROOT/scripts/.env.sh" <<ENV
 # written by scripts/setup.sh: the wasm tools and browser test settings
 export PATH="$CACHE/tools/bin:\$PATH"
 # the toolchain that has the wasm32 target (rustup stable, or Debian rustc-web via the fallback)
-export WASM_TC=wasm
+export WASM_TC=${WASM_TOOLCHAIN_ALIAS:-wasm}
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export CHROMEDRIVER=/usr/bin/chromedriver
 export WASM_BINDGEN_TEST_TIMEOUT=\${WASM_BINDGEN_TEST_TIMEOUT:-300}
