@@ -9,6 +9,7 @@
 
 pub mod backend;
 pub mod backends;
+pub mod bench;
 mod error;
 pub mod graph;
 pub mod model;

@@ -1,0 +1,34 @@
+// Browser runner: serves bench/ and runs index.html in headless Chromium (playwright-core,
+// resolved from the repository's node_modules). node bench/browser.mjs [out.json]
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { startServer } from '../scripts/serve.mjs';
+
+const require = createRequire(path.resolve(import.meta.dirname, '../package.json'));
+const { chromium } = require('playwright-core');
+const server = await startServer(import.meta.dirname, 0);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update',
+    '--disable-sync', '--disable-quic', '--no-first-run'],
+});
+try {
+  const page = await browser.newPage();
+  page.on('console', (m) => console.log(m.text()));
+  const q = new URLSearchParams();
+  if (process.env.BENCH_ONLY) q.set('only', process.env.BENCH_ONLY);
+  if (process.env.BENCH_REPS) q.set('reps', process.env.BENCH_REPS);
+  await page.goto(`http://127.0.0.1:${server.address().port}/index.html?${q}`);
+  await page.waitForFunction(() => window.benchResult, null, { timeout: 600_000 });
+  const result = await page.evaluate(() => window.benchResult);
+  if (result.error) throw new Error(result.error);
+  const out = process.argv[2];
+  if (out) {
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    fs.writeFileSync(out, JSON.stringify({ env: `chromium ${browser.version()}`, ...result }, null, 2));
+  }
+} finally {
+  await browser.close();
+  server.close();
+}

@@ -1,0 +1,77 @@
+// CPU matmul benchmark core, shared by the Node runner and the browser page: webtensor's CPU
+// kernels (SIMD128, 1 thread) beside onnxruntime-web (wasm, 1 thread) and tfjs-backend-wasm
+// (XNNPACK, 1 thread), same shapes, same process, plus a probe of the wasm SIMD f32 peak.
+// Times are medians of REPS runs after a warm-up; GFLOP/s = 2·m·n·k / time.
+import { matmulModel } from './onnx-matmul.mjs';
+
+export const CASES = [
+  { name: 'f32 gemm 256³', w: 'f32', m: 256, n: 256, k: 256 },
+  { name: 'f32 gemm 512³', w: 'f32', m: 512, n: 512, k: 512 },
+  { name: 'f32 gemm 1024³', w: 'f32', m: 1024, n: 1024, k: 1024 },
+  { name: 'q8_0 matvec 4096×4096', w: 'q8_0', m: 4096, n: 1, k: 4096 },
+  { name: 'q4_0 matvec 4096×4096', w: 'q4_0', m: 4096, n: 1, k: 4096 },
+  { name: 'f32 matvec 4096×4096', w: 'f32', m: 4096, n: 1, k: 4096 },
+];
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+function randn(len, seed) {
+  const a = new Float32Array(len);
+  let s = seed >>> 0;
+  for (let i = 0; i < len; i++) { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; a[i] = s / 4294967296 * 2 - 1; }
+  return a;
+}
+
+async function time(fn, reps) {
+  await fn();
+  const ts = [];
+  for (let i = 0; i < reps; i++) { const t0 = performance.now(); await fn(); ts.push(performance.now() - t0); }
+  return median(ts);
+}
+
+/** Measures the wasm SIMD f32 peak (GFLOP/s) with webtensor's independent-multiply-add probe. */
+export function simdPeak(webtensor) {
+  webtensor.simdPeakProbe(1e5);
+  const rates = [];
+  for (let i = 0; i < 5; i++) {
+    const t0 = performance.now();
+    const flops = webtensor.simdPeakProbe(2e6);
+    rates.push(flops / ((performance.now() - t0) / 1e3) / 1e9);
+  }
+  return median(rates);
+}
+
+/**
+ * Runs every case on every implementation given ({webtensor, ort, tf} may each be null).
+ * Returns {peak, rows: [{case, impl, ms, gflops, pctPeak}]}.
+ */
+export async function runBench({ webtensor, ort, tf, reps = 7, log = console.log, only }) {
+  const peak = simdPeak(webtensor);
+  log(`wasm SIMD f32 peak (1 thread, mul+add probe): ${peak.toFixed(1)} GFLOP/s`);
+  const rows = [];
+  const add = (c, impl, ms) => {
+    const gflops = 2 * c.m * c.n * c.k / (ms / 1e3) / 1e9;
+    const row = { case: c.name, impl, ms: +ms.toFixed(3), gflops: +gflops.toFixed(2), pctPeak: +(100 * gflops / peak).toFixed(1) };
+    rows.push(row);
+    log(`${c.name.padEnd(24)} ${impl.padEnd(22)} ${ms.toFixed(2).padStart(9)} ms ${gflops.toFixed(2).padStart(8)} GFLOP/s ${row.pctPeak.toFixed(1).padStart(6)}% of peak`);
+  };
+  for (const c of CASES.filter((c) => !only || only.test(c.name))) {
+    const bench = new webtensor.MatmulBench(c.w, c.m, c.n, c.k);
+    add(c, `webtensor ${c.w}`, await time(() => bench.run(), reps));
+    bench.free();
+    if (c.w !== 'f32') continue; // the peers have no ggml block formats
+    const w = randn(c.k * c.m, 7), x = randn(c.n * c.k, 11);
+    if (ort) {
+      const session = await ort.InferenceSession.create(matmulModel(c.n, c.k, c.m, w), { executionProviders: ['wasm'] });
+      const feeds = { X: new ort.Tensor('float32', x, [c.n, c.k]) };
+      add(c, 'onnxruntime-web wasm', await time(() => session.run(feeds), reps));
+      await session.release();
+    }
+    if (tf) {
+      const tw = tf.tensor2d(w, [c.k, c.m]), tx = tf.tensor2d(x, [c.n, c.k]);
+      add(c, 'tfjs-backend-wasm', await time(() => { const y = tf.matMul(tx, tw); y.dataSync(); y.dispose(); }, reps));
+      tw.dispose(); tx.dispose();
+    }
+  }
+  return { peak: +peak.toFixed(2), rows };
+}

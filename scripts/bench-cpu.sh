@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# scripts/bench-cpu.sh -- CPU matmul benchmark (a benchmark, not a test): webtensor's SIMD128
+# kernels beside onnxruntime-web (wasm, 1 thread) and tfjs-backend-wasm (XNNPACK, 1 thread),
+# in Node and in headless Chromium, plus the wasm SIMD peak probe. Prints tables; writes
+# target/bench/cpu-matmul-{node,chromium}.json.
+#   BENCH_ONLY=regex  only matching cases      BENCH_REPS=n  runs per median (default 7)
+#   BENCH_RELAXED=1   also build with relaxed SIMD (+relaxed-simd) and run it as a second pass
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
+bash scripts/setup.sh >/dev/null
+# shellcheck source=/dev/null
+source scripts/.env.sh
+[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+( cd bench && { [ -d node_modules/onnxruntime-web ] || npm ci --no-audit --no-fund; } )
+run_pass() {  # $1 = label, $2 = extra target features
+  local label=$1 feat=$2
+  echo "== building ($label)"
+  RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target nodejs --out-dir bench/.pkg-node >/dev/null 2>&1
+  RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target web --out-dir bench/.pkg-web >/dev/null 2>&1
+  echo "== Node ($label)"; node bench/node.mjs "target/bench/cpu-matmul-node$3.json"
+  echo "== Chromium ($label)"; node bench/browser.mjs "target/bench/cpu-matmul-chromium$3.json"
+}
+run_pass "simd128" "" ""
+if [ "${BENCH_RELAXED:-0}" = 1 ]; then
+  run_pass "simd128 + relaxed-simd" ",+relaxed-simd" "-relaxed"
+fi

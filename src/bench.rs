@@ -1,0 +1,157 @@
+//! Benchmark support shared by the native benches and the wasm benchmark page: a prepared
+//! matmul run through a device's real backend, and a probe of this machine's SIMD peak.
+//! Benchmarks print numbers; nothing here is a timed test.
+
+use std::rc::Rc;
+
+use crate::backend::{Backend, Device, TensorMemory};
+use crate::error::Result;
+use crate::graph::{row_from_f32, DType, Graph, TensorId};
+
+/// `W (k×m, wtype) · X (k×n, f32)` prepared on a device: data written once, `run` enqueues it.
+pub struct MatmulProblem {
+    backend: Rc<dyn Backend>,
+    graph: Graph,
+    mem: TensorMemory,
+    out: TensorId,
+    flops: f64,
+}
+
+impl MatmulProblem {
+    /// Builds and uploads a problem with deterministic pseudo-random data.
+    pub fn new(device: Rc<dyn Device>, wtype: DType, m: usize, n: usize, k: usize) -> Result<Self> {
+        let mut g = Graph::new();
+        let w = g.weight("w", wtype, &[k, m])?;
+        let x = g.input("x", DType::F32, &[k, n])?;
+        let out = g.matmul(w, x)?;
+        g.set_output(out)?;
+        let bt = device.buffer_type();
+        let align = bt.alignment().max(1);
+        let mut mem = TensorMemory::new();
+        let mut seed = 0x9E37_79B9u32;
+        for id in [w, x, out] {
+            let t = g.tensor(id);
+            let buf = bt.alloc(bt.alloc_size(t).div_ceil(align) * align)?;
+            if id != out {
+                let vals: Vec<f32> = (0..t.numel())
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 17;
+                        seed ^= seed << 5;
+                        (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
+                    })
+                    .collect();
+                let mut bytes = vec![0u8; t.nbytes()];
+                let row = t.ne[0];
+                let rb = t.dtype.row_bytes(row)?;
+                for (src, dst) in vals.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
+                    row_from_f32(t.dtype, src, dst);
+                }
+                buf.write(0, &bytes)?;
+            }
+            mem.place(&g, id, buf, 0)?;
+        }
+        let backend = device.create_backend()?;
+        Ok(Self {
+            backend,
+            graph: g,
+            mem,
+            out,
+            flops: 2.0 * (m * n * k) as f64,
+        })
+    }
+
+    /// Enqueues one matmul (on the CPU it completes before returning).
+    pub fn run(&self) -> Result<()> {
+        self.backend.compute(&self.graph, &[self.out], &self.mem)
+    }
+
+    /// Waits for enqueued work.
+    pub async fn synchronize(&self) -> Result<()> {
+        self.backend.synchronize().await
+    }
+
+    /// Floating-point operations per run (2·m·n·k).
+    pub fn flops(&self) -> f64 {
+        self.flops
+    }
+}
+
+/// Runs `iters` rounds of independent multiply-adds on SIMD registers (12 accumulators, so
+/// latency is hidden) and returns (a checksum to keep the work alive, the flops done).
+/// Timing it gives this machine's practical f32 SIMD peak for one thread.
+#[inline(never)]
+pub fn simd_peak_probe(iters: u32) -> (f32, f64) {
+    const ACC: usize = 12;
+    let mut acc = [[0.0f32; 4]; ACC];
+    for (i, a) in acc.iter_mut().enumerate() {
+        *a = [i as f32 * 1e-3; 4];
+    }
+    let m = std::hint::black_box([0.999_9f32; 4]);
+    let c = std::hint::black_box([1e-4f32; 4]);
+    let mut acc = probe_kernel(acc, m, c, iters);
+    acc = std::hint::black_box(acc);
+    let sum: f32 = acc.iter().flatten().sum();
+    (sum, iters as f64 * (ACC * 4 * 2) as f64)
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn probe_kernel(acc: [[f32; 4]; 12], m: [f32; 4], c: [f32; 4], iters: u32) -> [[f32; 4]; 12] {
+    use core::arch::wasm32::*;
+    let ld = |a: [f32; 4]| f32x4(a[0], a[1], a[2], a[3]);
+    let mut v: [v128; 12] = acc.map(ld);
+    let (m, c) = (ld(m), ld(c));
+    for _ in 0..iters {
+        for x in v.iter_mut() {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                *x = f32x4_relaxed_madd(*x, m, c);
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                *x = f32x4_add(f32x4_mul(*x, m), c);
+            }
+        }
+    }
+    v.map(|x| {
+        [
+            f32x4_extract_lane::<0>(x),
+            f32x4_extract_lane::<1>(x),
+            f32x4_extract_lane::<2>(x),
+            f32x4_extract_lane::<3>(x),
+        ]
+    })
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+fn probe_kernel(mut acc: [[f32; 4]; 12], m: [f32; 4], c: [f32; 4], iters: u32) -> [[f32; 4]; 12] {
+    for _ in 0..iters {
+        for x in acc.iter_mut() {
+            for l in 0..4 {
+                x[l] = x[l] * m[l] + c[l];
+            }
+        }
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backends::cpu::{CpuDevice, KernelSet};
+
+    #[test]
+    fn matmul_problem_runs_and_counts_flops() {
+        let dev = Rc::new(CpuDevice::new(KernelSet::Fast));
+        let p = MatmulProblem::new(dev, DType::Q8_0, 8, 3, 64).unwrap();
+        p.run().unwrap();
+        assert_eq!(p.flops(), 2.0 * 8.0 * 3.0 * 64.0);
+    }
+
+    #[test]
+    fn peak_probe_counts_its_flops() {
+        let (sum, flops) = simd_peak_probe(10);
+        assert!(sum.is_finite());
+        assert_eq!(flops, 10.0 * 96.0);
+    }
+}

@@ -1,0 +1,53 @@
+//! Benchmark entry points for bench/ (thin wrappers over `crate::bench`).
+
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+
+use super::convert::to_js_error;
+use crate::backends::cpu::{CpuDevice, KernelSet};
+use crate::graph::DType;
+
+/// A matmul prepared on the CPU device (fast kernels): `W (k×m, dtype) · X (k×n, f32)`.
+#[wasm_bindgen]
+pub struct MatmulBench(crate::bench::MatmulProblem);
+
+#[wasm_bindgen]
+impl MatmulBench {
+    /// `dtype` is "f32", "f16", "q8_0" or "q4_0".
+    #[wasm_bindgen(constructor)]
+    pub fn new(dtype: &str, m: usize, n: usize, k: usize) -> Result<MatmulBench, JsError> {
+        let wtype = match dtype {
+            "f32" => DType::F32,
+            "f16" => DType::F16,
+            "q8_0" => DType::Q8_0,
+            "q4_0" => DType::Q4_0,
+            other => return Err(JsError::new(&format!("unknown weight dtype {other:?}"))),
+        };
+        let dev = Rc::new(CpuDevice::new(KernelSet::Fast));
+        crate::bench::MatmulProblem::new(dev, wtype, m, n, k)
+            .map(MatmulBench)
+            .map_err(to_js_error)
+    }
+
+    /// Runs the matmul once (synchronously on the CPU).
+    pub fn run(&self) -> Result<(), JsError> {
+        self.0.run().map_err(to_js_error)
+    }
+
+    /// Flops of one run.
+    pub fn flops(&self) -> f64 {
+        self.0.flops()
+    }
+}
+
+/// Runs the SIMD peak probe for `iters` rounds and returns the flops it did.
+#[wasm_bindgen(js_name = simdPeakProbe)]
+pub fn simd_peak_probe(iters: u32) -> f64 {
+    let (checksum, flops) = crate::bench::simd_peak_probe(iters);
+    // Keeps the work observable so it cannot be optimized out.
+    if checksum.is_nan() {
+        web_sys::console::log_1(&"probe produced NaN".into());
+    }
+    flops
+}
