@@ -6,9 +6,13 @@
 
 mod exec;
 mod registry;
+mod restrict;
+pub mod sched;
 
 pub use exec::{run_graph, TensorMemory};
 pub use registry::{BackendReg, Registry};
+pub use restrict::RestrictedDevice;
+pub use sched::{Plan, PlanOptions, Scheduler, Session};
 
 use std::any::Any;
 use std::future::Future;
@@ -109,6 +113,11 @@ pub trait Device {
     }
     /// Whether an op whose weights live on the host is worth moving here; default: never.
     fn offload_op(&self, _graph: &Graph, _node: TensorId) -> bool {
+        false
+    }
+    /// Whether `node` may be computed into its first operand's memory (element-wise ops whose
+    /// kernels read each element before writing it); default: no.
+    fn supports_inplace(&self, _graph: &Graph, _node: TensorId) -> bool {
         false
     }
     /// A new stream on this device.

@@ -15,7 +15,7 @@ use crate::backend::{
     Support, TensorMemory,
 };
 use crate::error::{Error, Result};
-use crate::graph::{Graph, TensorId};
+use crate::graph::{Graph, Op, TensorId};
 
 /// The CPU family: one device.
 pub struct CpuReg {
@@ -104,6 +104,20 @@ impl Device for CpuDevice {
             Ok(_) => Support::Yes,
             Err(e) => Support::No(e.to_string()),
         }
+    }
+    fn supports_inplace(&self, graph: &Graph, node: TensorId) -> bool {
+        // These kernels read each element (or a whole row) before writing it.
+        graph.get(node).is_ok_and(|t| {
+            matches!(
+                t.op,
+                Op::Binary(_)
+                    | Op::Scale(_)
+                    | Op::Unary(_)
+                    | Op::SoftMax { .. }
+                    | Op::Norm { .. }
+                    | Op::RmsNorm { .. }
+            )
+        })
     }
     fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
         Ok(Rc::new(CpuBackend { device: self }))

@@ -1,0 +1,101 @@
+//! `explain()`: the plan for people (ggml's GGML_SCHED_DEBUG, readable): splits, which node
+//! runs where and why, the copies and their bytes, memory per device.
+
+use std::fmt::Write;
+
+use super::plan::Plan;
+use crate::graph::Graph;
+
+/// `1536` → `"1.5 KiB"`.
+pub fn human_bytes(n: usize) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+impl Plan {
+    /// Number of input copies across all splits, and their bytes.
+    pub fn copies(&self) -> (usize, usize) {
+        self.splits
+            .iter()
+            .flat_map(|s| &s.inputs)
+            .fold((0, 0), |(n, b), i| (n + 1, b + i.bytes))
+    }
+
+    /// Number of compute nodes per device.
+    pub fn nodes_per_device(&self) -> Vec<usize> {
+        let mut v = vec![0; self.devices.len()];
+        for s in &self.splits {
+            v[s.device] += s.nodes.len();
+        }
+        v
+    }
+
+    /// A readable description of the plan.
+    pub fn explain(&self, graph: &Graph) -> String {
+        let mut s = String::new();
+        let (nc, bc) = self.copies();
+        let total: usize = self.nodes_per_device().iter().sum();
+        let _ = writeln!(
+            s,
+            "plan: {total} nodes on {} device(s) [{}], {} split(s), {nc} copies ({})",
+            self.devices.len(),
+            self.devices.join(", "),
+            self.splits.len(),
+            human_bytes(bc)
+        );
+        for (i, split) in self.splits.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "split {i} on {}: {} node(s)",
+                self.devices[split.device],
+                split.nodes.len()
+            );
+            for inp in &split.inputs {
+                let _ = writeln!(
+                    s,
+                    "  <- {} ({}) from {}",
+                    graph.tensor(inp.tensor).name,
+                    human_bytes(inp.bytes),
+                    self.devices[inp.from]
+                );
+            }
+            for &id in &split.nodes {
+                let t = graph.tensor(id);
+                let why = self.why[id.0]
+                    .as_ref()
+                    .map(|w| w.to_string())
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "  {:<24} {:<8} {:<16} {why}",
+                    t.name,
+                    t.op.name(),
+                    t.shape_str()
+                );
+            }
+        }
+        let _ = writeln!(s, "memory:");
+        for (d, m) in self.memory.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  {}: compute {} planned ({} without reuse, {} in place), weights {}",
+                self.devices[d],
+                human_bytes(m.compute_bytes),
+                human_bytes(m.unshared_bytes),
+                m.in_place,
+                human_bytes(m.weight_bytes)
+            );
+        }
+        s
+    }
+}

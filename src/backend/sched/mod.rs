@@ -1,0 +1,264 @@
+//! The scheduler: places each node on a device, splits the graph where the device changes,
+//! copies split inputs across, plans memory per device, and runs the splits (after
+//! `ggml_backend_sched`, plus a cost model and `explain()`).
+//!
+//! ```text
+//! Scheduler::new(devices) ─plan(graph)→ Plan ─Session::new→ Session ─set_weights, run(inputs)→ outputs
+//! ```
+
+mod arena;
+pub mod cost;
+mod explain;
+mod place;
+mod plan;
+
+pub use cost::{CostModel, DeviceCost};
+pub use place::Why;
+pub use plan::{DeviceMemoryPlan, Plan, Split, SplitInput};
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use super::{Backend, Buffer, BufferUsage, Device, TensorMemory};
+use crate::error::{Error, Result};
+use crate::graph::{Graph, Role, TensorId};
+use plan::Slot;
+
+/// Options of one plan.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    /// Nodes the caller pins to a device (by device name).
+    pub pins: HashMap<TensorId, String>,
+    /// Weights already stored on a device (by name); ops on them run there unless offloaded.
+    pub resident: HashMap<TensorId, String>,
+}
+
+/// Places graphs on devices in priority order (first = preferred, last = fallback, the CPU).
+pub struct Scheduler {
+    devices: Vec<Rc<dyn Device>>,
+    cost: Option<CostModel>,
+}
+
+impl Scheduler {
+    /// A scheduler over `devices` in priority order; at least one.
+    pub fn new(devices: Vec<Rc<dyn Device>>) -> Result<Self> {
+        if devices.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a scheduler needs at least one device".into(),
+            ));
+        }
+        Ok(Self {
+            devices,
+            cost: None,
+        })
+    }
+
+    /// Turns the cost model on (with these per-device costs) or off (`None`).
+    pub fn set_cost_model(&mut self, cost: Option<CostModel>) {
+        self.cost = cost;
+    }
+
+    /// The devices, in priority order.
+    pub fn devices(&self) -> &[Rc<dyn Device>] {
+        &self.devices
+    }
+
+    fn device_index(&self, name: &str) -> Result<usize> {
+        self.devices
+            .iter()
+            .position(|d| d.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                Error::NoDevice(format!("{name:?} is not one of this scheduler's devices"))
+            })
+    }
+
+    /// Places, splits and plans memory for `graph`. Fails, before anything runs, on ops no
+    /// device supports, pins to unknown devices or to devices that cannot run the node.
+    pub fn plan(&self, graph: &Graph, opts: &PlanOptions) -> Result<Plan> {
+        let mut pins = HashMap::new();
+        for (&id, name) in &opts.pins {
+            graph.get(id)?;
+            pins.insert(id, self.device_index(name)?);
+        }
+        let mut resident = HashMap::new();
+        for (&id, name) in &opts.resident {
+            if graph.get(id)?.role != Role::Weight {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not a weight",
+                    graph.tensor(id).name
+                )));
+            }
+            resident.insert(id, self.device_index(name)?);
+        }
+        let mut sup = place::SupportTable::new(graph, &self.devices);
+        let mut placement = place::place(graph, &self.devices, &mut sup, &pins, &resident)?;
+        if let Some(cost) = &self.cost {
+            cost.refine(graph, &self.devices, &mut sup, &mut placement, &pins);
+        }
+        plan::build(graph, &self.devices, placement, &resident)
+    }
+}
+
+/// A plan with its memory allocated: weights set once, then run any number of times.
+pub struct Session {
+    graph: Graph,
+    plan: Plan,
+    backends: Vec<Rc<dyn Backend>>,
+    mems: Vec<TensorMemory>,
+    weights_set: HashSet<TensorId>,
+}
+
+impl Session {
+    /// Allocates every device's arenas for `plan` of `graph` on `scheduler`'s devices.
+    pub fn new(scheduler: &Scheduler, graph: &Graph, plan: Plan) -> Result<Self> {
+        let devices = scheduler.devices();
+        let mut backends = Vec::new();
+        let mut mems = Vec::new();
+        for (d, dev) in devices.iter().enumerate() {
+            backends.push(dev.clone().create_backend()?);
+            let bt = dev.buffer_type();
+            let compute: Rc<dyn Buffer> = bt.alloc(plan.memory[d].compute_bytes)?;
+            compute.set_usage(BufferUsage::Compute);
+            let weights: Rc<dyn Buffer> = bt.alloc(plan.memory[d].weight_bytes)?;
+            weights.set_usage(BufferUsage::Weights);
+            let mut mem = TensorMemory::new();
+            for (&(ld, id), &slot) in &plan.location {
+                if ld != d {
+                    continue;
+                }
+                match slot {
+                    Slot::Compute(off) => mem.place(graph, id, compute.clone(), off)?,
+                    Slot::Weights(off) => mem.place(graph, id, weights.clone(), off)?,
+                }
+            }
+            mems.push(mem);
+        }
+        Ok(Self {
+            graph: graph.clone(),
+            plan,
+            backends,
+            mems,
+            weights_set: HashSet::new(),
+        })
+    }
+
+    /// The plan this session runs.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The graph this session runs.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Stores weight values (raw bytes in the weight's dtype) on every device that keeps them.
+    pub fn set_weights(&mut self, weights: &HashMap<TensorId, Vec<u8>>) -> Result<()> {
+        for (&id, bytes) in weights {
+            let t = self.graph.get(id)?;
+            if t.role != Role::Weight || t.is_view() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not a weight",
+                    t.name
+                )));
+            }
+            check_len(&t.name, t.nbytes(), bytes.len())?;
+        }
+        for (&id, bytes) in weights {
+            for &d in self
+                .plan
+                .weight_devices
+                .get(&id)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                let (buf, off) = self.mems[d].locate(&self.graph, id)?;
+                buf.write(off, bytes)?;
+            }
+            self.weights_set.insert(id);
+        }
+        Ok(())
+    }
+
+    /// Runs the graph with `inputs` (raw bytes per input id) and returns the outputs' bytes in
+    /// `graph.outputs()` order. Every input and weight is checked before anything is enqueued.
+    pub async fn run(&self, inputs: &HashMap<TensorId, Vec<u8>>) -> Result<Vec<Vec<u8>>> {
+        let g = &self.graph;
+        for (&id, bytes) in inputs {
+            let t = g.get(id)?;
+            if t.role != Role::Input || t.is_view() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not an input",
+                    t.name
+                )));
+            }
+            check_len(&t.name, t.nbytes(), bytes.len())?;
+        }
+        for (id, t) in g.iter() {
+            if t.role == Role::Input && !t.is_view() && !inputs.contains_key(&id) {
+                return Err(Error::Graph(format!("no value given for input {}", t.name)));
+            }
+        }
+        for w in self.plan.weight_devices.keys() {
+            if !self.weights_set.contains(w) {
+                return Err(Error::Graph(format!(
+                    "weight {} was never set",
+                    g.tensor(*w).name
+                )));
+            }
+        }
+        for (&id, bytes) in inputs {
+            let d = self.plan.home[id.0].unwrap_or(self.backends.len() - 1);
+            let (buf, off) = self.mems[d].locate(g, id)?;
+            buf.write(off, bytes)?;
+        }
+        for split in &self.plan.splits {
+            for inp in &split.inputs {
+                let (src, src_off) = self.mems[inp.from].locate(g, inp.tensor)?;
+                let (dst, dst_off) = self.mems[split.device].locate(g, inp.tensor)?;
+                if !dst.copy_from(src.as_ref(), src_off, dst_off, inp.bytes)? {
+                    let bytes = src.read(src_off, inp.bytes).await?;
+                    dst.write(dst_off, &bytes)?;
+                }
+            }
+            self.backends[split.device].compute(g, &split.nodes, &self.mems[split.device])?;
+        }
+        let mut out = Vec::new();
+        for id in g.outputs() {
+            let t = g.tensor(id);
+            if !t.is_contiguous() {
+                return Err(Error::InvalidArgument(format!(
+                    "output {} is not contiguous",
+                    t.name
+                )));
+            }
+            let (root, _) = g.storage_of(id);
+            let d = match g.tensor(root).role {
+                Role::Weight => self
+                    .plan
+                    .weight_devices
+                    .get(&root)
+                    .and_then(|v| v.first().copied()),
+                _ => self.plan.home[root.0],
+            }
+            .ok_or_else(|| Error::Graph(format!("output {} is never computed", t.name)))?;
+            let (buf, off) = self.mems[d].locate(g, id)?;
+            out.push(buf.read(off, t.nbytes()).await?);
+        }
+        Ok(out)
+    }
+
+    /// The plan described for people: see [`Plan::explain`].
+    pub fn explain(&self) -> String {
+        self.plan.explain(&self.graph)
+    }
+}
+
+fn check_len(name: &str, want: usize, got: usize) -> Result<()> {
+    if want != got {
+        return Err(Error::InvalidArgument(format!(
+            "{name} needs {want} bytes, got {got}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,397 @@
+//! The scheduler on mixed-device graphs. A "GPU" here is the CPU device with some ops turned
+//! off (`RestrictedDevice`), so placement, splits, copies and memory planning are checked on
+//! any machine; the WebGPU runs live in tests/web_browser.rs and tests/sched_webgpu.rs.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use pollster::block_on;
+use webtensor::backend::sched::{CostModel, DeviceCost, Why};
+use webtensor::backend::{
+    run_graph, Device, DeviceKind, PlanOptions, RestrictedDevice, Scheduler, Session,
+};
+use webtensor::backends::cpu::{CpuDevice, KernelSet};
+use webtensor::graph::{DType, Graph, OpKind, TensorId};
+
+fn cpu() -> Rc<dyn Device> {
+    Rc::new(CpuDevice::new(KernelSet::Fast))
+}
+
+fn fake_gpu(denied: Vec<OpKind>) -> Rc<dyn Device> {
+    Rc::new(RestrictedDevice::new(cpu(), "GPU", DeviceKind::Gpu, denied))
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn f32s(&mut self, n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0)
+            .collect()
+    }
+}
+
+fn bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn floats(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Leaf values for every input and weight of `g`.
+fn leaves(g: &Graph, rng: &mut Rng) -> (HashMap<TensorId, Vec<u8>>, HashMap<TensorId, Vec<u8>>) {
+    let (mut inputs, mut weights) = (HashMap::new(), HashMap::new());
+    for (id, t) in g.iter() {
+        if t.op.is_noop() && !t.is_view() {
+            let v = bytes(&rng.f32s(t.numel()));
+            match t.role {
+                webtensor::graph::Role::Input => inputs.insert(id, v),
+                _ => weights.insert(id, v),
+            };
+        }
+    }
+    (inputs, weights)
+}
+
+/// Runs `g` through the scheduler on `devices` and on the CPU reference; returns the plan.
+fn check_against_reference(
+    g: &Graph,
+    devices: Vec<Rc<dyn Device>>,
+    cost: Option<CostModel>,
+    seed: u64,
+) -> webtensor::backend::Plan {
+    let mut rng = Rng(seed);
+    let (inputs, weights) = leaves(g, &mut rng);
+    let mut sched = Scheduler::new(devices).unwrap();
+    sched.set_cost_model(cost);
+    let plan = sched.plan(g, &PlanOptions::default()).unwrap();
+    let mut session = Session::new(&sched, g, plan.clone()).unwrap();
+    session.set_weights(&weights).unwrap();
+    let got = block_on(session.run(&inputs)).unwrap();
+    // twice: a second run on the same session must give the same answer
+    let again = block_on(session.run(&inputs)).unwrap();
+    assert_eq!(got, again, "second run differs");
+    let reference: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Reference));
+    let mut all = inputs.clone();
+    all.extend(weights);
+    let want = block_on(run_graph(&reference.create_backend().unwrap(), g, &all, 64)).unwrap();
+    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+        let (a, b) = (floats(a), floats(b));
+        let err: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| ((x - y) as f64).powi(2))
+            .sum();
+        let norm: f64 = b
+            .iter()
+            .map(|y| (*y as f64).powi(2))
+            .sum::<f64>()
+            .max(1e-12);
+        assert!(
+            err / norm < 1e-6,
+            "output {i}: nmse {} \n{}",
+            err / norm,
+            session.explain()
+        );
+    }
+    plan
+}
+
+fn mlp(g: &mut Graph) -> (TensorId, TensorId) {
+    let x = g.input("x", DType::F32, &[32, 4]).unwrap();
+    let w1 = g.weight("w1", DType::F32, &[32, 48]).unwrap();
+    let w2 = g.weight("w2", DType::F32, &[48, 32]).unwrap();
+    let h = g.matmul(w1, x).unwrap();
+    let h = g.gelu(h).unwrap();
+    let y = g.matmul(w2, h).unwrap();
+    let y = g.add(y, x).unwrap();
+    let out = g.norm(y, 1e-5).unwrap();
+    g.set_output(out).unwrap();
+    (x, out)
+}
+
+#[test]
+fn unsupported_op_splits_the_graph_and_copies_once_per_split() {
+    let mut g = Graph::new();
+    mlp(&mut g);
+    let plan = check_against_reference(&g, vec![fake_gpu(vec![OpKind::Gelu]), cpu()], None, 1);
+    let devs: Vec<&str> = plan
+        .splits
+        .iter()
+        .map(|s| plan.devices[s.device].as_str())
+        .collect();
+    assert_eq!(devs, ["GPU", "CPU", "GPU"], "{}", plan.explain(&g));
+    // x is read by matmul (GPU) and by add (GPU): copied zero times (it lives on the GPU);
+    // the matmul result goes to the CPU once, the gelu result back once.
+    assert_eq!(plan.copies().0, 2, "{}", plan.explain(&g));
+    let gelu = plan.splits[1].nodes[0];
+    assert!(matches!(plan.why[gelu.0], Some(Why::Fallback(ref r)) if r.contains("turned off")));
+}
+
+#[test]
+fn a_tensor_read_twice_on_another_device_is_copied_once() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[16, 2]).unwrap();
+    let a = g.silu(x).unwrap(); // GPU
+    let b = g.relu(a).unwrap(); // CPU (relu off on the GPU)
+    let c = g.mul(a, b).unwrap(); // GPU: reads a (local) and b (copy)
+    let d = g.relu(c).unwrap(); // CPU: reads c (copy)
+    let e = g.add(d, a).unwrap(); // CPU again? add runs on GPU: reads d (copy) and a (local)
+    g.set_output(e).unwrap();
+    let plan = check_against_reference(&g, vec![fake_gpu(vec![OpKind::Relu]), cpu()], None, 2);
+    for s in &plan.splits {
+        let mut seen: Vec<TensorId> = s.inputs.iter().map(|i| i.tensor).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), s.inputs.len(), "duplicate copies in a split");
+    }
+    // `a` goes to the CPU once even though two CPU splits read it... only the first relu does.
+    let a_copies = plan
+        .splits
+        .iter()
+        .flat_map(|s| &s.inputs)
+        .filter(|i| i.tensor == a)
+        .count();
+    assert_eq!(a_copies, 1, "{}", plan.explain(&g));
+}
+
+#[test]
+fn memory_is_reused_and_outputs_survive() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[256, 4]).unwrap();
+    let mut t = x;
+    for i in 0..12 {
+        t = if i % 2 == 0 {
+            g.silu(t).unwrap()
+        } else {
+            g.scale(t, 0.9).unwrap()
+        };
+        if i == 5 {
+            g.set_output(t).unwrap();
+        }
+    }
+    let y = g.matmul(x, t).unwrap();
+    g.set_output(y).unwrap();
+    let plan = check_against_reference(&g, vec![cpu()], None, 3);
+    let m = &plan.memory[0];
+    assert!(
+        m.compute_bytes < m.unshared_bytes / 2,
+        "{}",
+        plan.explain(&g)
+    );
+    assert!(m.in_place > 0, "{}", plan.explain(&g));
+}
+
+fn cost(flops: f64, bw: f64, overhead: f64, xfer: f64, xfer_overhead: f64) -> DeviceCost {
+    DeviceCost {
+        flops_per_s: flops,
+        bytes_per_s: bw,
+        op_overhead_s: overhead,
+        transfer_bytes_per_s: xfer,
+        transfer_overhead_s: xfer_overhead,
+    }
+}
+
+fn costs() -> CostModel {
+    CostModel {
+        devices: vec![
+            cost(1e12, 1e11, 20e-6, 4e9, 100e-6), // GPU: fast, but each copy costs 100 µs
+            cost(2e10, 2e10, 1e-6, f64::INFINITY, 0.0),
+        ],
+    }
+}
+
+#[test]
+fn cost_model_keeps_a_tiny_op_between_cpu_ops_on_the_cpu() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[8, 2]).unwrap();
+    let a = g.relu(x).unwrap(); // CPU only
+    let b = g.scale(a, 2.0).unwrap(); // tiny: either
+    let c = g.relu(b).unwrap(); // CPU only
+    g.set_output(c).unwrap();
+    let devices = || vec![fake_gpu(vec![OpKind::Relu]), cpu()];
+    let without = check_against_reference(&g, devices(), None, 4);
+    assert_eq!(without.devices[without.device_of[b.0].unwrap()], "GPU");
+    let with = check_against_reference(&g, devices(), Some(costs()), 4);
+    assert_eq!(
+        with.devices[with.device_of[b.0].unwrap()],
+        "CPU",
+        "{}",
+        with.explain(&g)
+    );
+    assert_eq!(with.why[b.0], Some(Why::Cost));
+    assert_eq!(with.splits.len(), 1);
+}
+
+#[test]
+fn cost_model_sends_a_large_matmul_to_the_gpu() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[256, 64]).unwrap();
+    let w = g.weight("w", DType::F32, &[256, 256]).unwrap();
+    let a = g.relu(x).unwrap(); // CPU only
+    let b = g.matmul(w, a).unwrap(); // 8 Mflop
+    let c = g.relu(b).unwrap(); // CPU only
+    g.set_output(c).unwrap();
+    let plan = check_against_reference(
+        &g,
+        vec![fake_gpu(vec![OpKind::Relu]), cpu()],
+        Some(costs()),
+        5,
+    );
+    assert_eq!(
+        plan.devices[plan.device_of[b.0].unwrap()],
+        "GPU",
+        "{}",
+        plan.explain(&g)
+    );
+}
+
+#[test]
+fn calibration_measures_a_device() {
+    let m = block_on(CostModel::calibrate(&[cpu()])).unwrap();
+    let c = &m.devices[0];
+    assert!(c.flops_per_s > 1e6 && c.flops_per_s.is_finite(), "{c:?}");
+    assert!(c.bytes_per_s > 1e6, "{c:?}");
+}
+
+#[test]
+fn bad_plans_fail_before_running() {
+    let mut g = Graph::new();
+    let (x, out) = mlp(&mut g);
+    let sched = Scheduler::new(vec![
+        fake_gpu(vec![OpKind::Norm]),
+        fake_gpu(vec![OpKind::Norm]),
+    ])
+    .unwrap();
+    let err = sched
+        .plan(&g, &PlanOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("norm") && err.contains("turned off"), "{err}");
+
+    let sched = Scheduler::new(vec![fake_gpu(vec![]), cpu()]).unwrap();
+    let pins = HashMap::from([(out, "TPU".to_string())]);
+    let err = sched
+        .plan(
+            &g,
+            &PlanOptions {
+                pins,
+                ..Default::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("TPU"), "{err}");
+
+    let plan = sched.plan(&g, &PlanOptions::default()).unwrap();
+    let mut session = Session::new(&sched, &g, plan).unwrap();
+    let err = block_on(session.run(&HashMap::new()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no value given for input x"), "{err}");
+    let input = HashMap::from([(x, vec![0u8; 32 * 4 * 4])]);
+    let err = block_on(session.run(&input)).unwrap_err().to_string();
+    assert!(err.contains("never set"), "{err}");
+    let err = session
+        .set_weights(&HashMap::from([(x, vec![0u8; 4])]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a weight"), "{err}");
+}
+
+#[test]
+fn pins_are_honoured() {
+    let mut g = Graph::new();
+    let (_, out) = mlp(&mut g);
+    let sched = Scheduler::new(vec![fake_gpu(vec![]), cpu()]).unwrap();
+    let pins = HashMap::from([(out, "cpu".to_string())]);
+    let plan = sched
+        .plan(
+            &g,
+            &PlanOptions {
+                pins,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(plan.devices[plan.device_of[out.0].unwrap()], "CPU");
+    assert_eq!(plan.why[out.0], Some(Why::Pinned));
+}
+
+/// Random graphs from the op table, some ops off on the "GPU": the scheduler's result over
+/// {GPU, CPU} equals the CPU reference.
+#[test]
+fn random_graphs_match_the_reference() {
+    let (mut multi_split, mut copies) = (0, 0);
+    for seed in 1..=60u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let (g, denied) = random_graph(&mut rng);
+        let cost = (seed % 3 == 0).then(costs);
+        let plan = check_against_reference(&g, vec![fake_gpu(denied), cpu()], cost, seed);
+        multi_split += usize::from(plan.splits.len() > 1);
+        copies += plan.copies().0;
+    }
+    println!("{multi_split} of 60 graphs split across devices, {copies} copies");
+    assert!(
+        multi_split >= 20 && copies >= 40,
+        "the generator must exercise splits: {multi_split}, {copies}"
+    );
+}
+
+/// A random graph over [16, r] activations, and a random set of ops to turn off on the GPU.
+fn random_graph(rng: &mut Rng) -> (Graph, Vec<OpKind>) {
+    const OFF: [OpKind; 8] = [
+        OpKind::Add,
+        OpKind::Mul,
+        OpKind::Gelu,
+        OpKind::Silu,
+        OpKind::MatMul,
+        OpKind::SoftMax,
+        OpKind::Norm,
+        OpKind::SumRows,
+    ];
+    let denied: Vec<OpKind> = OFF.iter().copied().filter(|_| rng.below(3) == 0).collect();
+    let mut g = Graph::new();
+    let r = 1 + rng.below(5);
+    let mut pool = vec![g.input("x0", DType::F32, &[16, r]).unwrap()];
+    if rng.below(2) == 0 {
+        pool.push(g.input("x1", DType::F32, &[16, r]).unwrap());
+    }
+    let w = g.weight("w", DType::F32, &[16, 16]).unwrap();
+    for _ in 0..(4 + rng.below(16)) {
+        let a = pool[rng.below(pool.len())];
+        let b = pool[rng.below(pool.len())];
+        let t = match rng.below(10) {
+            0 => g.add(a, b),
+            1 => g.mul(a, b),
+            2 => g.gelu(a),
+            3 => g.silu(a),
+            4 => g.matmul(w, a),
+            5 => g.softmax(a, None, 0.5),
+            6 => g.norm(a, 1e-5),
+            7 => g.sum_rows(a).and_then(|s| g.add(b, s)),
+            8 => g.scale(a, 0.5),
+            _ => g.sub(a, b),
+        }
+        .unwrap();
+        pool.push(t);
+    }
+    let n = pool.len();
+    g.set_output(pool[n - 1]).unwrap();
+    if n > 3 && rng.below(2) == 0 {
+        g.set_output(pool[n - 3]).unwrap();
+    }
+    (g, denied)
+}
