@@ -13,6 +13,7 @@ pub mod bench;
 mod error;
 pub mod graph;
 pub mod model;
+pub mod runtime;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 

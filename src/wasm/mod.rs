@@ -3,6 +3,7 @@
 
 mod bench;
 mod convert;
+mod runtime;
 
 use std::rc::Rc;
 

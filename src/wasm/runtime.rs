@@ -1,0 +1,419 @@
+//! `Runtime` and `Graph` for JS: thin wrappers over `crate::runtime` (typed arrays ↔ bytes,
+//! names ↔ ids, Promises).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use js_sys::{Float32Array, Int32Array, Object, Promise, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::convert::{set, to_js_error};
+use crate::graph::{DType, RopeMode, RopeParams, TensorId};
+use crate::runtime::{DeviceChoice, Program};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** Options of `Runtime.create`. */
+export interface RuntimeOptions {
+  /** "auto" (default): the GPU if any, CPU for the rest; "webgpu": fail without WebGPU; "cpu". */
+  devices?: "auto" | "webgpu" | "cpu";
+  /** Place ops with measured device costs (default true). */
+  costModel?: boolean;
+}
+/** Input values by input name. */
+export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array>;
+/** Output values by output name. */
+export type Outputs = Record<string, Float32Array | Int32Array | Uint8Array>;
+"#;
+
+fn parse_dtype(s: &str) -> Result<DType, JsError> {
+    DType::ALL
+        .into_iter()
+        .find(|d| d.name() == s.to_ascii_lowercase())
+        .ok_or_else(|| JsError::new(&format!("unknown dtype {s:?} (f32, f16, i32, q8_0, q4_0)")))
+}
+
+fn get(obj: &JsValue, key: &str) -> Option<JsValue> {
+    Reflect::get(obj, &key.into())
+        .ok()
+        .filter(|v| !v.is_undefined() && !v.is_null())
+}
+
+/// Bytes of a typed array given for a tensor of `dtype`.
+fn typed_to_bytes(v: &JsValue, dtype: DType, what: &str) -> Result<Vec<u8>, JsError> {
+    if let Some(a) = v.dyn_ref::<Float32Array>() {
+        if dtype != DType::F32 {
+            return Err(JsError::new(&format!(
+                "{what} is {}: give a Uint8Array of raw bytes",
+                dtype.name()
+            )));
+        }
+        return Ok(a.to_vec().iter().flat_map(|x| x.to_le_bytes()).collect());
+    }
+    if let Some(a) = v.dyn_ref::<Int32Array>() {
+        if dtype != DType::I32 {
+            return Err(JsError::new(&format!(
+                "{what} is {}, not i32",
+                dtype.name()
+            )));
+        }
+        return Ok(a.to_vec().iter().flat_map(|x| x.to_le_bytes()).collect());
+    }
+    if let Some(a) = v.dyn_ref::<Uint8Array>() {
+        return Ok(a.to_vec());
+    }
+    Err(JsError::new(&format!(
+        "{what}: expected a Float32Array, Int32Array or Uint8Array"
+    )))
+}
+
+fn bytes_to_typed(bytes: &[u8], dtype: DType) -> JsValue {
+    match dtype {
+        DType::F32 | DType::F16 => {
+            let mut v = vec![0f32; bytes.len() / dtype.block_bytes()];
+            crate::graph::row_to_f32(dtype, bytes, &mut v);
+            Float32Array::from(v.as_slice()).into()
+        }
+        DType::I32 => {
+            let v: Vec<i32> = bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            Int32Array::from(v.as_slice()).into()
+        }
+        DType::Q8_0 | DType::Q4_0 => Uint8Array::from(bytes).into(),
+    }
+}
+
+/// A tensor graph built from JS. Tensors are numbers (ids); every builder checks shapes and
+/// dtypes and throws an `Error` saying what is wrong.
+#[wasm_bindgen(js_name = Graph)]
+pub struct JsGraph {
+    p: Rc<RefCell<Program>>,
+}
+
+impl JsGraph {
+    fn with(
+        &self,
+        f: impl FnOnce(&mut crate::graph::Graph) -> crate::Result<TensorId>,
+    ) -> Result<u32, JsError> {
+        let mut p = self.p.borrow_mut();
+        f(p.graph_mut()).map(|id| id.0 as u32).map_err(to_js_error)
+    }
+}
+
+fn id(x: u32) -> TensorId {
+    TensorId(x as usize)
+}
+
+#[wasm_bindgen(js_class = Graph)]
+impl JsGraph {
+    /// An empty graph.
+    #[wasm_bindgen(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> JsGraph {
+        JsGraph {
+            p: Rc::new(RefCell::new(Program::new())),
+        }
+    }
+
+    /// An input given on each run; `shape` is innermost-first (ggml order), 1 to 4 dims.
+    pub fn input(&self, name: &str, dtype: &str, shape: Vec<usize>) -> Result<u32, JsError> {
+        let dt = parse_dtype(dtype)?;
+        self.with(|g| g.input(name, dt, &shape))
+    }
+
+    /// A weight (constant) with its values: a Float32Array (converted, or quantized for
+    /// q8_0/q4_0 and f16), an Int32Array for i32, or a Uint8Array of raw bytes in `dtype`.
+    pub fn weight(
+        &self,
+        name: &str,
+        dtype: &str,
+        shape: Vec<usize>,
+        data: JsValue,
+    ) -> Result<u32, JsError> {
+        let dt = parse_dtype(dtype)?;
+        let mut p = self.p.borrow_mut();
+        let r = if let Some(a) = data.dyn_ref::<Float32Array>() {
+            p.weight_f32(name, dt, &shape, &a.to_vec())
+        } else {
+            let bytes = typed_to_bytes(&data, dt, name)?;
+            p.weight_bytes(name, dt, &shape, bytes)
+        };
+        r.map(|id| id.0 as u32).map_err(to_js_error)
+    }
+
+    /// Marks `t` as an output of runs.
+    pub fn output(&self, t: u32) -> Result<(), JsError> {
+        self.p
+            .borrow_mut()
+            .graph_mut()
+            .set_output(id(t))
+            .map_err(to_js_error)
+    }
+
+    /// Names `t` (outputs are returned by name).
+    #[wasm_bindgen(js_name = setName)]
+    pub fn set_name(&self, t: u32, name: &str) -> Result<(), JsError> {
+        self.p
+            .borrow_mut()
+            .graph_mut()
+            .set_name(id(t), name)
+            .map_err(to_js_error)
+    }
+
+    /// Shape of `t` (innermost first, 4 dims).
+    pub fn shape(&self, t: u32) -> Result<Vec<usize>, JsError> {
+        let p = self.p.borrow();
+        p.graph()
+            .get(id(t))
+            .map(|t| t.ne.to_vec())
+            .map_err(to_js_error)
+    }
+
+    /// Number of tensors in the graph.
+    #[wasm_bindgen(getter)]
+    pub fn length(&self) -> usize {
+        self.p.borrow().graph().len()
+    }
+
+    /// a + b (b broadcast).
+    pub fn add(&self, a: u32, b: u32) -> Result<u32, JsError> {
+        self.with(|g| g.add(id(a), id(b)))
+    }
+    /// a - b (b broadcast).
+    pub fn sub(&self, a: u32, b: u32) -> Result<u32, JsError> {
+        self.with(|g| g.sub(id(a), id(b)))
+    }
+    /// a * b (b broadcast).
+    pub fn mul(&self, a: u32, b: u32) -> Result<u32, JsError> {
+        self.with(|g| g.mul(id(a), id(b)))
+    }
+    /// a / b (b broadcast).
+    pub fn div(&self, a: u32, b: u32) -> Result<u32, JsError> {
+        self.with(|g| g.div(id(a), id(b)))
+    }
+    /// a * s.
+    pub fn scale(&self, a: u32, s: f32) -> Result<u32, JsError> {
+        self.with(|g| g.scale(id(a), s))
+    }
+    /// w [k, m] × x [k, n] → [m, n] (ggml's mul_mat).
+    pub fn matmul(&self, w: u32, x: u32) -> Result<u32, JsError> {
+        self.with(|g| g.matmul(id(w), id(x)))
+    }
+    /// Row softmax of a * scale + mask (mask optional).
+    pub fn softmax(&self, a: u32, mask: Option<u32>, scale: Option<f32>) -> Result<u32, JsError> {
+        self.with(|g| g.softmax(id(a), mask.map(id), scale.unwrap_or(1.0)))
+    }
+    /// Layer norm over rows (no affine).
+    pub fn norm(&self, a: u32, eps: f32) -> Result<u32, JsError> {
+        self.with(|g| g.norm(id(a), eps))
+    }
+    /// RMS norm over rows (no affine).
+    #[wasm_bindgen(js_name = rmsNorm)]
+    pub fn rms_norm(&self, a: u32, eps: f32) -> Result<u32, JsError> {
+        self.with(|g| g.rms_norm(id(a), eps))
+    }
+    /// GELU (tanh form).
+    pub fn gelu(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.gelu(id(a)))
+    }
+    /// GELU (erf form).
+    #[wasm_bindgen(js_name = geluErf)]
+    pub fn gelu_erf(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.gelu_erf(id(a)))
+    }
+    /// SiLU.
+    pub fn silu(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.silu(id(a)))
+    }
+    /// ReLU.
+    pub fn relu(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.relu(id(a)))
+    }
+    /// RoPE of a [headDim, heads, tokens] at i32 positions; mode "normal" or "neox".
+    pub fn rope(
+        &self,
+        a: u32,
+        pos: u32,
+        n_dims: usize,
+        mode: &str,
+        freq_base: f32,
+        freq_scale: f32,
+    ) -> Result<u32, JsError> {
+        let mode = match mode {
+            "normal" => RopeMode::Normal,
+            "neox" => RopeMode::NeoX,
+            _ => {
+                return Err(JsError::new(&format!(
+                    "rope mode must be \"normal\" or \"neox\", got {mode:?}"
+                )))
+            }
+        };
+        self.with(|g| {
+            g.rope(
+                id(a),
+                id(pos),
+                RopeParams {
+                    n_dims,
+                    mode,
+                    freq_base,
+                    freq_scale,
+                },
+            )
+        })
+    }
+    /// a converted to dtype (contiguous).
+    pub fn cpy(&self, a: u32, dtype: &str) -> Result<u32, JsError> {
+        let dt = parse_dtype(dtype)?;
+        self.with(|g| g.cpy(id(a), dt))
+    }
+    /// A contiguous copy of a.
+    pub fn cont(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.cont(id(a)))
+    }
+    /// a and b joined along dim.
+    pub fn concat(&self, a: u32, b: u32, dim: usize) -> Result<u32, JsError> {
+        self.with(|g| g.concat(id(a), id(b), dim))
+    }
+    /// Row sums.
+    #[wasm_bindgen(js_name = sumRows)]
+    pub fn sum_rows(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.sum_rows(id(a)))
+    }
+    /// Row means.
+    pub fn mean(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.mean(id(a)))
+    }
+    /// Row argmax (i32).
+    pub fn argmax(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.argmax(id(a)))
+    }
+    /// Rows of a picked by i32 indices.
+    #[wasm_bindgen(js_name = getRows)]
+    pub fn get_rows(&self, a: u32, idx: u32) -> Result<u32, JsError> {
+        self.with(|g| g.get_rows(id(a), id(idx)))
+    }
+    /// a (contiguous) with a new shape.
+    pub fn reshape(&self, a: u32, shape: Vec<usize>) -> Result<u32, JsError> {
+        self.with(|g| g.reshape(id(a), &shape))
+    }
+    /// A view: shape, byte strides and byte offset into a.
+    pub fn view(
+        &self,
+        a: u32,
+        shape: Vec<usize>,
+        strides: Vec<usize>,
+        offset: usize,
+    ) -> Result<u32, JsError> {
+        self.with(|g| g.view(id(a), &shape, &strides, offset))
+    }
+    /// Dims moved: dim i of a becomes dim axes[i].
+    pub fn permute(&self, a: u32, axes: Vec<usize>) -> Result<u32, JsError> {
+        let axes: [usize; 4] = axes
+            .try_into()
+            .map_err(|_| JsError::new("permute takes 4 axes"))?;
+        self.with(|g| g.permute(id(a), axes))
+    }
+    /// Dims 0 and 1 swapped.
+    pub fn transpose(&self, a: u32) -> Result<u32, JsError> {
+        self.with(|g| g.transpose(id(a)))
+    }
+}
+
+/// Devices plus a scheduler: runs graphs, splitting them between WebGPU and the CPU.
+#[wasm_bindgen(js_name = Runtime)]
+pub struct JsRuntime {
+    rt: Rc<crate::runtime::Runtime>,
+}
+
+#[wasm_bindgen(js_class = Runtime)]
+impl JsRuntime {
+    /// Creates a runtime: `await Runtime.create({ devices: "auto", costModel: true })`.
+    pub async fn create(
+        #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] options: JsValue,
+    ) -> Result<JsRuntime, JsError> {
+        let devices = get(&options, "devices")
+            .and_then(|v| v.as_string())
+            .unwrap_or_else(|| "auto".into());
+        let choice: DeviceChoice = devices.parse().map_err(to_js_error)?;
+        let cost_model = get(&options, "costModel")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true);
+        let rt = crate::runtime::Runtime::new(choice, cost_model)
+            .await
+            .map_err(to_js_error)?;
+        Ok(JsRuntime { rt: Rc::new(rt) })
+    }
+
+    /// Names of the devices in use, in priority order.
+    #[wasm_bindgen(getter)]
+    pub fn devices(&self) -> Vec<String> {
+        self.rt.device_names()
+    }
+
+    /// Why devices are missing (e.g. "WebGPU: navigator.gpu is undefined").
+    #[wasm_bindgen(getter)]
+    pub fn notes(&self) -> Vec<String> {
+        self.rt.notes().to_vec()
+    }
+
+    /// Runs `graph` with `inputs` ({name: typed array}); resolves to {outputName: typed array}.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Outputs>")]
+    pub fn run(
+        &self,
+        graph: &JsGraph,
+        #[wasm_bindgen(unchecked_param_type = "Inputs")] inputs: JsValue,
+    ) -> Promise {
+        let rt = self.rt.clone();
+        let program = graph.p.borrow().clone();
+        let parsed = parse_inputs(&program, &inputs);
+        wasm_bindgen_futures::future_to_promise(async move {
+            let inputs = parsed.map_err(JsValue::from)?;
+            let outs = rt
+                .run(&program, &inputs)
+                .await
+                .map_err(|e| JsValue::from(to_js_error(e)))?;
+            let o = Object::new();
+            for (name, dtype, bytes) in outs {
+                set(&o, &name, &bytes_to_typed(&bytes, dtype)).map_err(JsValue::from)?;
+            }
+            Ok(o.into())
+        })
+    }
+
+    /// The placement of `graph`: splits, which node runs where and why, copies, memory.
+    pub fn explain(&self, graph: &JsGraph) -> Result<String, JsError> {
+        let program = graph.p.borrow();
+        self.rt.explain(&program).map_err(to_js_error)
+    }
+
+    /// Frees the device memory of every graph run so far (they are re-planned on next run).
+    pub fn clear(&self) {
+        self.rt.clear()
+    }
+}
+
+fn parse_inputs(p: &Program, inputs: &JsValue) -> Result<HashMap<String, Vec<u8>>, JsError> {
+    let mut out = HashMap::new();
+    if inputs.is_undefined() || inputs.is_null() {
+        return Ok(out);
+    }
+    let obj: &Object = inputs
+        .dyn_ref()
+        .ok_or_else(|| JsError::new("inputs must be an object of typed arrays"))?;
+    for key in Object::keys(obj).iter() {
+        let name = key.as_string().unwrap_or_default();
+        let value = Reflect::get(obj, &key).map_err(|_| JsError::new("cannot read inputs"))?;
+        let dtype = p
+            .graph()
+            .iter()
+            .find(|(_, t)| t.name == name && t.role == crate::graph::Role::Input)
+            .map(|(_, t)| t.dtype)
+            .ok_or_else(|| JsError::new(&format!("the graph has no input named {name:?}")))?;
+        out.insert(name.clone(), typed_to_bytes(&value, dtype, &name)?);
+    }
+    Ok(out)
+}
