@@ -12,6 +12,7 @@ pub mod backends;
 mod error;
 pub mod graph;
 pub mod model;
+pub mod testing;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
