@@ -1,5 +1,6 @@
 //! The op conformance suite on the CPU: fast kernels against the scalar reference, plus
 //! proof that the harness catches wrong results, overruns and unsupported ops.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::rc::Rc;
 

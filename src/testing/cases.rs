@@ -310,17 +310,18 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
             F32_ACC
         };
         let name = format!(
-            "matmul_{}_k{}_m{}_n{}_b{:?}x{:?}_{:?}_{:?}",
+            "matmul_{}_k{}_m{}_n{}_batch{}x{}of{}x{}_{:?}_{:?}",
             c.dtype.name(),
             c.k,
             c.m,
             c.n,
-            c.a_batch,
-            c.b_batch,
+            c.a_batch[0],
+            c.a_batch[1],
+            c.b_batch[0],
+            c.b_batch[1],
             c.la,
             c.lb
-        )
-        .replace(['[', ']', ' ', ','], "");
+        );
         v.push(OpCase::new(name, OpKind::MatMul, tol, move |b| {
             let a_ne = [c.k, c.m, c.a_batch[0], c.a_batch[1]];
             let b_ne = [c.k, c.n, c.b_batch[0], c.b_batch[1]];
