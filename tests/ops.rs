@@ -179,3 +179,27 @@ fn harness_skips_unsupported_with_reason() {
 fn reference_matches_itself() {
     suite(reference(), None).check().unwrap();
 }
+
+#[test]
+fn get_rows_out_of_range_is_an_error_not_a_panic() {
+    use std::collections::HashMap;
+    use webtensor::backend::run_graph;
+    use webtensor::graph::DType;
+    let mut g = Graph::new();
+    let a = g.input("a", DType::F32, &[4, 3]).unwrap();
+    let i = g.input("i", DType::I32, &[2]).unwrap();
+    let y = g.get_rows(a, i).unwrap();
+    g.set_output(y).unwrap();
+    let leaves = HashMap::from([
+        (a, vec![0u8; 48]),
+        (i, [1i32, 3].iter().flat_map(|v| v.to_le_bytes()).collect()),
+    ]);
+    let dev: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+    let backend = dev.create_backend().unwrap();
+    let r = pollster::block_on(run_graph(&backend, &g, &leaves, 16));
+    assert!(
+        matches!(r, Err(webtensor::Error::OutOfBounds(_))),
+        "{:?}",
+        r.err()
+    );
+}

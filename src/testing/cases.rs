@@ -288,7 +288,8 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
     let mut all: Vec<Mm> = list.to_vec();
     for q in [Q8_0, Q4_0] {
         all.extend([
-            mm(q, 32, 1, 1),
+            mm(q, 256, 1, 1),
+            mm(q, 32, 4, 3),
             mm(q, 64, 33, 1),
             mm(q, 64, 33, 7),
             mm(q, 256, 16, 19),
