@@ -116,7 +116,7 @@ impl Backend for FaultyBackend {
             Sabotage::Perturb => {
                 let v = pollster::block_on(buf.read(off, 4))?;
                 let mut x = f32::from_le_bytes([v[0], v[1], v[2], v[3]]);
-                x = x * 1.5 + 1.0;
+                x += 1000.0;
                 buf.write(off, &x.to_le_bytes())
             }
             Sabotage::Overrun => buf.memset(off + n, 1, 0),

@@ -7,7 +7,7 @@
 //! would claim exclusive access.
 
 use super::reference::unary_fn;
-use super::simd::F32x4;
+use super::simd::{exp, F32x4};
 use crate::backends::cpu::TensorView;
 use crate::graph::{BinaryOp, DType, UnaryOp};
 
@@ -136,14 +136,23 @@ pub fn scale(dst: &TensorView, a: &TensorView, s: f32) -> bool {
     map_with(dst, a, |x| x * vs, |x| x * s)
 }
 
-/// Element-wise function over packed rows (ReLU in SIMD; the others per element, same
-/// formulas as the reference).
+/// Element-wise function over packed rows: ReLU, SiLU and GELU (tanh) in SIMD with a
+/// vector `exp`; GELU (erf) per element with the reference's formula.
 pub fn unary(op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
-    if op == UnaryOp::Relu {
-        let z = F32x4::splat(0.0);
-        return map_with(dst, a, |x| x.max(z), |x| x.max(0.0));
-    }
     let f = unary_fn(op);
+    let (zero, one) = (F32x4::splat(0.0), F32x4::splat(1.0));
+    match op {
+        UnaryOp::Relu => return map_with(dst, a, |x| x.max(zero), f),
+        UnaryOp::Silu => return map_with(dst, a, |x| x / (one + exp(zero - x)), f),
+        UnaryOp::Gelu => {
+            // 0.5 x (1 + tanh u) = x - x / (e^(2u) + 1), u = sqrt(2/pi) (x + 0.044715 x^3).
+            let c = F32x4::splat(2.0 * 0.797_884_6);
+            let c3 = F32x4::splat(2.0 * 0.797_884_6 * 0.044715);
+            let vf = |x: F32x4| x - x / (exp(x * (c + c3 * x * x)) + one);
+            return map_with(dst, a, vf, f);
+        }
+        UnaryOp::GeluErf => {}
+    }
     if !(packed_f32(dst) && packed_f32(a)) || a.ne != dst.ne {
         return false;
     }
@@ -208,8 +217,19 @@ pub fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scal
             i += 4;
         }
         let max = w[i..].iter().fold(vmax.hmax(), |m, &v| m.max(v));
-        let mut total = 0f32;
-        for v in w.iter_mut() {
+        let vmax = F32x4::splat(max);
+        let mut vsum = F32x4::splat(0.0);
+        let mut i = 0;
+        unsafe {
+            while i + 4 <= n {
+                let e = exp(F32x4::load(wp.add(i)) - vmax);
+                e.store(wp.add(i));
+                vsum = vsum + e;
+                i += 4;
+            }
+        }
+        let mut total = vsum.hsum();
+        for v in w[i..].iter_mut() {
             *v = (*v - max).exp();
             total += *v;
         }

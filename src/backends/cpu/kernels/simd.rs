@@ -36,7 +36,7 @@ mod imp {
         pub unsafe fn store(self, p: *mut f32) {
             unsafe { v128_store(p as *mut v128, self.0) }
         }
-        /// Lane-wise maximum.
+        /// Lane-wise maximum (wasm's `pmax`: `a < b ? b : a`, same on every path).
         #[inline(always)]
         pub fn max(self, o: Self) -> Self {
             Self(f32x4_pmax(self.0, o.0))
@@ -54,6 +54,22 @@ mod imp {
             let s = f32x4_pmax(self.0, i32x4_shuffle::<2, 3, 0, 1>(self.0, self.0));
             let s = f32x4_pmax(s, i32x4_shuffle::<1, 0, 3, 2>(s, s));
             f32x4_extract_lane::<0>(s)
+        }
+        /// Lane-wise minimum (wasm's `pmin`: `b < a ? b : a`).
+        #[inline(always)]
+        pub fn min(self, o: Self) -> Self {
+            Self(f32x4_pmin(self.0, o.0))
+        }
+        /// Lanes rounded to the nearest integer (ties to even).
+        #[inline(always)]
+        pub fn round(self) -> Self {
+            Self(f32x4_nearest(self.0))
+        }
+        /// `2^n` for integer-valued lanes `n` in `[-126, 127]`.
+        #[inline(always)]
+        pub fn pow2i(self) -> Self {
+            let n = i32x4_trunc_sat_f32x4(self.0);
+            Self(i32x4_shl(i32x4_add(n, i32x4_splat(127)), 23))
         }
         /// Lane-wise conversion of four i32.
         #[inline(always)]
@@ -174,10 +190,10 @@ mod imp {
         pub unsafe fn store(self, p: *mut f32) {
             unsafe { (p as *mut [f32; 4]).write_unaligned(self.0) }
         }
-        /// Lane-wise maximum.
+        /// Lane-wise maximum (wasm's `pmax`: `a < b ? b : a`, same on every path).
         #[inline(always)]
         pub fn max(self, o: Self) -> Self {
-            Self(zip(self.0, o.0, |a, b| if a > b { a } else { b }))
+            Self(zip(self.0, o.0, |a, b| if a < b { b } else { a }))
         }
         /// Sum of the lanes.
         #[inline(always)]
@@ -188,6 +204,24 @@ mod imp {
         #[inline(always)]
         pub fn hmax(self) -> f32 {
             self.0.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+        }
+        /// Lane-wise minimum (wasm's `pmin`: `b < a ? b : a`).
+        #[inline(always)]
+        pub fn min(self, o: Self) -> Self {
+            Self(zip(self.0, o.0, |a, b| if b < a { b } else { a }))
+        }
+        /// Lanes rounded to the nearest integer (ties to even).
+        #[inline(always)]
+        pub fn round(self) -> Self {
+            Self(self.0.map(f32::round_ties_even))
+        }
+        /// `2^n` for integer-valued lanes `n` in `[-126, 127]`.
+        #[inline(always)]
+        pub fn pow2i(self) -> Self {
+            Self(
+                self.0
+                    .map(|n| f32::from_bits(((n as i32 + 127) << 23) as u32)),
+            )
         }
         /// Lane-wise conversion of four i32.
         #[inline(always)]
@@ -273,9 +307,51 @@ mod imp {
 
 pub use imp::*;
 
+/// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
+/// ln 2); inputs are clamped to `[-87.3, 88.7]`, so huge values saturate instead of
+/// overflowing and very negative ones give the smallest normal.
+#[inline(always)]
+pub fn exp(x: F32x4) -> F32x4 {
+    let x = x.min(F32x4::splat(88.7)).max(F32x4::splat(-87.3));
+    let n = (x * F32x4::splat(std::f32::consts::LOG2_E)).round();
+    let r = x - n * F32x4::splat(0.693_359_4) + n * F32x4::splat(2.121_944_4e-4);
+    let mut p = F32x4::splat(1.987_569_1e-4);
+    for c in [
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        1.666_666_5e-1,
+        0.5,
+    ] {
+        p = p * r + F32x4::splat(c);
+    }
+    let e = p * r * r + r + F32x4::splat(1.0);
+    // 2^n for n = 128 would not be a normal float: split it.
+    let half = (n * F32x4::splat(0.5)).round();
+    e * half.pow2i() * (n - half).pow2i()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vector_exp_is_accurate() {
+        let mut x = -90.0f32;
+        while x < 90.0 {
+            let v = [x, x + 0.013, x + 0.37, -x * 0.5];
+            let mut out = [0f32; 4];
+            unsafe { exp(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
+            for (a, b) in out.iter().zip(v) {
+                let want = b.clamp(-87.3, 88.7).exp();
+                assert!(
+                    (a - want).abs() <= 4e-7 * want,
+                    "exp({b}) = {a}, want {want}"
+                );
+            }
+            x += 0.731;
+        }
+    }
 
     #[test]
     fn f32x4_basics() {
