@@ -116,12 +116,17 @@ fn bench(dtype: DType, m: usize, n: usize, k: usize, budget: f64) -> Row {
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    let err = fast_out
+    let num: f64 = fast_out
         .iter()
         .zip(&out)
-        .map(|(x, y)| (x - y).abs() / (1.0 + y.abs()))
-        .fold(0f32, f32::max);
-    assert!(err < 0.05, "fast and naive disagree by {err}");
+        .map(|(x, y)| ((x - y) as f64).powi(2))
+        .sum();
+    let den: f64 = out.iter().map(|y| (*y as f64).powi(2)).sum();
+    assert!(
+        num <= 1e-3 * den,
+        "{dtype:?} {m}x{n}x{k}: fast and naive disagree, nmse {}",
+        num / den
+    );
     Row {
         name: format!("{}_{m}x{n}x{k}", dtype.name()),
         m,
