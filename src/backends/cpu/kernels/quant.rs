@@ -37,9 +37,15 @@ pub fn quantize_q8(x: &[f32], d: &mut [f32], q: &mut [i8]) {
     }
 }
 
+/// The f16 at `p` as f32: branch-free for normal numbers (every block scale in practice).
 #[inline(always)]
 fn f16_at(p: *const u8) -> f32 {
-    half::f16::from_bits(unsafe { (p as *const u16).read_unaligned() }).to_f32()
+    let h = unsafe { (p as *const u16).read_unaligned() } as u32;
+    let exp = h & 0x7c00;
+    if exp == 0 || exp == 0x7c00 {
+        return half::f16::from_bits(h as u16).to_f32();
+    }
+    f32::from_bits(((h & 0x8000) << 16) | (((h & 0x7fff) << 13) + ((127 - 15) << 23)))
 }
 
 /// Dot of one Q8_0 weight row (`nb` blocks at `w`) with a quantized activation row.
