@@ -339,7 +339,8 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
 
 fn softmax_cases(v: &mut Vec<OpCase>) {
     // (shape, mask shape, scale, layout)
-    let list: [([usize; 4], Option<[usize; 4]>, f32, Layout); 6] = [
+    type SoftmaxCase = ([usize; 4], Option<[usize; 4]>, f32, Layout);
+    let list: [SoftmaxCase; 6] = [
         ([33, 7, 2, 1], None, 1.0, Layout::Contig),
         ([65, 4, 1, 1], Some([65, 4, 1, 1]), 0.125, Layout::Contig),
         ([17, 5, 3, 2], Some([17, 5, 1, 2]), 0.5, Layout::Contig),

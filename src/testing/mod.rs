@@ -479,7 +479,7 @@ fn compare(
         }
         let e = nmse(&av, &bv);
         worst = Some(worst.map_or(e, |w| w.max(e)));
-        if !(e <= max_nmse) {
+        if e.is_nan() || e > max_nmse {
             return (
                 Outcome::Fail(format!("{}: nmse {e:.3e} > {max_nmse:.1e}", t.name)),
                 worst,

@@ -55,11 +55,11 @@ fn f16_at(p: *const u8) -> f32 {
 #[inline]
 pub unsafe fn dot_q8_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
     let mut acc = F32x4::splat(0.0);
-    for i in 0..nb {
+    for (i, &dx) in d.iter().enumerate().take(nb) {
         unsafe {
             let blk = w.add(i * 34);
             let s = F32x4::from_i32(dot_i8x32(blk.add(2) as *const i8, q.as_ptr().add(i * QK)));
-            acc = acc + s * F32x4::splat(f16_at(blk) * d[i]);
+            acc = acc + s * F32x4::splat(f16_at(blk) * dx);
         }
     }
     acc.hsum()
@@ -72,11 +72,11 @@ pub unsafe fn dot_q8_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
 #[inline]
 pub unsafe fn dot_q4_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
     let mut acc = F32x4::splat(0.0);
-    for i in 0..nb {
+    for (i, &dx) in d.iter().enumerate().take(nb) {
         unsafe {
             let blk = w.add(i * 18);
             let s = F32x4::from_i32(dot_q4x32(blk.add(2), q.as_ptr().add(i * QK)));
-            acc = acc + s * F32x4::splat(f16_at(blk) * d[i]);
+            acc = acc + s * F32x4::splat(f16_at(blk) * dx);
         }
     }
     acc.hsum()
