@@ -335,7 +335,8 @@ pub fn exp(x: F32x4) -> F32x4 {
 mod tests {
     use super::*;
 
-    #[test]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn vector_exp_is_accurate() {
         let mut x = -90.0f32;
         while x < 90.0 {
@@ -353,7 +354,8 @@ mod tests {
         }
     }
 
-    #[test]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn f32x4_basics() {
         let a = [1.0f32, -2.0, 3.0, 4.5];
         let v = unsafe { F32x4::load(a.as_ptr()) };
@@ -364,7 +366,8 @@ mod tests {
         assert_eq!(out, [3.0, -6.0, 9.0, 13.5]);
     }
 
-    #[test]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn integer_dots_match_scalar() {
         let a: Vec<i8> = (0..32).map(|i| (i * 37 % 255 - 127) as i8).collect();
         let b: Vec<i8> = (0..32).map(|i| (i * 91 % 253 - 126) as i8).collect();
