@@ -14,6 +14,7 @@ mod error;
 pub mod graph;
 pub mod model;
 pub mod runtime;
+pub mod testing;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 

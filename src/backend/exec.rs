@@ -116,6 +116,11 @@ pub async fn run_graph(
             }
             prev_end = off + n;
         }
+        if all[prev_end..].iter().any(|&b| b != GUARD_BYTE) {
+            return Err(Error::OutOfBounds(
+                "guard bytes after the last tensor were overwritten".into(),
+            ));
+        }
     }
     let mut out = Vec::new();
     for id in graph.outputs() {

@@ -1,7 +1,11 @@
 //! CPU kernels: the scalar reference for every op, and faster kernels where they exist
 //! (SIMD128 on wasm32, a portable path elsewhere), chosen per node.
 
+mod elementwise;
+pub mod gemm;
+pub mod quant;
 pub mod reference;
+pub mod simd;
 
 use super::view::TensorView;
 use crate::error::Result;
@@ -18,6 +22,24 @@ pub enum KernelSet {
 
 /// Computes one node.
 pub fn compute(set: KernelSet, op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
-    let _ = set;
+    if set == KernelSet::Fast && fast(op, dst, src) {
+        return Ok(());
+    }
     reference::compute(op, dst, src)
+}
+
+/// Runs a fast kernel when one fits the node's dtypes and layout; `false` otherwise (the
+/// caller falls back to the reference, which also reports data-dependent errors).
+fn fast(op: &Op, dst: &TensorView, src: &[TensorView]) -> bool {
+    match (*op, src) {
+        (Op::MatMul, [a, b]) => gemm::matmul(dst, a, b) || quant::matmul(dst, a, b),
+        (Op::Binary(o), [a, b]) => elementwise::binary(o, dst, a, b),
+        (Op::Scale(s), [a]) => elementwise::scale(dst, a, s),
+        (Op::Unary(u), [a]) => elementwise::unary(u, dst, a),
+        (Op::SoftMax { scale }, [a]) => elementwise::softmax(dst, a, None, scale),
+        (Op::SoftMax { scale }, [a, m]) => elementwise::softmax(dst, a, Some(m), scale),
+        (Op::Norm { eps }, [a]) => elementwise::norm(dst, a, eps, false),
+        (Op::RmsNorm { eps }, [a]) => elementwise::norm(dst, a, eps, true),
+        _ => false,
+    }
 }

@@ -1,0 +1,289 @@
+//! Fast row kernels for packed f32 rows: binary ops (with broadcasting), scale, unary
+//! functions, softmax, norm and rms_norm. Each returns `false` when the layout does not
+//! fit (then the reference kernel runs).
+//!
+//! `dst` may alias `src[0]` (in-place): every kernel reads an element (or a whole row into
+//! scratch) before writing the same position, and works on raw pointers, never slices that
+//! would claim exclusive access.
+
+use super::reference::unary_fn;
+use super::simd::{exp, F32x4};
+use crate::backends::cpu::TensorView;
+use crate::graph::{BinaryOp, DType, UnaryOp};
+
+/// Whether `v` is f32 with packed rows.
+fn packed_f32(v: &TensorView) -> bool {
+    v.dtype == DType::F32 && v.nb[0] == 4
+}
+
+#[inline(always)]
+fn row_ptr(v: &TensorView, i1: usize, i2: usize, i3: usize) -> *mut f32 {
+    v.ptr_at([0, i1, i2, i3]) as *mut f32
+}
+
+/// `d[i] = vf(a[i], b[i])` over `n` values, scalar tail by `sf`.
+///
+/// # Safety
+/// All pointers valid for `n` f32; `d` may equal `a`.
+#[inline(always)]
+unsafe fn zip_row(
+    d: *mut f32,
+    a: *const f32,
+    b: *const f32,
+    n: usize,
+    vf: impl Fn(F32x4, F32x4) -> F32x4,
+    sf: impl Fn(f32, f32) -> f32,
+) {
+    let mut i = 0;
+    unsafe {
+        while i + 4 <= n {
+            vf(F32x4::load(a.add(i)), F32x4::load(b.add(i))).store(d.add(i));
+            i += 4;
+        }
+        while i < n {
+            *d.add(i) = sf(*a.add(i), *b.add(i));
+            i += 1;
+        }
+    }
+}
+
+/// `d[i] = vf(a[i])` over `n` values, scalar tail by `sf`.
+///
+/// # Safety
+/// As for [`zip_row`].
+#[inline(always)]
+unsafe fn map_row(
+    d: *mut f32,
+    a: *const f32,
+    n: usize,
+    vf: impl Fn(F32x4) -> F32x4,
+    sf: impl Fn(f32) -> f32,
+) {
+    let mut i = 0;
+    unsafe {
+        while i + 4 <= n {
+            vf(F32x4::load(a.add(i))).store(d.add(i));
+            i += 4;
+        }
+        while i < n {
+            *d.add(i) = sf(*a.add(i));
+            i += 1;
+        }
+    }
+}
+
+fn binary_with(
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    vf: impl Fn(F32x4, F32x4) -> F32x4 + Copy,
+    sf: impl Fn(f32, f32) -> f32 + Copy,
+) {
+    let n = dst.ne[0];
+    let row_b = b.ne[0] == n;
+    for (i1, i2, i3) in dst.rows() {
+        let d = row_ptr(dst, i1, i2, i3);
+        let pa = row_ptr(a, i1, i2, i3);
+        let pb = row_ptr(b, i1 % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
+        unsafe {
+            if row_b {
+                zip_row(d, pa, pb, n, vf, sf);
+            } else {
+                let y = *pb;
+                let vy = F32x4::splat(y);
+                map_row(d, pa, n, |x| vf(x, vy), |x| sf(x, y));
+            }
+        }
+    }
+}
+
+/// Element-wise `a op b`, `b` broadcast; packed rows, `b` a full row or one value per row.
+pub fn binary(op: BinaryOp, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+    if !(packed_f32(dst) && packed_f32(a) && packed_f32(b))
+        || !(b.ne[0] == dst.ne[0] || b.ne[0] == 1)
+        || a.ne != dst.ne
+    {
+        return false;
+    }
+    match op {
+        BinaryOp::Add => binary_with(dst, a, b, |x, y| x + y, |x, y| x + y),
+        BinaryOp::Sub => binary_with(dst, a, b, |x, y| x - y, |x, y| x - y),
+        BinaryOp::Mul => binary_with(dst, a, b, |x, y| x * y, |x, y| x * y),
+        BinaryOp::Div => binary_with(dst, a, b, |x, y| x / y, |x, y| x / y),
+    }
+    true
+}
+
+fn map_with(
+    dst: &TensorView,
+    a: &TensorView,
+    vf: impl Fn(F32x4) -> F32x4 + Copy,
+    sf: impl Fn(f32) -> f32 + Copy,
+) -> bool {
+    if !(packed_f32(dst) && packed_f32(a)) || a.ne != dst.ne {
+        return false;
+    }
+    let n = dst.ne[0];
+    for (i1, i2, i3) in dst.rows() {
+        unsafe { map_row(row_ptr(dst, i1, i2, i3), row_ptr(a, i1, i2, i3), n, vf, sf) };
+    }
+    true
+}
+
+/// `a * s` over packed rows.
+pub fn scale(dst: &TensorView, a: &TensorView, s: f32) -> bool {
+    let vs = F32x4::splat(s);
+    map_with(dst, a, |x| x * vs, |x| x * s)
+}
+
+/// Element-wise function over packed rows: ReLU, SiLU and GELU (tanh) in SIMD with a
+/// vector `exp`; GELU (erf) per element with the reference's formula.
+pub fn unary(op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
+    let f = unary_fn(op);
+    let (zero, one) = (F32x4::splat(0.0), F32x4::splat(1.0));
+    match op {
+        UnaryOp::Relu => return map_with(dst, a, |x| x.max(zero), f),
+        UnaryOp::Silu => return map_with(dst, a, |x| x / (one + exp(zero - x)), f),
+        UnaryOp::Gelu => {
+            // 0.5 x (1 + tanh u) = x - x / (e^(2u) + 1), u = sqrt(2/pi) (x + 0.044715 x^3).
+            let c = F32x4::splat(2.0 * 0.797_884_6);
+            let c3 = F32x4::splat(2.0 * 0.797_884_6 * 0.044715);
+            let vf = |x: F32x4| x - x / (exp(x * (c + c3 * x * x)) + one);
+            return map_with(dst, a, vf, f);
+        }
+        UnaryOp::GeluErf => {}
+    }
+    if !(packed_f32(dst) && packed_f32(a)) || a.ne != dst.ne {
+        return false;
+    }
+    let n = dst.ne[0];
+    for (i1, i2, i3) in dst.rows() {
+        let (d, s) = (row_ptr(dst, i1, i2, i3), row_ptr(a, i1, i2, i3));
+        for i in 0..n {
+            unsafe { *d.add(i) = f(*s.add(i)) };
+        }
+    }
+    true
+}
+
+/// Sum of `n` packed f32.
+///
+/// # Safety
+/// `p` valid for `n` f32.
+#[inline]
+unsafe fn sum(p: *const f32, n: usize) -> f32 {
+    let z = F32x4::splat(0.0);
+    let (mut s0, mut s1) = (z, z);
+    let mut i = 0;
+    unsafe {
+        while i + 8 <= n {
+            s0 = s0 + F32x4::load(p.add(i));
+            s1 = s1 + F32x4::load(p.add(i + 4));
+            i += 8;
+        }
+        let mut s = (s0 + s1).hsum();
+        while i < n {
+            s += *p.add(i);
+            i += 1;
+        }
+        s
+    }
+}
+
+/// Row softmax of `a * scale + mask`, packed rows.
+pub fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scale: f32) -> bool {
+    if !(packed_f32(dst) && packed_f32(a)) || mask.is_some_and(|m| !packed_f32(m)) {
+        return false;
+    }
+    let n = a.ne[0];
+    let mut w = vec![0f32; n];
+    let vs = F32x4::splat(scale);
+    for (i1, i2, i3) in a.rows() {
+        let pa = row_ptr(a, i1, i2, i3);
+        let wp = w.as_mut_ptr();
+        unsafe {
+            match mask {
+                Some(m) => {
+                    let pm = row_ptr(m, i1, i2 % m.ne[2], i3 % m.ne[3]);
+                    zip_row(wp, pa, pm, n, |x, y| x * vs + y, |x, y| x * scale + y);
+                }
+                None => map_row(wp, pa, n, |x| x * vs, |x| x * scale),
+            }
+        }
+        let mut vmax = F32x4::splat(f32::NEG_INFINITY);
+        let mut i = 0;
+        while i + 4 <= n {
+            vmax = vmax.max(unsafe { F32x4::load(wp.add(i)) });
+            i += 4;
+        }
+        let max = w[i..].iter().fold(vmax.hmax(), |m, &v| m.max(v));
+        let vmax = F32x4::splat(max);
+        let mut vsum = F32x4::splat(0.0);
+        let mut i = 0;
+        unsafe {
+            while i + 4 <= n {
+                let e = exp(F32x4::load(wp.add(i)) - vmax);
+                e.store(wp.add(i));
+                vsum = vsum + e;
+                i += 4;
+            }
+        }
+        let mut total = vsum.hsum();
+        for v in w[i..].iter_mut() {
+            *v = (*v - max).exp();
+            total += *v;
+        }
+        let inv = 1.0 / total;
+        let vi = F32x4::splat(inv);
+        unsafe { map_row(row_ptr(dst, i1, i2, i3), wp, n, |x| x * vi, |x| x * inv) };
+    }
+    true
+}
+
+/// Layer norm (`rms == false`) or RMS norm over packed rows.
+pub fn norm(dst: &TensorView, a: &TensorView, eps: f32, rms: bool) -> bool {
+    if !(packed_f32(dst) && packed_f32(a)) {
+        return false;
+    }
+    let n = a.ne[0];
+    if n == 0 {
+        return true;
+    }
+    for (i1, i2, i3) in a.rows() {
+        let pa = row_ptr(a, i1, i2, i3);
+        let mean = if rms {
+            0.0
+        } else {
+            (unsafe { sum(pa, n) }) / n as f32
+        };
+        let vm = F32x4::splat(mean);
+        let mut acc = F32x4::splat(0.0);
+        let mut i = 0;
+        let mut tail = 0f32;
+        unsafe {
+            while i + 4 <= n {
+                let x = F32x4::load(pa.add(i)) - vm;
+                acc = acc + x * x;
+                i += 4;
+            }
+            while i < n {
+                let x = *pa.add(i) - mean;
+                tail += x * x;
+                i += 1;
+            }
+        }
+        let var = (acc.hsum() + tail) / n as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        let vi = F32x4::splat(inv);
+        unsafe {
+            map_row(
+                row_ptr(dst, i1, i2, i3),
+                pa,
+                n,
+                |x| (x - vm) * vi,
+                |x| (x - mean) * inv,
+            )
+        };
+    }
+    true
+}

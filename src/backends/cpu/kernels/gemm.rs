@@ -1,0 +1,310 @@
+//! f32 matmul (src0 f32 or f16): a packed, register-tiled GEMM after BLIS, and a dot-product
+//! GEMV for few activation rows.
+//!
+//! ggml's layout: `dst[m, n] = dot(src0 row m, src1 row n)`, rows along K. The micro-kernel
+//! computes an `MR x NR` tile of `dst` (MR along m, the contiguous dst dim, in f32x4 lanes)
+//! from a packed A panel (`[kc][MR]`) and a packed B panel (`[kc][NR]`): per k step, two
+//! vector loads of A, NR broadcasts of B and `2 * NR` multiply-adds into registers.
+//! Blocking: K in `KC` slices (A and B panels stay in L1/L2), M in `MC` blocks, N in `NC`.
+
+use super::simd::F32x4;
+use crate::backends::cpu::TensorView;
+use crate::graph::DType;
+
+/// Micro-tile rows (along m, dst's contiguous dim): two f32x4.
+pub const MR: usize = 8;
+/// Micro-tile columns (along n).
+pub const NR: usize = 4;
+const KC: usize = 256;
+const MC: usize = 128;
+const NC: usize = 512;
+/// Below this many activation rows the GEMV (no packing) is faster.
+const GEMV_MAX_N: usize = 3;
+
+/// Rows of an F32/F16 tensor at batch `(i2, i3)`, read as f32.
+#[derive(Clone, Copy)]
+pub struct Rows<'a> {
+    v: &'a TensorView,
+    i2: usize,
+    i3: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// Rows of `v` in batch `(i2, i3)`.
+    pub fn new(v: &'a TensorView, i2: usize, i3: usize) -> Self {
+        Self { v, i2, i3 }
+    }
+
+    /// Pointer to row `r`'s element `k0`.
+    #[inline]
+    fn ptr(&self, r: usize, k0: usize) -> *const u8 {
+        // Index in range: r < ne1, (i2, i3) in range, k0 < ne0 (checked by callers).
+        unsafe {
+            self.v
+                .ptr_at([0, r, self.i2, self.i3])
+                .add(k0 * self.v.nb[0])
+        }
+    }
+
+    /// Whether rows are packed f32 (readable in place).
+    pub fn is_f32_packed(&self) -> bool {
+        self.v.dtype == DType::F32 && self.v.nb[0] == 4
+    }
+
+    /// Elements `k0 .. k0 + out.len()` of row `r` as f32.
+    #[inline]
+    pub fn load(&self, r: usize, k0: usize, out: &mut [f32]) {
+        let p = self.ptr(r, k0);
+        let nb0 = self.v.nb[0];
+        unsafe {
+            match self.v.dtype {
+                DType::F32 if nb0 == 4 => {
+                    std::ptr::copy_nonoverlapping(p as *const f32, out.as_mut_ptr(), out.len())
+                }
+                DType::F16 => {
+                    for (i, o) in out.iter_mut().enumerate() {
+                        let bits = (p.add(i * nb0) as *const u16).read_unaligned();
+                        *o = half::f16::from_bits(bits).to_f32();
+                    }
+                }
+                _ => {
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = (p.add(i * nb0) as *const f32).read_unaligned();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `dst = src0 · src1ᵀ` for f32/f16 `a` and f32 `b`; `false` when this kernel does not apply.
+pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+    if !matches!(a.dtype, DType::F32 | DType::F16)
+        || b.dtype != DType::F32
+        || dst.dtype != DType::F32
+        || dst.nb[0] != 4
+    {
+        return false;
+    }
+    let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
+    let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
+    let mut ws = Workspace::default();
+    for i3 in 0..dst.ne[3] {
+        for i2 in 0..dst.ne[2] {
+            let ar = Rows::new(a, i2 / r2.max(1), i3 / r3.max(1));
+            let br = Rows::new(b, i2, i3);
+            let out = DstRows { v: dst, i2, i3 };
+            if m == 0 || n == 0 {
+                continue;
+            }
+            if k == 0 {
+                for j in 0..n {
+                    unsafe { std::ptr::write_bytes(out.row(j), 0, m) };
+                }
+            } else if n <= GEMV_MAX_N {
+                gemv(&out, &ar, &br, m, n, k, &mut ws);
+            } else {
+                gemm(&out, &ar, &br, m, n, k, &mut ws);
+            }
+        }
+    }
+    true
+}
+
+/// Rows of a packed f32 dst in one batch.
+pub struct DstRows<'a> {
+    /// The dst tensor (`nb[0] == 4`).
+    pub v: &'a TensorView,
+    /// Batch index, dim 2.
+    pub i2: usize,
+    /// Batch index, dim 3.
+    pub i3: usize,
+}
+
+impl DstRows<'_> {
+    /// Pointer to dst row `n` (ne0 packed f32).
+    #[inline]
+    pub fn row(&self, n: usize) -> *mut f32 {
+        self.v.ptr_at([0, n, self.i2, self.i3]) as *mut f32
+    }
+}
+
+/// Scratch memory reused across batches.
+#[derive(Default)]
+struct Workspace {
+    apack: Vec<f32>,
+    bpack: Vec<f32>,
+    arow: Vec<f32>,
+    brow: Vec<f32>,
+}
+
+/// `sum(a[i] * b[i])` over `k` packed f32.
+///
+/// # Safety
+/// Both pointers readable for `k` f32.
+#[inline]
+pub unsafe fn dot_f32(a: *const f32, b: *const f32, k: usize) -> f32 {
+    unsafe {
+        let z = F32x4::splat(0.0);
+        let (mut s0, mut s1, mut s2, mut s3) = (z, z, z, z);
+        let mut i = 0;
+        while i + 16 <= k {
+            s0 = s0 + F32x4::load(a.add(i)) * F32x4::load(b.add(i));
+            s1 = s1 + F32x4::load(a.add(i + 4)) * F32x4::load(b.add(i + 4));
+            s2 = s2 + F32x4::load(a.add(i + 8)) * F32x4::load(b.add(i + 8));
+            s3 = s3 + F32x4::load(a.add(i + 12)) * F32x4::load(b.add(i + 12));
+            i += 16;
+        }
+        while i + 4 <= k {
+            s0 = s0 + F32x4::load(a.add(i)) * F32x4::load(b.add(i));
+            i += 4;
+        }
+        let mut s = ((s0 + s1) + (s2 + s3)).hsum();
+        while i < k {
+            s += *a.add(i) * *b.add(i);
+            i += 1;
+        }
+        s
+    }
+}
+
+fn gemv(out: &DstRows, a: &Rows, b: &Rows, m: usize, n: usize, k: usize, ws: &mut Workspace) {
+    ws.brow.resize(k * n, 0.0);
+    for j in 0..n {
+        b.load(j, 0, &mut ws.brow[j * k..(j + 1) * k]);
+    }
+    ws.arow.resize(k, 0.0);
+    for i in 0..m {
+        let ap = if a.is_f32_packed() {
+            a.ptr(i, 0) as *const f32
+        } else {
+            a.load(i, 0, &mut ws.arow);
+            ws.arow.as_ptr()
+        };
+        for j in 0..n {
+            let s = unsafe { dot_f32(ap, ws.brow.as_ptr().add(j * k), k) };
+            unsafe { *out.row(j).add(i) = s };
+        }
+    }
+}
+
+/// Packs rows `r0 .. r0 + rows` (cols `k0 .. k0 + kc`) into panels of `W` rows: `[kc][W]`
+/// per panel, rows past `limit` zero.
+fn pack<const W: usize>(
+    src: &Rows,
+    r0: usize,
+    rows: usize,
+    k0: usize,
+    kc: usize,
+    out: &mut Vec<f32>,
+    tmp: &mut Vec<f32>,
+) {
+    let panels = rows.div_ceil(W);
+    out.clear();
+    out.resize(panels * kc * W, 0.0);
+    tmp.resize(kc, 0.0);
+    for r in 0..rows {
+        src.load(r0 + r, k0, &mut tmp[..kc]);
+        let panel = &mut out[(r / W) * kc * W..(r / W + 1) * kc * W];
+        let lane = r % W;
+        for (kk, &v) in tmp[..kc].iter().enumerate() {
+            panel[kk * W + lane] = v;
+        }
+    }
+}
+
+/// The `MR x NR` register tile: `c[j][h]` holds dst row `n0 + j`, m lanes `4h .. 4h + 4`.
+///
+/// # Safety
+/// `a` readable for `kc * MR` f32, `b` for `kc * NR`.
+#[inline(always)]
+unsafe fn micro_tile(kc: usize, a: *const f32, b: *const f32) -> [[F32x4; 2]; NR] {
+    let z = F32x4::splat(0.0);
+    let mut c = [[z; 2]; NR];
+    unsafe {
+        for p in 0..kc {
+            let a0 = F32x4::load(a.add(p * MR));
+            let a1 = F32x4::load(a.add(p * MR + 4));
+            let bp = b.add(p * NR);
+            for (j, cj) in c.iter_mut().enumerate() {
+                let bj = F32x4::splat(*bp.add(j));
+                cj[0] = cj[0] + a0 * bj;
+                cj[1] = cj[1] + a1 * bj;
+            }
+        }
+    }
+    c
+}
+
+/// Writes (or adds, after the first K slice) a tile's valid `mr x nr` part.
+///
+/// # Safety
+/// Dst rows `n0 .. n0 + nr` must hold `m0 + mr` f32.
+#[inline(always)]
+unsafe fn store_tile(
+    out: &DstRows,
+    c: &[[F32x4; 2]; NR],
+    m0: usize,
+    n0: usize,
+    mr: usize,
+    nr: usize,
+    accumulate: bool,
+) {
+    for (j, cj) in c.iter().enumerate().take(nr) {
+        let p = unsafe { out.row(n0 + j).add(m0) };
+        unsafe {
+            if mr == MR {
+                let (mut v0, mut v1) = (cj[0], cj[1]);
+                if accumulate {
+                    v0 = v0 + F32x4::load(p);
+                    v1 = v1 + F32x4::load(p.add(4));
+                }
+                v0.store(p);
+                v1.store(p.add(4));
+            } else {
+                let mut t = [0f32; MR];
+                cj[0].store(t.as_mut_ptr());
+                cj[1].store(t.as_mut_ptr().add(4));
+                for (i, &v) in t.iter().enumerate().take(mr) {
+                    let q = p.add(i);
+                    *q = if accumulate { *q + v } else { v };
+                }
+            }
+        }
+    }
+}
+
+fn gemm(out: &DstRows, a: &Rows, b: &Rows, m: usize, n: usize, k: usize, ws: &mut Workspace) {
+    let Workspace {
+        apack, bpack, arow, ..
+    } = ws;
+    for jc in (0..n).step_by(NC) {
+        let nc = NC.min(n - jc);
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            pack::<NR>(b, jc, nc, pc, kc, bpack, arow);
+            for ic in (0..m).step_by(MC) {
+                let mc = MC.min(m - ic);
+                pack::<MR>(a, ic, mc, pc, kc, apack, arow);
+                for jr in (0..nc).step_by(NR) {
+                    let bp = bpack[(jr / NR) * kc * NR..].as_ptr();
+                    for ir in (0..mc).step_by(MR) {
+                        let ap = apack[(ir / MR) * kc * MR..].as_ptr();
+                        unsafe {
+                            let c = micro_tile(kc, ap, bp);
+                            store_tile(
+                                out,
+                                &c,
+                                ic + ir,
+                                jc + jr,
+                                MR.min(mc - ir),
+                                NR.min(nc - jr),
+                                pc > 0,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

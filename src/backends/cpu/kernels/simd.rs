@@ -1,0 +1,387 @@
+//! The SIMD primitives the fast kernels are written in: a 4-lane f32 vector and 32-wide
+//! i8 dot products, with one implementation per instruction set. wasm32 with `simd128`
+//! uses `core::arch::wasm32`; everything else gets plain Rust over fixed-size arrays, shaped
+//! so LLVM turns it into the host's vector instructions.
+//!
+//! All loads and stores are unaligned (tensor views may start anywhere).
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod imp {
+    use core::arch::wasm32::*;
+    use core::ops::{Add, Div, Mul, Sub};
+
+    /// Four f32 lanes.
+    #[derive(Clone, Copy)]
+    pub struct F32x4(v128);
+
+    impl F32x4 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: f32) -> Self {
+            Self(f32x4_splat(x))
+        }
+        /// Loads 4 values from `p` (unaligned).
+        ///
+        /// # Safety
+        /// `p` must be readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const f32) -> Self {
+            Self(unsafe { v128_load(p as *const v128) })
+        }
+        /// Stores 4 values to `p` (unaligned).
+        ///
+        /// # Safety
+        /// `p` must be writable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn store(self, p: *mut f32) {
+            unsafe { v128_store(p as *mut v128, self.0) }
+        }
+        /// Lane-wise maximum (wasm's `pmax`: `a < b ? b : a`, same on every path).
+        #[inline(always)]
+        pub fn max(self, o: Self) -> Self {
+            Self(f32x4_pmax(self.0, o.0))
+        }
+        /// Sum of the lanes.
+        #[inline(always)]
+        pub fn hsum(self) -> f32 {
+            let s = f32x4_add(self.0, i32x4_shuffle::<2, 3, 0, 1>(self.0, self.0));
+            let s = f32x4_add(s, i32x4_shuffle::<1, 0, 3, 2>(s, s));
+            f32x4_extract_lane::<0>(s)
+        }
+        /// Largest lane.
+        #[inline(always)]
+        pub fn hmax(self) -> f32 {
+            let s = f32x4_pmax(self.0, i32x4_shuffle::<2, 3, 0, 1>(self.0, self.0));
+            let s = f32x4_pmax(s, i32x4_shuffle::<1, 0, 3, 2>(s, s));
+            f32x4_extract_lane::<0>(s)
+        }
+        /// Lane-wise minimum (wasm's `pmin`: `b < a ? b : a`).
+        #[inline(always)]
+        pub fn min(self, o: Self) -> Self {
+            Self(f32x4_pmin(self.0, o.0))
+        }
+        /// Lanes rounded to the nearest integer (ties to even).
+        #[inline(always)]
+        pub fn round(self) -> Self {
+            Self(f32x4_nearest(self.0))
+        }
+        /// `2^n` for integer-valued lanes `n` in `[-126, 127]`.
+        #[inline(always)]
+        pub fn pow2i(self) -> Self {
+            let n = i32x4_trunc_sat_f32x4(self.0);
+            Self(i32x4_shl(i32x4_add(n, i32x4_splat(127)), 23))
+        }
+        /// Lane-wise conversion of four i32.
+        #[inline(always)]
+        pub fn from_i32(v: I32x4) -> Self {
+            Self(f32x4_convert_i32x4(v.0))
+        }
+    }
+
+    impl Add for F32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            Self(f32x4_add(self.0, o.0))
+        }
+    }
+    impl Sub for F32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            Self(f32x4_sub(self.0, o.0))
+        }
+    }
+    impl Mul for F32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            Self(f32x4_mul(self.0, o.0))
+        }
+    }
+    impl Div for F32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            Self(f32x4_div(self.0, o.0))
+        }
+    }
+
+    /// Four i32 lanes (partial sums of integer dot products).
+    #[derive(Clone, Copy)]
+    pub struct I32x4(v128);
+
+    #[inline(always)]
+    fn dot16(a: v128, b: v128) -> v128 {
+        let lo = i16x8_extmul_low_i8x16(a, b);
+        let hi = i16x8_extmul_high_i8x16(a, b);
+        i32x4_add(
+            i32x4_extadd_pairwise_i16x8(lo),
+            i32x4_extadd_pairwise_i16x8(hi),
+        )
+    }
+
+    /// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
+    ///
+    /// # Safety
+    /// Both pointers must be readable for 32 bytes.
+    #[inline(always)]
+    pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
+        unsafe {
+            let a0 = v128_load(a as *const v128);
+            let a1 = v128_load(a.add(16) as *const v128);
+            let b0 = v128_load(b as *const v128);
+            let b1 = v128_load(b.add(16) as *const v128);
+            I32x4(i32x4_add(dot16(a0, b0), dot16(a1, b1)))
+        }
+    }
+
+    /// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes (values `nibble - 8`, low
+    /// nibbles first, as ggml lays them out).
+    ///
+    /// # Safety
+    /// `qs` readable for 16 bytes, `b` for 32.
+    #[inline(always)]
+    pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
+        unsafe {
+            let q = v128_load(qs as *const v128);
+            let eight = i8x16_splat(8);
+            let lo = i8x16_sub(v128_and(q, i8x16_splat(0x0f)), eight);
+            let hi = i8x16_sub(u8x16_shr(q, 4), eight);
+            let b0 = v128_load(b as *const v128);
+            let b1 = v128_load(b.add(16) as *const v128);
+            I32x4(i32x4_add(dot16(lo, b0), dot16(hi, b1)))
+        }
+    }
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+mod imp {
+    use core::ops::{Add, Div, Mul, Sub};
+
+    /// Four f32 lanes.
+    #[derive(Clone, Copy)]
+    pub struct F32x4([f32; 4]);
+
+    #[inline(always)]
+    fn zip(a: [f32; 4], b: [f32; 4], f: impl Fn(f32, f32) -> f32) -> [f32; 4] {
+        [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2]), f(a[3], b[3])]
+    }
+
+    impl F32x4 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: f32) -> Self {
+            Self([x; 4])
+        }
+        /// Loads 4 values from `p` (unaligned).
+        ///
+        /// # Safety
+        /// `p` must be readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const f32) -> Self {
+            Self(unsafe { (p as *const [f32; 4]).read_unaligned() })
+        }
+        /// Stores 4 values to `p` (unaligned).
+        ///
+        /// # Safety
+        /// `p` must be writable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn store(self, p: *mut f32) {
+            unsafe { (p as *mut [f32; 4]).write_unaligned(self.0) }
+        }
+        /// Lane-wise maximum (wasm's `pmax`: `a < b ? b : a`, same on every path).
+        #[inline(always)]
+        pub fn max(self, o: Self) -> Self {
+            Self(zip(self.0, o.0, |a, b| if a < b { b } else { a }))
+        }
+        /// Sum of the lanes.
+        #[inline(always)]
+        pub fn hsum(self) -> f32 {
+            (self.0[0] + self.0[2]) + (self.0[1] + self.0[3])
+        }
+        /// Largest lane.
+        #[inline(always)]
+        pub fn hmax(self) -> f32 {
+            self.0.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+        }
+        /// Lane-wise minimum (wasm's `pmin`: `b < a ? b : a`).
+        #[inline(always)]
+        pub fn min(self, o: Self) -> Self {
+            Self(zip(self.0, o.0, |a, b| if b < a { b } else { a }))
+        }
+        /// Lanes rounded to the nearest integer (ties to even).
+        #[inline(always)]
+        pub fn round(self) -> Self {
+            Self(self.0.map(f32::round_ties_even))
+        }
+        /// `2^n` for integer-valued lanes `n` in `[-126, 127]`.
+        #[inline(always)]
+        pub fn pow2i(self) -> Self {
+            Self(
+                self.0
+                    .map(|n| f32::from_bits(((n as i32 + 127) << 23) as u32)),
+            )
+        }
+        /// Lane-wise conversion of four i32.
+        #[inline(always)]
+        pub fn from_i32(v: I32x4) -> Self {
+            Self(v.0.map(|x| x as f32))
+        }
+    }
+
+    impl Add for F32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            Self(zip(self.0, o.0, |a, b| a + b))
+        }
+    }
+    impl Sub for F32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            Self(zip(self.0, o.0, |a, b| a - b))
+        }
+    }
+    impl Mul for F32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            Self(zip(self.0, o.0, |a, b| a * b))
+        }
+    }
+    impl Div for F32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            Self(zip(self.0, o.0, |a, b| a / b))
+        }
+    }
+
+    /// Four i32 lanes (partial sums of integer dot products).
+    #[derive(Clone, Copy)]
+    pub struct I32x4([i32; 4]);
+
+    #[inline(always)]
+    fn dot32(a: &[i8; 32], b: &[i8; 32]) -> I32x4 {
+        let mut s = [0i32; 4];
+        for i in 0..8 {
+            for l in 0..4 {
+                s[l] += a[i * 4 + l] as i32 * b[i * 4 + l] as i32;
+            }
+        }
+        I32x4(s)
+    }
+
+    /// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
+    ///
+    /// # Safety
+    /// Both pointers must be readable for 32 bytes.
+    #[inline(always)]
+    pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
+        unsafe {
+            dot32(
+                &(a as *const [i8; 32]).read_unaligned(),
+                &(b as *const [i8; 32]).read_unaligned(),
+            )
+        }
+    }
+
+    /// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes (values `nibble - 8`, low
+    /// nibbles first, as ggml lays them out).
+    ///
+    /// # Safety
+    /// `qs` readable for 16 bytes, `b` for 32.
+    #[inline(always)]
+    pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
+        let q = unsafe { (qs as *const [u8; 16]).read_unaligned() };
+        let mut a = [0i8; 32];
+        for i in 0..16 {
+            a[i] = (q[i] & 0x0f) as i8 - 8;
+            a[i + 16] = (q[i] >> 4) as i8 - 8;
+        }
+        dot32(&a, unsafe { &(b as *const [i8; 32]).read_unaligned() })
+    }
+}
+
+pub use imp::*;
+
+/// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
+/// ln 2); inputs are clamped to `[-87.3, 88.7]`, so huge values saturate instead of
+/// overflowing and very negative ones give the smallest normal.
+#[inline(always)]
+pub fn exp(x: F32x4) -> F32x4 {
+    let x = x.min(F32x4::splat(88.7)).max(F32x4::splat(-87.3));
+    let n = (x * F32x4::splat(std::f32::consts::LOG2_E)).round();
+    let r = x - n * F32x4::splat(0.693_359_4) + n * F32x4::splat(2.121_944_4e-4);
+    let mut p = F32x4::splat(1.987_569_1e-4);
+    for c in [
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        1.666_666_5e-1,
+        0.5,
+    ] {
+        p = p * r + F32x4::splat(c);
+    }
+    let e = p * r * r + r + F32x4::splat(1.0);
+    // 2^n for n = 128 would not be a normal float: split it.
+    let half = (n * F32x4::splat(0.5)).round();
+    e * half.pow2i() * (n - half).pow2i()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn vector_exp_is_accurate() {
+        let mut x = -90.0f32;
+        while x < 90.0 {
+            let v = [x, x + 0.013, x + 0.37, -x * 0.5];
+            let mut out = [0f32; 4];
+            unsafe { exp(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
+            for (a, b) in out.iter().zip(v) {
+                let want = b.clamp(-87.3, 88.7).exp();
+                assert!(
+                    (a - want).abs() <= 4e-7 * want,
+                    "exp({b}) = {a}, want {want}"
+                );
+            }
+            x += 0.731;
+        }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn f32x4_basics() {
+        let a = [1.0f32, -2.0, 3.0, 4.5];
+        let v = unsafe { F32x4::load(a.as_ptr()) };
+        assert_eq!(v.hsum(), 6.5);
+        assert_eq!(v.hmax(), 4.5);
+        let mut out = [0f32; 4];
+        unsafe { (v * F32x4::splat(2.0) + v).store(out.as_mut_ptr()) };
+        assert_eq!(out, [3.0, -6.0, 9.0, 13.5]);
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn integer_dots_match_scalar() {
+        let a: Vec<i8> = (0..32).map(|i| (i * 37 % 255 - 127) as i8).collect();
+        let b: Vec<i8> = (0..32).map(|i| (i * 91 % 253 - 126) as i8).collect();
+        let want: i32 = a.iter().zip(&b).map(|(&x, &y)| x as i32 * y as i32).sum();
+        let got = F32x4::from_i32(unsafe { dot_i8x32(a.as_ptr(), b.as_ptr()) }).hsum();
+        assert_eq!(got, want as f32);
+        let qs: Vec<u8> = (0..16).map(|i| (i * 29 % 256) as u8).collect();
+        let mut a4 = [0i32; 32];
+        for i in 0..16 {
+            a4[i] = (qs[i] & 15) as i32 - 8;
+            a4[i + 16] = (qs[i] >> 4) as i32 - 8;
+        }
+        let want: i32 = a4.iter().zip(&b).map(|(&x, &y)| x * y as i32).sum();
+        let got = F32x4::from_i32(unsafe { dot_q4x32(qs.as_ptr(), b.as_ptr()) }).hsum();
+        assert_eq!(got, want as f32);
+    }
+}

@@ -1,0 +1,718 @@
+//! The op case table: shapes with odd sizes, non-contiguous operands, broadcasting, every
+//! dtype each op takes, in-place runs, and per-op tolerances.
+
+use super::{CaseBuilder, OpCase};
+use crate::error::Result;
+use crate::graph::{BinaryOp, DType, OpKind, RopeMode, RopeParams, TensorId, UnaryOp};
+
+/// Tolerance of ops that should match the reference to float rounding.
+const EXACTISH: f64 = 1e-7;
+/// Float reductions in another order (f32 accumulators vs the reference's f64).
+const F32_ACC: f64 = 1e-6;
+/// Quantized matmul: activations are quantized to Q8_0 on the fly (as ggml does).
+const QUANT_MATMUL: f64 = 5e-4;
+/// Quantizing copies may round a value to the neighbouring level.
+const QUANT_CPY: f64 = 1e-5;
+
+/// How an operand is laid out in memory.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    /// Packed.
+    Contig,
+    /// Dims 0 and 1 swapped (element stride ≠ element size).
+    Transposed,
+    /// Dims 1 and 2 swapped (rows packed, row strides out of order).
+    Permuted,
+    /// A window into a larger tensor at a byte offset (row gaps).
+    Offset,
+}
+
+/// A tensor of logical shape `ne` laid out as `layout`, values uniform in `[lo, hi)`.
+fn operand(
+    b: &mut CaseBuilder,
+    dtype: DType,
+    ne: [usize; 4],
+    layout: Layout,
+    lo: f32,
+    hi: f32,
+) -> Result<TensorId> {
+    match layout {
+        Layout::Contig => b.input_range(dtype, &ne, lo, hi),
+        Layout::Transposed => {
+            let t = b.input_range(dtype, &[ne[1], ne[0], ne[2], ne[3]], lo, hi)?;
+            b.g.transpose(t)
+        }
+        Layout::Permuted => {
+            let t = b.input_range(dtype, &[ne[0], ne[2], ne[1], ne[3]], lo, hi)?;
+            b.g.permute(t, [0, 2, 1, 3])
+        }
+        Layout::Offset => {
+            let pad = dtype.block_size().max(3);
+            let big = b.input_range(dtype, &[ne[0] + pad, ne[1] + 1, ne[2], ne[3]], lo, hi)?;
+            let nb = b.g.tensor(big).nb;
+            let shift = if dtype.is_quantized() {
+                nb[0]
+            } else {
+                3 * nb[0]
+            };
+            b.g.view(big, &ne, &nb, nb[1] + shift)
+        }
+    }
+}
+
+fn binary_kind(op: BinaryOp) -> OpKind {
+    match op {
+        BinaryOp::Add => OpKind::Add,
+        BinaryOp::Sub => OpKind::Sub,
+        BinaryOp::Mul => OpKind::Mul,
+        BinaryOp::Div => OpKind::Div,
+    }
+}
+
+fn unary_kind(op: UnaryOp) -> OpKind {
+    match op {
+        UnaryOp::Gelu => OpKind::Gelu,
+        UnaryOp::GeluErf => OpKind::GeluErf,
+        UnaryOp::Silu => OpKind::Silu,
+        UnaryOp::Relu => OpKind::Relu,
+    }
+}
+
+fn shape_name(ne: [usize; 4]) -> String {
+    ne.iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+fn binary_cases(v: &mut Vec<OpCase>) {
+    let shapes: [([usize; 4], [usize; 4], Layout, Layout); 8] = [
+        ([7, 5, 3, 2], [7, 5, 3, 2], Layout::Contig, Layout::Contig),
+        ([33, 4, 3, 2], [33, 1, 3, 1], Layout::Contig, Layout::Contig),
+        ([65, 3, 1, 1], [65, 1, 1, 1], Layout::Contig, Layout::Contig),
+        ([65, 3, 1, 1], [1, 3, 1, 1], Layout::Contig, Layout::Contig),
+        ([1, 1, 1, 1], [1, 1, 1, 1], Layout::Contig, Layout::Contig),
+        (
+            [5, 7, 1, 1],
+            [5, 1, 1, 1],
+            Layout::Transposed,
+            Layout::Contig,
+        ),
+        (
+            [9, 4, 2, 1],
+            [9, 4, 1, 1],
+            Layout::Offset,
+            Layout::Transposed,
+        ),
+        (
+            [128, 16, 1, 1],
+            [128, 16, 1, 1],
+            Layout::Contig,
+            Layout::Offset,
+        ),
+    ];
+    for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div] {
+        let kind = binary_kind(op);
+        for (a_ne, b_ne, la, lb) in shapes {
+            let name = format!(
+                "{}_{}_{}_{la:?}_{lb:?}",
+                format!("{kind:?}").to_lowercase(),
+                shape_name(a_ne),
+                shape_name(b_ne)
+            );
+            v.push(OpCase::new(name, kind, EXACTISH, move |b| {
+                let x = operand(b, DType::F32, a_ne, la, -1.0, 1.0)?;
+                let y = if op == BinaryOp::Div {
+                    divisor(b, b_ne, lb)?
+                } else {
+                    operand(b, DType::F32, b_ne, lb, -1.0, 1.0)?
+                };
+                let z = b.g.binary(op, x, y)?;
+                b.output(z)
+            }));
+        }
+        let ne = [65, 3, 2, 1];
+        v.push(
+            OpCase::new(
+                format!("{kind:?}_65x3x2").to_lowercase(),
+                kind,
+                EXACTISH,
+                move |b| {
+                    let x = b.input(DType::F32, &ne)?;
+                    let y = divisor(b, [65, 1, 2, 1], Layout::Contig)?;
+                    let z = b.g.binary(op, x, y)?;
+                    b.output(z)
+                },
+            )
+            .in_place(),
+        );
+    }
+}
+
+/// Values of magnitude in `[0.5, 2)` with random signs (safe divisors).
+fn divisor(b: &mut CaseBuilder, ne: [usize; 4], layout: Layout) -> Result<TensorId> {
+    if let Layout::Contig = layout {
+        let n: usize = ne.iter().product();
+        let vals: Vec<f32> = (0..n)
+            .map(|_| {
+                let m = b.rng.uniform(0.5, 2.0);
+                if b.rng.next_u32() & 1 == 0 {
+                    m
+                } else {
+                    -m
+                }
+            })
+            .collect();
+        b.input_values(DType::F32, &ne, &vals)
+    } else {
+        operand(b, DType::F32, ne, layout, 0.5, 2.0)
+    }
+}
+
+fn scale_unary_cases(v: &mut Vec<OpCase>) {
+    let shapes = [
+        ([65, 3, 2, 1], Layout::Contig),
+        ([1, 1, 1, 1], Layout::Contig),
+        ([7, 5, 1, 1], Layout::Transposed),
+        ([33, 3, 2, 1], Layout::Offset),
+    ];
+    for (ne, layout) in shapes {
+        v.push(OpCase::new(
+            format!("scale_{}_{layout:?}", shape_name(ne)),
+            OpKind::Scale,
+            EXACTISH,
+            move |b| {
+                let x = operand(b, DType::F32, ne, layout, -2.0, 2.0)?;
+                let y = b.g.scale(x, 0.75)?;
+                b.output(y)
+            },
+        ));
+    }
+    v.push(
+        OpCase::new("scale_67x5", OpKind::Scale, EXACTISH, |b| {
+            let x = b.input(DType::F32, &[67, 5])?;
+            let y = b.g.scale(x, -1.5)?;
+            b.output(y)
+        })
+        .in_place(),
+    );
+    for op in [
+        UnaryOp::Gelu,
+        UnaryOp::GeluErf,
+        UnaryOp::Silu,
+        UnaryOp::Relu,
+    ] {
+        let kind = unary_kind(op);
+        let lname = format!("{kind:?}").to_lowercase();
+        for (ne, layout) in shapes {
+            v.push(OpCase::new(
+                format!("{lname}_{}_{layout:?}", shape_name(ne)),
+                kind,
+                F32_ACC,
+                move |b| {
+                    let x = operand(b, DType::F32, ne, layout, -6.0, 6.0)?;
+                    let y = b.g.unary(op, x)?;
+                    b.output(y)
+                },
+            ));
+        }
+        v.push(
+            OpCase::new(format!("{lname}_67x5"), kind, F32_ACC, move |b| {
+                let x = b.input_range(DType::F32, &[67, 5], -6.0, 6.0)?;
+                let y = b.g.unary(op, x)?;
+                b.output(y)
+            })
+            .in_place(),
+        );
+    }
+}
+
+/// One matmul case: src0 `[k, m, a2, a3]` of `dtype`, src1 `[k, n, b2, b3]` f32.
+#[derive(Clone, Copy)]
+struct Mm {
+    dtype: DType,
+    k: usize,
+    m: usize,
+    n: usize,
+    a_batch: [usize; 2],
+    b_batch: [usize; 2],
+    la: Layout,
+    lb: Layout,
+}
+
+fn mm(dtype: DType, k: usize, m: usize, n: usize) -> Mm {
+    Mm {
+        dtype,
+        k,
+        m,
+        n,
+        a_batch: [1, 1],
+        b_batch: [1, 1],
+        la: Layout::Contig,
+        lb: Layout::Contig,
+    }
+}
+
+fn matmul_cases(v: &mut Vec<OpCase>) {
+    use DType::*;
+    let bcast = |c: Mm| Mm {
+        a_batch: [2, 1],
+        b_batch: [4, 3],
+        ..c
+    };
+    let la = |c: Mm, l| Mm { la: l, ..c };
+    let lb = |c: Mm, l| Mm { lb: l, ..c };
+    let list = [
+        mm(F32, 1, 1, 1),
+        mm(F32, 7, 5, 3),
+        mm(F32, 33, 17, 9),
+        mm(F32, 65, 33, 65),
+        mm(F32, 300, 40, 12),
+        mm(F32, 129, 67, 1),
+        mm(F32, 64, 128, 64),
+        mm(F32, 260, 136, 20),
+        mm(F32, 40, 20, 530),
+        mm(F32, 256, 256, 8),
+        bcast(mm(F32, 16, 9, 7)),
+        la(mm(F32, 33, 20, 5), Layout::Transposed),
+        lb(mm(F32, 24, 13, 6), Layout::Transposed),
+        lb(la(mm(F32, 19, 11, 10), Layout::Offset), Layout::Offset),
+        Mm {
+            a_batch: [3, 1],
+            b_batch: [3, 1],
+            ..lb(mm(F32, 32, 8, 5), Layout::Permuted)
+        },
+        mm(F16, 33, 17, 9),
+        mm(F16, 64, 65, 1),
+        bcast(mm(F16, 40, 12, 6)),
+        la(mm(F16, 20, 9, 4), Layout::Transposed),
+        lb(mm(F16, 48, 20, 5), Layout::Offset),
+    ];
+    let mut all: Vec<Mm> = list.to_vec();
+    for q in [Q8_0, Q4_0] {
+        all.extend([
+            mm(q, 256, 1, 1),
+            mm(q, 32, 4, 3),
+            mm(q, 64, 33, 1),
+            mm(q, 64, 33, 7),
+            mm(q, 256, 16, 19),
+            mm(q, 128, 9, 2),
+            bcast(mm(q, 64, 8, 5)),
+            lb(mm(q, 96, 7, 6), Layout::Transposed),
+            la(mm(q, 64, 10, 3), Layout::Offset),
+            Mm {
+                a_batch: [3, 1],
+                b_batch: [3, 1],
+                ..la(mm(q, 32, 6, 4), Layout::Permuted)
+            },
+        ]);
+    }
+    for c in all {
+        let tol = if c.dtype.is_quantized() {
+            QUANT_MATMUL
+        } else {
+            F32_ACC
+        };
+        let name = format!(
+            "matmul_{}_k{}_m{}_n{}_batch{}x{}of{}x{}_{:?}_{:?}",
+            c.dtype.name(),
+            c.k,
+            c.m,
+            c.n,
+            c.a_batch[0],
+            c.a_batch[1],
+            c.b_batch[0],
+            c.b_batch[1],
+            c.la,
+            c.lb
+        );
+        v.push(OpCase::new(name, OpKind::MatMul, tol, move |b| {
+            let a_ne = [c.k, c.m, c.a_batch[0], c.a_batch[1]];
+            let b_ne = [c.k, c.n, c.b_batch[0], c.b_batch[1]];
+            let x = operand(b, c.dtype, a_ne, c.la, -1.0, 1.0)?;
+            let y = operand(b, DType::F32, b_ne, c.lb, -1.0, 1.0)?;
+            let z = b.g.matmul(x, y)?;
+            b.output(z)
+        }));
+    }
+}
+
+fn softmax_cases(v: &mut Vec<OpCase>) {
+    // (shape, mask shape, scale, layout)
+    type SoftmaxCase = ([usize; 4], Option<[usize; 4]>, f32, Layout);
+    let list: [SoftmaxCase; 6] = [
+        ([33, 7, 2, 1], None, 1.0, Layout::Contig),
+        ([65, 4, 1, 1], Some([65, 4, 1, 1]), 0.125, Layout::Contig),
+        ([17, 5, 3, 2], Some([17, 5, 1, 2]), 0.5, Layout::Contig),
+        ([1, 3, 1, 1], None, 1.0, Layout::Contig),
+        ([8, 6, 1, 1], Some([8, 6, 1, 1]), 2.0, Layout::Transposed),
+        ([256, 3, 1, 1], None, 3.0, Layout::Offset),
+    ];
+    for (ne, mask, scale, layout) in list {
+        let name = format!(
+            "softmax_{}_{}_{layout:?}",
+            shape_name(ne),
+            if mask.is_some() { "mask" } else { "nomask" }
+        );
+        v.push(OpCase::new(name, OpKind::SoftMax, F32_ACC, move |b| {
+            let x = operand(b, DType::F32, ne, layout, -4.0, 4.0)?;
+            let m = match mask {
+                Some(mne) => Some(b.input_range(DType::F32, &mne, -2.0, 2.0)?),
+                None => None,
+            };
+            let y = b.g.softmax(x, m, scale)?;
+            b.output(y)
+        }));
+    }
+    v.push(OpCase::new(
+        "softmax_causal_9x9_mask_inf",
+        OpKind::SoftMax,
+        F32_ACC,
+        |b| {
+            let x = b.input_range(DType::F32, &[9, 9, 2], -4.0, 4.0)?;
+            let mask: Vec<f32> = (0..81)
+                .map(|i| {
+                    if i % 9 > i / 9 {
+                        f32::NEG_INFINITY
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let m = b.input_values(DType::F32, &[9, 9], &mask)?;
+            let y = b.g.softmax(x, Some(m), 0.3)?;
+            b.output(y)
+        },
+    ));
+    v.push(
+        OpCase::new("softmax_37x5", OpKind::SoftMax, F32_ACC, |b| {
+            let x = b.input_range(DType::F32, &[37, 5], -4.0, 4.0)?;
+            let m = b.input(DType::F32, &[37, 5])?;
+            let y = b.g.softmax(x, Some(m), 0.7)?;
+            b.output(y)
+        })
+        .in_place(),
+    );
+}
+
+fn norm_cases(v: &mut Vec<OpCase>) {
+    let shapes = [
+        ([65, 3, 1, 1], Layout::Contig),
+        ([1, 4, 1, 1], Layout::Contig),
+        ([7, 5, 2, 1], Layout::Transposed),
+        ([33, 3, 2, 1], Layout::Offset),
+        ([768, 2, 1, 1], Layout::Contig),
+    ];
+    for rms in [false, true] {
+        let (kind, lname) = if rms {
+            (OpKind::RmsNorm, "rms_norm")
+        } else {
+            (OpKind::Norm, "norm")
+        };
+        for (ne, layout) in shapes {
+            v.push(OpCase::new(
+                format!("{lname}_{}_{layout:?}", shape_name(ne)),
+                kind,
+                F32_ACC,
+                move |b| {
+                    let x = operand(b, DType::F32, ne, layout, -3.0, 5.0)?;
+                    let y = if rms {
+                        b.g.rms_norm(x, 1e-6)?
+                    } else {
+                        b.g.norm(x, 1e-5)?
+                    };
+                    b.output(y)
+                },
+            ));
+        }
+        v.push(
+            OpCase::new(format!("{lname}_67x4"), kind, F32_ACC, move |b| {
+                let x = b.input_range(DType::F32, &[67, 4], -3.0, 5.0)?;
+                let y = if rms {
+                    b.g.rms_norm(x, 1e-6)?
+                } else {
+                    b.g.norm(x, 1e-5)?
+                };
+                b.output(y)
+            })
+            .in_place(),
+        );
+    }
+}
+
+fn rope_cases(v: &mut Vec<OpCase>) {
+    // (shape [head_dim, heads, tokens, batch], n_dims, freq_scale, layout)
+    let list: [([usize; 4], usize, f32, Layout); 4] = [
+        ([64, 3, 5, 2], 64, 1.0, Layout::Contig),
+        ([64, 3, 5, 1], 32, 1.0, Layout::Contig),
+        ([10, 2, 7, 1], 6, 0.5, Layout::Contig),
+        ([32, 3, 4, 1], 16, 1.0, Layout::Permuted),
+    ];
+    for mode in [RopeMode::Normal, RopeMode::NeoX] {
+        for (ne, n_dims, freq_scale, layout) in list {
+            let name =
+                format!("rope_{mode:?}_{}_nd{n_dims}_{layout:?}", shape_name(ne)).to_lowercase();
+            v.push(OpCase::new(name, OpKind::Rope, F32_ACC, move |b| {
+                let x = operand(b, DType::F32, ne, layout, -1.0, 1.0)?;
+                let pos: Vec<i32> = (0..ne[2]).map(|_| b.rng.below(2048) as i32).collect();
+                let p = b.input_i32(&[ne[2]], &pos)?;
+                let params = RopeParams {
+                    n_dims,
+                    mode,
+                    freq_base: 10000.0,
+                    freq_scale,
+                };
+                let y = b.g.rope(x, p, params)?;
+                b.output(y)
+            }));
+        }
+        v.push(
+            OpCase::new(
+                format!("rope_{mode:?}_16x2x3").to_lowercase(),
+                OpKind::Rope,
+                F32_ACC,
+                move |b| {
+                    let x = b.input(DType::F32, &[16, 2, 3])?;
+                    let p = b.input_i32(&[3], &[0, 7, 100])?;
+                    let params = RopeParams {
+                        n_dims: 8,
+                        mode,
+                        freq_base: 10000.0,
+                        freq_scale: 1.0,
+                    };
+                    let y = b.g.rope(x, p, params)?;
+                    b.output(y)
+                },
+            )
+            .in_place(),
+        );
+    }
+}
+
+fn cpy_cases(v: &mut Vec<OpCase>) {
+    use DType::*;
+    // (from, to, shape, layout)
+    let list: [(DType, DType, [usize; 4], Layout); 14] = [
+        (F32, F16, [65, 3, 2, 1], Layout::Contig),
+        (F32, Q8_0, [64, 3, 2, 1], Layout::Contig),
+        (F32, Q4_0, [96, 5, 1, 1], Layout::Contig),
+        (F16, F32, [33, 4, 1, 1], Layout::Contig),
+        (Q8_0, F32, [64, 5, 1, 1], Layout::Contig),
+        (Q4_0, F32, [128, 3, 1, 1], Layout::Contig),
+        (Q4_0, F16, [32, 3, 1, 1], Layout::Contig),
+        (Q8_0, Q8_0, [64, 3, 1, 1], Layout::Offset),
+        (F32, F32, [7, 5, 3, 1], Layout::Transposed),
+        (F32, F16, [9, 6, 1, 1], Layout::Transposed),
+        (F16, F16, [5, 11, 1, 1], Layout::Transposed),
+        (F32, Q8_0, [64, 4, 3, 1], Layout::Permuted),
+        (F32, Q4_0, [32, 7, 1, 1], Layout::Offset),
+        (F16, F32, [6, 4, 3, 1], Layout::Permuted),
+    ];
+    for (from, to, ne, layout) in list {
+        let tol = if to.is_quantized() {
+            QUANT_CPY
+        } else {
+            EXACTISH
+        };
+        let name = format!(
+            "cpy_{}_{}_{}_{layout:?}",
+            from.name(),
+            to.name(),
+            shape_name(ne)
+        );
+        v.push(OpCase::new(name, OpKind::Cpy, tol, move |b| {
+            let x = operand(b, from, ne, layout, -2.0, 2.0)?;
+            let y = b.g.cpy(x, to)?;
+            b.output(y)
+        }));
+    }
+    v.push(OpCase::new(
+        "cpy_i32_i32_7x3_Transposed",
+        OpKind::Cpy,
+        0.0,
+        |b| {
+            let vals: Vec<i32> = (0..21).map(|_| b.rng.next_u32() as i32).collect();
+            let x = b.input_i32(&[3, 7], &vals)?;
+            let t = b.g.transpose(x)?;
+            let y = b.g.cpy(t, DType::I32)?;
+            b.output(y)
+        },
+    ));
+}
+
+fn concat_cases(v: &mut Vec<OpCase>) {
+    let base = [5, 4, 3, 2];
+    for dim in 0..4 {
+        for layout in [Layout::Contig, Layout::Transposed] {
+            let mut b_ne = base;
+            b_ne[dim] = if dim == 1 { 1 } else { 3 };
+            v.push(OpCase::new(
+                format!("concat_f32_dim{dim}_{layout:?}"),
+                OpKind::Concat,
+                0.0,
+                move |b| {
+                    let x = operand(b, DType::F32, base, layout, -1.0, 1.0)?;
+                    let y = b.input(DType::F32, &b_ne)?;
+                    let z = b.g.concat(x, y, dim)?;
+                    b.output(z)
+                },
+            ));
+        }
+    }
+    v.push(OpCase::new("concat_i32_dim1", OpKind::Concat, 0.0, |b| {
+        let x = b.input_i32(&[6, 2], &(0..12).collect::<Vec<_>>())?;
+        let y = b.input_i32(&[6, 3], &(100..118).collect::<Vec<_>>())?;
+        let z = b.g.concat(x, y, 1)?;
+        b.output(z)
+    }));
+}
+
+fn reduce_cases(v: &mut Vec<OpCase>) {
+    let shapes = [
+        ([65, 3, 2, 1], Layout::Contig),
+        ([1, 4, 1, 1], Layout::Contig),
+        ([7, 5, 1, 1], Layout::Transposed),
+        ([300, 3, 1, 1], Layout::Offset),
+    ];
+    for kind in [OpKind::SumRows, OpKind::Mean] {
+        for (ne, layout) in shapes {
+            let lname = format!("{kind:?}").to_lowercase();
+            v.push(OpCase::new(
+                format!("{lname}_{}_{layout:?}", shape_name(ne)),
+                kind,
+                F32_ACC,
+                move |b| {
+                    let x = operand(b, DType::F32, ne, layout, -1.0, 1.0)?;
+                    let y = if kind == OpKind::Mean {
+                        b.g.mean(x)?
+                    } else {
+                        b.g.sum_rows(x)?
+                    };
+                    b.output(y)
+                },
+            ));
+        }
+    }
+    for (ne, transposed) in [
+        ([65, 7, 1, 1], false),
+        ([1, 3, 1, 1], false),
+        ([33, 4, 2, 1], true),
+        ([260, 2, 1, 1], false),
+    ] {
+        v.push(OpCase::new(
+            format!(
+                "argmax_{}_{}",
+                shape_name(ne),
+                if transposed { "Transposed" } else { "Contig" }
+            ),
+            OpKind::Argmax,
+            0.0,
+            move |b| {
+                // Distinct values per row, so the answer has no ties.
+                let n: usize = ne.iter().product();
+                let perm = b.rng.permutation(n);
+                let vals: Vec<f32> = perm.iter().map(|&p| p as f32 / n as f32 - 0.5).collect();
+                let x = if transposed {
+                    let t = b.input_values(DType::F32, &[ne[1], ne[0], ne[2], ne[3]], &vals)?;
+                    b.g.transpose(t)?
+                } else {
+                    b.input_values(DType::F32, &ne, &vals)?
+                };
+                let y = b.g.argmax(x)?;
+                b.output(y)
+            },
+        ));
+    }
+}
+
+fn get_rows_cases(v: &mut Vec<OpCase>) {
+    use DType::*;
+    for dtype in [F32, F16, Q8_0, Q4_0] {
+        let ne0 = if dtype.is_quantized() { 64 } else { 7 };
+        let tol = EXACTISH;
+        v.push(OpCase::new(
+            format!("get_rows_{}_{ne0}x10_idx5", dtype.name()),
+            OpKind::GetRows,
+            tol,
+            move |b| {
+                let a = b.input(dtype, &[ne0, 10])?;
+                let idx: Vec<i32> = (0..5).map(|_| b.rng.below(10) as i32).collect();
+                let i = b.input_i32(&[5], &idx)?;
+                let y = b.g.get_rows(a, i)?;
+                b.output(y)
+            },
+        ));
+        v.push(OpCase::new(
+            format!("get_rows_{}_{ne0}x6x3_idx4x3", dtype.name()),
+            OpKind::GetRows,
+            tol,
+            move |b| {
+                let a = b.input(dtype, &[ne0, 6, 3])?;
+                let idx: Vec<i32> = (0..12).map(|_| b.rng.below(6) as i32).collect();
+                let i = b.input_i32(&[4, 3], &idx)?;
+                let y = b.g.get_rows(a, i)?;
+                b.output(y)
+            },
+        ));
+    }
+    v.push(OpCase::new(
+        "get_rows_f32_9x8_Transposed",
+        OpKind::GetRows,
+        EXACTISH,
+        |b| {
+            let a = operand(b, DType::F32, [9, 8, 1, 1], Layout::Transposed, -1.0, 1.0)?;
+            let i = b.input_i32(&[4], &[7, 0, 3, 3])?;
+            let y = b.g.get_rows(a, i)?;
+            b.output(y)
+        },
+    ));
+    v.push(OpCase::new(
+        "get_rows_q4_0_64x5_Offset",
+        OpKind::GetRows,
+        EXACTISH,
+        |b| {
+            let a = operand(b, DType::Q4_0, [64, 5, 1, 1], Layout::Offset, -1.0, 1.0)?;
+            let i = b.input_i32(&[3], &[4, 1, 2])?;
+            let y = b.g.get_rows(a, i)?;
+            b.output(y)
+        },
+    ));
+}
+
+/// Every case of the suite, in a fixed order.
+pub fn all_cases() -> Vec<OpCase> {
+    let mut v = Vec::new();
+    get_rows_cases(&mut v);
+    binary_cases(&mut v);
+    scale_unary_cases(&mut v);
+    matmul_cases(&mut v);
+    softmax_cases(&mut v);
+    norm_cases(&mut v);
+    rope_cases(&mut v);
+    cpy_cases(&mut v);
+    concat_cases(&mut v);
+    reduce_cases(&mut v);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_case_builds_and_names_are_unique() {
+        let cases = all_cases();
+        let mut names = std::collections::HashSet::new();
+        for c in &cases {
+            assert!(names.insert(c.name.clone()), "duplicate case {}", c.name);
+            let built = c.build().unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            let outs = built.graph.outputs();
+            assert_eq!(built.graph.tensor(outs[0]).op.kind(), c.op, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn every_compute_op_is_covered() {
+        assert_eq!(super::super::uncovered_ops(), Vec::<OpKind>::new());
+    }
+}

@@ -1,0 +1,205 @@
+//! The op conformance suite on the CPU: fast kernels against the scalar reference, plus
+//! proof that the harness catches wrong results, overruns and unsupported ops.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::rc::Rc;
+
+use webtensor::backend::{
+    Backend, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture, Support, TensorMemory,
+};
+use webtensor::backends::cpu::{CpuDevice, KernelSet};
+use webtensor::graph::{Graph, TensorId};
+use webtensor::testing::{all_cases, run_suite, uncovered_ops, Outcome, SuiteReport};
+use webtensor::Result;
+
+fn reference() -> Rc<dyn Device> {
+    Rc::new(CpuDevice::new(KernelSet::Reference))
+}
+
+fn suite(device: Rc<dyn Device>, filter: Option<&str>) -> SuiteReport {
+    pollster::block_on(run_suite(device, reference(), filter))
+}
+
+#[test]
+fn cpu_fast_matches_reference() {
+    let report = suite(Rc::new(CpuDevice::new(KernelSet::Fast)), None);
+    println!("{report}");
+    for (op, n) in report.cases_per_op() {
+        println!("  {op:?}: {n} cases");
+    }
+    assert!(report.passed > 150, "suite too small: {}", report.passed);
+    assert_eq!(report.skipped, 0, "the CPU runs every op");
+    report.check().unwrap();
+}
+
+#[test]
+fn suite_covers_every_compute_op() {
+    assert!(
+        uncovered_ops().is_empty(),
+        "ops without a case: {:?}",
+        uncovered_ops()
+    );
+    assert!(all_cases().len() >= OP_COUNT_FLOOR);
+}
+
+const OP_COUNT_FLOOR: usize = 150;
+
+/// What the fake device does wrong.
+#[derive(Clone, Copy, PartialEq)]
+enum Sabotage {
+    /// Changes the first output value.
+    Perturb,
+    /// Writes one byte past the end of the computed node.
+    Overrun,
+    /// Writes a NaN as the first value.
+    NaN,
+    /// Says no to every op.
+    Unsupported,
+}
+
+/// The CPU device with a deliberate defect, to prove the harness notices.
+struct Faulty {
+    inner: Rc<CpuDevice>,
+    sabotage: Sabotage,
+}
+
+struct FaultyBackend {
+    inner: Rc<dyn Backend>,
+    device: Rc<Faulty>,
+}
+
+impl Device for Faulty {
+    fn name(&self) -> &str {
+        "faulty"
+    }
+    fn description(&self) -> String {
+        "faulty CPU".into()
+    }
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cpu
+    }
+    fn caps(&self) -> DeviceCaps {
+        self.inner.caps()
+    }
+    fn buffer_type(&self) -> Rc<dyn BufferType> {
+        self.inner.buffer_type()
+    }
+    fn supports_op(&self, graph: &Graph, node: TensorId) -> Support {
+        if self.sabotage == Sabotage::Unsupported {
+            return Support::No("this fake supports nothing".into());
+        }
+        self.inner.supports_op(graph, node)
+    }
+    fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
+        Ok(Rc::new(FaultyBackend {
+            inner: self.inner.clone().create_backend()?,
+            device: self,
+        }))
+    }
+}
+
+impl Backend for FaultyBackend {
+    fn name(&self) -> &str {
+        "faulty"
+    }
+    fn device(&self) -> Rc<dyn Device> {
+        self.device.clone()
+    }
+    fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
+        self.inner.compute(graph, nodes, mem)?;
+        let Some(&last) = nodes.last() else {
+            return Ok(());
+        };
+        let (buf, off) = mem.locate(graph, last)?;
+        let n = graph.tensor(last).nbytes();
+        match self.device.sabotage {
+            Sabotage::Perturb => {
+                let v = pollster::block_on(buf.read(off, 4))?;
+                let mut x = f32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+                x += 1000.0;
+                buf.write(off, &x.to_le_bytes())
+            }
+            Sabotage::Overrun => buf.memset(off + n, 1, 0),
+            Sabotage::NaN => buf.write(off, &f32::NAN.to_le_bytes()),
+            Sabotage::Unsupported => Ok(()),
+        }
+    }
+    fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {
+        self.inner.synchronize()
+    }
+}
+
+fn faulty(sabotage: Sabotage) -> Rc<dyn Device> {
+    Rc::new(Faulty {
+        inner: Rc::new(CpuDevice::new(KernelSet::Fast)),
+        sabotage,
+    })
+}
+
+#[test]
+fn harness_reports_wrong_values() {
+    let report = suite(faulty(Sabotage::Perturb), Some("matmul_f32"));
+    assert!(
+        report.failed > 0 && report.failed == report.results.len(),
+        "{report}"
+    );
+    assert!(report.check().is_err());
+}
+
+#[test]
+fn harness_reports_guard_overruns() {
+    let report = suite(faulty(Sabotage::Overrun), Some("add_"));
+    assert_eq!(report.failed, report.results.len(), "{report}");
+    for r in &report.results {
+        assert!(
+            matches!(&r.outcome, Outcome::Fail(m) if m.contains("guard")),
+            "{r:?}"
+        );
+    }
+}
+
+#[test]
+fn harness_reports_nan() {
+    let report = suite(faulty(Sabotage::NaN), Some("softmax"));
+    assert_eq!(report.failed, report.results.len(), "{report}");
+    let msg = report.check().unwrap_err();
+    assert!(msg.contains("NaN"), "{msg}");
+}
+
+#[test]
+fn harness_skips_unsupported_with_reason() {
+    let report = suite(faulty(Sabotage::Unsupported), Some("norm"));
+    assert!(report.skipped > 0);
+    assert_eq!(report.skipped, report.results.len());
+    assert!(report.check().is_ok());
+    assert!(format!("{report}").contains("this fake supports nothing"));
+}
+
+#[test]
+fn reference_matches_itself() {
+    suite(reference(), None).check().unwrap();
+}
+
+#[test]
+fn get_rows_out_of_range_is_an_error_not_a_panic() {
+    use std::collections::HashMap;
+    use webtensor::backend::run_graph;
+    use webtensor::graph::DType;
+    let mut g = Graph::new();
+    let a = g.input("a", DType::F32, &[4, 3]).unwrap();
+    let i = g.input("i", DType::I32, &[2]).unwrap();
+    let y = g.get_rows(a, i).unwrap();
+    g.set_output(y).unwrap();
+    let leaves = HashMap::from([
+        (a, vec![0u8; 48]),
+        (i, [1i32, 3].iter().flat_map(|v| v.to_le_bytes()).collect()),
+    ]);
+    let dev: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+    let backend = dev.create_backend().unwrap();
+    let r = pollster::block_on(run_graph(&backend, &g, &leaves, 16));
+    assert!(
+        matches!(r, Err(webtensor::Error::OutOfBounds(_))),
+        "{:?}",
+        r.err()
+    );
+}
