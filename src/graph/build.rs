@@ -227,7 +227,7 @@ impl Graph {
                 format!("{} positions for {} tokens", tp.numel(), ne[2]),
             ));
         }
-        if p.n_dims == 0 || p.n_dims % 2 != 0 || p.n_dims > ne[0] {
+        if p.n_dims == 0 || !p.n_dims.is_multiple_of(2) || p.n_dims > ne[0] {
             return Err(shape_err(
                 op,
                 format!("n_dims {} must be even and ≤ {}", p.n_dims, ne[0]),

@@ -49,7 +49,7 @@ impl DType {
 
     /// Bytes of a row of `n` elements; quantized rows must be whole blocks.
     pub fn row_bytes(self, n: usize) -> Result<usize> {
-        if n % self.block_size() != 0 {
+        if !n.is_multiple_of(self.block_size()) {
             return Err(Error::Shape {
                 op: "row",
                 msg: format!(
