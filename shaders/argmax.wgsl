@@ -14,7 +14,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let r = row_index(row, p.a_ne);
     let n = p.a_ne.x;
     // A thread starts from its first element (not -inf), so rows of -inf still give index 0.
-    var bv = -3.40282347e38;
+    var bv = bitcast<f32>(0xff7fffffu);
     var bi = 0xffffffffu;
     for (var i0 = lid; i0 < n; i0 += WG) {
         let v = a_get(vec4<u32>(i0, r.y, r.z, r.w));

@@ -13,7 +13,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let r = b[p.offs.z + i.y * p.b_nb.x + i.z * p.b_nb.y];
     var v: f32;
     if (r < 0 || u32(r) >= p.a_ne.y) {
-        v = bitcast<f32>(0x7fc00000u);
+        // NaN from a runtime value: WGSL rejects NaN constants (u.w is always 0).
+        v = bitcast<f32>(0x7fc00000u | p.u.w);
     } else {
         let a2 = select(i.z, 0u, p.a_ne.z == 1u);
         v = a_get(vec4<u32>(i.x, u32(r), a2, 0u));

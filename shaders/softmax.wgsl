@@ -19,7 +19,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let r = row_index(row, p.a_ne);
     let n = p.a_ne.x;
-    var mx = -3.40282347e38;
+    var mx = bitcast<f32>(0xff7fffffu);
     for (var i0 = lid; i0 < n; i0 += WG) {
         mx = max(mx, value(vec4<u32>(i0, r.y, r.z, r.w)));
     }

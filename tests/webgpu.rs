@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! The WebGPU device against the CPU reference: every supported op on small graphs with odd
 //! sizes, non-contiguous views and broadcasting, plus buffer edge cases. Without an adapter
 //! (no Vulkan here) each test prints why and passes.
