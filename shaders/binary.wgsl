@@ -3,6 +3,14 @@
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
+// b[k], or word k of a's binding when b shares a's memory (offs.w = 1).
+fn b_at(k: u32) -> f32 {
+    if (p.offs.w != 0u) {
+        return a_word(k);
+    }
+    return b[k];
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let idx = flat_id(gid, nwg);
@@ -11,7 +19,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let i = unravel(idx, p.d_ne);
     let x = a_get(i);
-    let y = b[p.offs.z + off4(i % p.b_ne, p.b_nb)];
+    let y = b_at(p.offs.z + off4(i % p.b_ne, p.b_nb));
     var r: f32;
     switch p.u.x {
         case 0u: { r = x + y; }

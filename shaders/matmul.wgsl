@@ -5,6 +5,14 @@
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
+// b[k], or word k of a's binding when b shares a's memory (offs.w = 1).
+fn b_at(k: u32) -> f32 {
+    if (p.offs.w != 0u) {
+        return a_word(k);
+    }
+    return b[k];
+}
+
 const TM: u32 = 64u;
 const TN: u32 = 64u;
 const TK: u32 = 16u;
@@ -40,7 +48,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             sa[kk * TM + mm] = va;
             var vb = 0.0;
             if (n0 + mm < N && k < K) {
-                vb = b[b_base + k * p.b_nb.x + (n0 + mm) * p.b_nb.y];
+                vb = b_at(b_base + k * p.b_nb.x + (n0 + mm) * p.b_nb.y);
             }
             sb[kk * TN + mm] = vb;
         }

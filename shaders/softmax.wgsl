@@ -2,10 +2,18 @@
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
+// b[k], or word k of a's binding when b shares a's memory (offs.w = 1).
+fn b_at(k: u32) -> f32 {
+    if (p.offs.w != 0u) {
+        return a_word(k);
+    }
+    return b[k];
+}
+
 fn value(i: vec4<u32>) -> f32 {
     var m = 0.0;
     if (p.u.z != 0u) {
-        m = b[p.offs.z + off4(vec4<u32>(i.x, i.y, i.z % p.b_ne.z, i.w % p.b_ne.w), p.b_nb)];
+        m = b_at(p.offs.z + off4(vec4<u32>(i.x, i.y, i.z % p.b_ne.z, i.w % p.b_ne.w), p.b_nb));
     }
     return a_get(i) * p.f.x + m;
 }

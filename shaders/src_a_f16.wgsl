@@ -6,3 +6,8 @@ fn a_get(i: vec4<u32>) -> f32 {
     let w = unpack2x16float(a[h >> 1u]);
     return select(w.x, w.y, (h & 1u) == 1u);
 }
+
+// Word k of a's binding (unused: a b of another dtype never shares a's memory).
+fn a_word(k: u32) -> f32 {
+    return bitcast<f32>(a[k]);
+}

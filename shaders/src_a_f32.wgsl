@@ -4,3 +4,8 @@
 fn a_get(i: vec4<u32>) -> f32 {
     return a[p.offs.y + off4(i, p.a_nb)];
 }
+
+// Word k of a's binding (for an operand b that shares it).
+fn a_word(k: u32) -> f32 {
+    return a[k];
+}

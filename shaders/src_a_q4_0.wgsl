@@ -17,3 +17,8 @@ fn a_get(i: vec4<u32>) -> f32 {
     let nib = select(byte & 15u, byte >> 4u, j >= 16u);
     return a_half(blk) * (f32(nib) - 8.0);
 }
+
+// Word k of a's binding (unused: a b of another dtype never shares a's memory).
+fn a_word(k: u32) -> f32 {
+    return bitcast<f32>(a[k]);
+}

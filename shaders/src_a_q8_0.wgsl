@@ -15,3 +15,8 @@ fn a_get(i: vec4<u32>) -> f32 {
     let q = bitcast<i32>(a_byte(blk + 2u + i.x % 32u) << 24u) >> 24u;
     return a_half(blk) * f32(q);
 }
+
+// Word k of a's binding (unused: a b of another dtype never shares a's memory).
+fn a_word(k: u32) -> f32 {
+    return bitcast<f32>(a[k]);
+}

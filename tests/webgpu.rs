@@ -378,14 +378,34 @@ fn matmul_f16_and_quantized_match_reference() {
 }
 
 #[test]
+fn operands_sharing_memory_match_reference() {
+    // x * x, and attention-style views into one fused tensor: the operands' byte spans
+    // overlap, so they are bound once and b is read through a's binding.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[9, 4]).unwrap();
+    let sq = g.mul(x, x).unwrap();
+    let qk = g.input("qk", DType::F32, &[16, 6]).unwrap();
+    let q = g.view(qk, &[8, 6], &[4, 64], 0).unwrap();
+    let k = g.view(qk, &[8, 6], &[4, 64], 32).unwrap();
+    let kq = g.matmul(k, q).unwrap();
+    let mask_src = g.input("ms", DType::F32, &[6, 12]).unwrap();
+    let sm_in = g.view(mask_src, &[6, 6], &[4, 48], 0).unwrap();
+    let sm_mask = g.view(mask_src, &[6, 6], &[4, 48], 24).unwrap();
+    let sm = g.softmax(sm_in, Some(sm_mask), 0.5).unwrap();
+    let cat = g.concat(x, x, 1).unwrap();
+    for o in [sq, kq, sm, cat] {
+        g.set_output(o).unwrap();
+    }
+    check("shared", &g, &leaves(&g, 12, 1.0, &[]), EXACT);
+}
+
+#[test]
 fn unsupported_nodes_say_why() {
     let Some(dev) = gpu() else { return };
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, &[64, 2]).unwrap();
     let q = g.cpy(x, DType::Q8_0).unwrap();
-    let sq = g.mul(x, x).unwrap();
     assert!(!dev.supports_op(&g, q).is_yes());
-    assert!(!dev.supports_op(&g, sq).is_yes());
     let big = g.weight("big", DType::F32, &[1 << 20, 2]).unwrap();
     let v = g.input("v", DType::F32, &[1 << 20, 1]).unwrap();
     let mm = g.matmul(big, v).unwrap();

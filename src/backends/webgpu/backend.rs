@@ -34,30 +34,40 @@ struct Binding<'m> {
     rel: u32,
 }
 
-/// Binds tensor `id` from the aligned start at or below it, so the binding offset meets
-/// minStorageBufferOffsetAlignment whatever the tensor's (view) offset.
-fn bind_tensor<'m>(
-    ctx: &Ctx,
+fn bind_error(op: &str, reason: String) -> Error {
+    Error::Unsupported {
+        device: DEVICE_NAME.into(),
+        op: op.into(),
+        reason,
+    }
+}
+
+/// The WebGPU buffer holding `id`, `id`'s byte offset in it, and its byte span.
+fn locate<'m>(
     graph: &Graph,
     mem: &'m TensorMemory,
     id: TensorId,
-) -> Result<Binding<'m>> {
+) -> Result<(&'m WebGpuBuffer, usize, usize)> {
     let t = graph.tensor(id);
     let (buf, off) = mem.locate(graph, id)?;
-    let gb = buf
-        .as_any()
-        .downcast_ref::<WebGpuBuffer>()
-        .ok_or_else(|| Error::Unsupported {
-            device: DEVICE_NAME.into(),
-            op: "access".into(),
-            reason: format!("tensor {} is in a {} buffer", t.name, buf.type_name()),
-        })?;
+    let gb = buf.as_any().downcast_ref::<WebGpuBuffer>().ok_or_else(|| {
+        bind_error(
+            "access",
+            format!("tensor {} is in a {} buffer", t.name, buf.type_name()),
+        )
+    })?;
     let nbytes = t.nbytes();
     check_range(&format!("tensor {}", t.name), off, nbytes, gb.size())?;
+    Ok((gb, off, nbytes))
+}
+
+/// Binds bytes `[start, end)` of `gb` from the aligned start at or below `start`, so the
+/// binding offset meets minStorageBufferOffsetAlignment whatever the tensor's (view) offset.
+fn bind_span<'m>(ctx: &Ctx, gb: &'m WebGpuBuffer, start: usize, end: usize) -> Result<Binding<'m>> {
     let align = ctx.storage_align();
     let real = gb.real_size();
-    let mut base = off / align * align;
-    let mut end = (off + nbytes).div_ceil(4) * 4;
+    let mut base = start / align * align;
+    let mut end = end.div_ceil(4) * 4;
     end = end.max(base + 4);
     if end > real {
         // Only an empty tensor at the very end of a buffer: bind its last word.
@@ -65,26 +75,66 @@ fn bind_tensor<'m>(
         end = real;
     }
     if (end - base) > ctx.max_binding() {
-        return Err(Error::Unsupported {
-            device: DEVICE_NAME.into(),
-            op: "bind".into(),
-            reason: format!("tensor {} exceeds maxStorageBufferBindingSize", t.name),
-        });
-    }
-    let rel_bytes = off.saturating_sub(base);
-    if rel_bytes % granularity(t.dtype) != 0 {
-        return Err(Error::Unsupported {
-            device: DEVICE_NAME.into(),
-            op: "bind".into(),
-            reason: format!("tensor {} at byte offset {off} is misaligned", t.name),
-        });
+        return Err(bind_error(
+            "bind",
+            format!("{} bytes exceed maxStorageBufferBindingSize", end - base),
+        ));
     }
     Ok(Binding {
         buffer: gb.raw(),
         base: base as u64,
         size: (end - base) as u64,
-        rel: (rel_bytes / unit(t.dtype)) as u32,
+        rel: 0,
     })
+}
+
+/// Offset of tensor `id` (at byte `off`) inside binding `b`, in its storage units.
+fn rel_offset(graph: &Graph, id: TensorId, off: usize, b: &Binding<'_>) -> Result<u32> {
+    let t = graph.tensor(id);
+    let rel_bytes = off.saturating_sub(b.base as usize);
+    if !rel_bytes.is_multiple_of(granularity(t.dtype)) {
+        return Err(bind_error(
+            "bind",
+            format!("tensor {} at byte offset {off} is misaligned", t.name),
+        ));
+    }
+    Ok((rel_bytes / unit(t.dtype)) as u32)
+}
+
+/// Binds tensor `id` alone.
+fn bind_tensor<'m>(
+    ctx: &Ctx,
+    graph: &Graph,
+    mem: &'m TensorMemory,
+    id: TensorId,
+) -> Result<Binding<'m>> {
+    let (gb, off, n) = locate(graph, mem, id)?;
+    let mut b = bind_span(ctx, gb, off, off + n)?;
+    b.rel = rel_offset(graph, id, off, &b)?;
+    Ok(b)
+}
+
+/// Binds tensors `a` and `b`, which share memory, as one binding (WebGPU forbids aliasing
+/// writable bindings); returns it with `a`'s offset in `rel`, and `b`'s offset.
+fn bind_shared<'m>(
+    ctx: &Ctx,
+    graph: &Graph,
+    mem: &'m TensorMemory,
+    a: TensorId,
+    b: TensorId,
+) -> Result<(Binding<'m>, u32)> {
+    let (ga, oa, na) = locate(graph, mem, a)?;
+    let (gb, ob, nb) = locate(graph, mem, b)?;
+    if !std::ptr::eq(ga, gb) {
+        return Err(bind_error(
+            "bind",
+            "shared operands in different buffers".into(),
+        ));
+    }
+    let mut bind = bind_span(ctx, ga, oa.min(ob), (oa + na).max(ob + nb))?;
+    bind.rel = rel_offset(graph, a, oa, &bind)?;
+    let rel_b = rel_offset(graph, b, ob, &bind)?;
+    Ok((bind, rel_b))
 }
 
 fn buffer_entry<'a>(binding: u32, b: &'a Binding<'a>) -> wgpu::BindGroupEntry<'a> {
@@ -129,18 +179,28 @@ impl Backend for WebGpuBackend {
         let mut pipelines = Vec::with_capacity(plans.len());
         for (k, (id, plan)) in plans.iter_mut().enumerate() {
             let d = bind_tensor(ctx, graph, mem, *id)?;
-            let a = bind_tensor(ctx, graph, mem, plan.a)?;
-            let b = match plan.b {
-                Some(Some(b)) => Some(bind_tensor(ctx, graph, mem, b)?),
-                Some(None) => Some(Binding {
-                    buffer: &ctx.dummy,
-                    base: 0,
-                    size: ctx.dummy.size(),
-                    rel: 0,
-                }),
-                None => None,
+            let dummy = |rel| Binding {
+                buffer: &ctx.dummy,
+                base: 0,
+                size: ctx.dummy.size(),
+                rel,
             };
-            plan.params.offs = [d.rel, a.rel, b.as_ref().map_or(0, |b| b.rel), 0];
+            let mut shared = 0;
+            let (a, b) = match plan.b {
+                Some(Some(b)) if plan.shared_b => {
+                    // b is read through a's binding (offs.w = 1) at offset rel_b.
+                    let (a, rel_b) = bind_shared(ctx, graph, mem, plan.a, b)?;
+                    shared = 1;
+                    (a, Some(dummy(rel_b)))
+                }
+                Some(Some(b)) => (
+                    bind_tensor(ctx, graph, mem, plan.a)?,
+                    Some(bind_tensor(ctx, graph, mem, b)?),
+                ),
+                Some(None) => (bind_tensor(ctx, graph, mem, plan.a)?, Some(dummy(0))),
+                None => (bind_tensor(ctx, graph, mem, plan.a)?, None),
+            };
+            plan.params.offs = [d.rel, a.rel, b.as_ref().map_or(0, |b| b.rel), shared];
             uniform_data[k * stride..k * stride + PARAMS_SIZE]
                 .copy_from_slice(bytemuck::bytes_of(&plan.params));
             let key = plan.key;

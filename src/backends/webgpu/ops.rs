@@ -42,6 +42,8 @@ pub(super) struct NodePlan {
     /// (a dummy is bound), `None` not declared by the shader.
     pub b: Option<Option<TensorId>>,
     pub groups: [u32; 3],
+    /// `a` and `b` share memory: bind them as one binding and read `b` through `a`'s.
+    pub shared_b: bool,
 }
 
 fn unsupported(reason: impl Into<String>) -> Error {
@@ -170,8 +172,8 @@ fn need(t: &Tensor, allowed: &[DType], what: &str) -> Result<()> {
     }
 }
 
-/// Whether two source tensors share bytes (all operands are bound read-write, and WebGPU
-/// forbids aliasing writable bindings).
+/// Whether two source tensors' byte spans overlap (all operands are bound read-write, and
+/// WebGPU forbids aliasing writable bindings, so such operands must share one binding).
 fn overlaps(graph: &Graph, x: TensorId, y: TensorId) -> bool {
     let (rx, ox) = graph.storage_of(x);
     let (ry, oy) = graph.storage_of(y);
@@ -191,10 +193,21 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
     if srcs.is_empty() {
         return Err(unsupported(format!("{} has no operands", t.op.name())));
     }
-    if srcs.len() == 2 && overlaps(graph, t.src[0], t.src[1]) {
-        return Err(unsupported(
-            "both operands share memory (aliased read-write bindings)",
-        ));
+    let shared_b = srcs.len() == 2 && overlaps(graph, t.src[0], t.src[1]);
+    if shared_b {
+        // Only shaders that read b through `b_at` can take it from a's binding.
+        let readable = matches!(
+            t.op,
+            Op::Binary(_) | Op::SoftMax { .. } | Op::MatMul | Op::Concat { .. }
+        ) && srcs[0].dtype == srcs[1].dtype;
+        let (_, oa) = graph.storage_of(t.src[0]);
+        let (_, ob) = graph.storage_of(t.src[1]);
+        let span = (oa + srcs[0].nbytes()).max(ob + srcs[1].nbytes()) - oa.min(ob);
+        if !readable || span.saturating_add(ctx.storage_align()) > ctx.max_binding() {
+            return Err(unsupported(
+                "operands share memory in a way the shader cannot bind",
+            ));
+        }
     }
     let (d_ne, d_nb) = describe(ctx, t)?;
     let (a_ne, a_nb) = describe(ctx, srcs[0])?;
@@ -357,5 +370,6 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
         a,
         b,
         groups,
+        shared_b,
     }))
 }
