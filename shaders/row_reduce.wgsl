@@ -1,0 +1,37 @@
+// Workgroup reductions for row kernels (one workgroup of WG threads per row).
+var<workgroup> red: array<f32, 256>;
+
+fn wg_sum(v: f32, lid: u32) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if (lid < s) {
+            red[lid] = red[lid] + red[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+fn wg_max(v: f32, lid: u32) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if (lid < s) {
+            red[lid] = max(red[lid], red[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+// (i1, i2, i3) of row number `row` of a tensor of shape `ne`.
+fn row_index(row: u32, ne: vec4<u32>) -> vec4<u32> {
+    let i1 = row % ne.y;
+    let r = row / ne.y;
+    return vec4<u32>(0u, i1, r % ne.z, r / ne.z);
+}

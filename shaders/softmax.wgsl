@@ -1,0 +1,47 @@
+// Row softmax of a * f.x + mask. u.y: row count; u.z: 1 if the mask b is bound.
+@group(0) @binding(2) var<storage, read_write> d: array<f32>;
+@group(0) @binding(3) var<storage, read_write> b: array<f32>;
+
+// b[k], or word k of a's binding when b shares a's memory (offs.w = 1).
+fn b_at(k: u32) -> f32 {
+    if (p.offs.w != 0u) {
+        return a_word(k);
+    }
+    return b[k];
+}
+
+fn value(i: vec4<u32>) -> f32 {
+    var m = 0.0;
+    if (p.u.z != 0u) {
+        m = b_at(p.offs.z + off4(vec4<u32>(i.x, i.y, i.z % p.b_ne.z, i.w % p.b_ne.w), p.b_nb));
+    }
+    return a_get(i) * p.f.x + m;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let row = flat_group(wid, nwg);
+    if (row >= p.u.y) {
+        return;
+    }
+    let r = row_index(row, p.a_ne);
+    let n = p.a_ne.x;
+    var mx = bitcast<f32>(0xff7fffffu);
+    for (var i0 = lid; i0 < n; i0 += WG) {
+        mx = max(mx, value(vec4<u32>(i0, r.y, r.z, r.w)));
+    }
+    mx = wg_max(mx, lid);
+    var s = 0.0;
+    for (var i0 = lid; i0 < n; i0 += WG) {
+        let i = vec4<u32>(i0, r.y, r.z, r.w);
+        let e = exp(value(i) - mx);
+        d[p.offs.x + off4(i, p.d_nb)] = e;
+        s += e;
+    }
+    s = wg_sum(s, lid);
+    for (var i0 = lid; i0 < n; i0 += WG) {
+        let o = p.offs.x + off4(vec4<u32>(i0, r.y, r.z, r.w), p.d_nb);
+        d[o] = d[o] / s;
+    }
+}

@@ -1,0 +1,311 @@
+//! The WebGPU stream: a graph split becomes one command encoder with one compute pass (one
+//! dispatch per node), submitted once; completion and events are futures.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use futures_channel::oneshot;
+
+use super::buffer::WebGpuBuffer;
+use super::context::{Ctx, DEVICE_NAME};
+use super::ops::{self, granularity, unit, NodePlan, PARAMS_SIZE};
+use super::WebGpuDevice;
+use crate::backend::{check_range, Backend, Buffer, Device, Event, LocalBoxFuture, TensorMemory};
+use crate::error::{Error, Result};
+use crate::graph::{Graph, TensorId};
+
+/// A stream on the WebGPU device.
+pub struct WebGpuBackend {
+    device: Rc<WebGpuDevice>,
+}
+
+impl WebGpuBackend {
+    pub(super) fn new(device: Rc<WebGpuDevice>) -> Self {
+        Self { device }
+    }
+}
+
+/// Where one operand is bound: the buffer range and the operand's offset inside it.
+struct Binding<'m> {
+    buffer: &'m wgpu::Buffer,
+    base: u64,
+    size: u64,
+    /// Offset of the tensor in the binding, in its storage units.
+    rel: u32,
+}
+
+fn bind_error(op: &str, reason: String) -> Error {
+    Error::Unsupported {
+        device: DEVICE_NAME.into(),
+        op: op.into(),
+        reason,
+    }
+}
+
+/// The WebGPU buffer holding `id`, `id`'s byte offset in it, and its byte span.
+fn locate<'m>(
+    graph: &Graph,
+    mem: &'m TensorMemory,
+    id: TensorId,
+) -> Result<(&'m WebGpuBuffer, usize, usize)> {
+    let t = graph.tensor(id);
+    let (buf, off) = mem.locate(graph, id)?;
+    let gb = buf.as_any().downcast_ref::<WebGpuBuffer>().ok_or_else(|| {
+        bind_error(
+            "access",
+            format!("tensor {} is in a {} buffer", t.name, buf.type_name()),
+        )
+    })?;
+    let nbytes = t.nbytes();
+    check_range(&format!("tensor {}", t.name), off, nbytes, gb.size())?;
+    Ok((gb, off, nbytes))
+}
+
+/// Binds bytes `[start, end)` of `gb` from the aligned start at or below `start`, so the
+/// binding offset meets minStorageBufferOffsetAlignment whatever the tensor's (view) offset.
+fn bind_span<'m>(ctx: &Ctx, gb: &'m WebGpuBuffer, start: usize, end: usize) -> Result<Binding<'m>> {
+    let align = ctx.storage_align();
+    let real = gb.real_size();
+    let mut base = start / align * align;
+    let mut end = end.div_ceil(4) * 4;
+    end = end.max(base + 4);
+    if end > real {
+        // Only an empty tensor at the very end of a buffer: bind its last word.
+        base = (real - 4) / align * align;
+        end = real;
+    }
+    if (end - base) > ctx.max_binding() {
+        return Err(bind_error(
+            "bind",
+            format!("{} bytes exceed maxStorageBufferBindingSize", end - base),
+        ));
+    }
+    Ok(Binding {
+        buffer: gb.raw(),
+        base: base as u64,
+        size: (end - base) as u64,
+        rel: 0,
+    })
+}
+
+/// Offset of tensor `id` (at byte `off`) inside binding `b`, in its storage units.
+fn rel_offset(graph: &Graph, id: TensorId, off: usize, b: &Binding<'_>) -> Result<u32> {
+    let t = graph.tensor(id);
+    let rel_bytes = off.saturating_sub(b.base as usize);
+    if !rel_bytes.is_multiple_of(granularity(t.dtype)) {
+        return Err(bind_error(
+            "bind",
+            format!("tensor {} at byte offset {off} is misaligned", t.name),
+        ));
+    }
+    Ok((rel_bytes / unit(t.dtype)) as u32)
+}
+
+/// Binds tensor `id` alone.
+fn bind_tensor<'m>(
+    ctx: &Ctx,
+    graph: &Graph,
+    mem: &'m TensorMemory,
+    id: TensorId,
+) -> Result<Binding<'m>> {
+    let (gb, off, n) = locate(graph, mem, id)?;
+    let mut b = bind_span(ctx, gb, off, off + n)?;
+    b.rel = rel_offset(graph, id, off, &b)?;
+    Ok(b)
+}
+
+/// Binds tensors `a` and `b`, which share memory, as one binding (WebGPU forbids aliasing
+/// writable bindings); returns it with `a`'s offset in `rel`, and `b`'s offset.
+fn bind_shared<'m>(
+    ctx: &Ctx,
+    graph: &Graph,
+    mem: &'m TensorMemory,
+    a: TensorId,
+    b: TensorId,
+) -> Result<(Binding<'m>, u32)> {
+    let (ga, oa, na) = locate(graph, mem, a)?;
+    let (gb, ob, nb) = locate(graph, mem, b)?;
+    if !std::ptr::eq(ga, gb) {
+        return Err(bind_error(
+            "bind",
+            "shared operands in different buffers".into(),
+        ));
+    }
+    let mut bind = bind_span(ctx, ga, oa.min(ob), (oa + na).max(ob + nb))?;
+    bind.rel = rel_offset(graph, a, oa, &bind)?;
+    let rel_b = rel_offset(graph, b, ob, &bind)?;
+    Ok((bind, rel_b))
+}
+
+fn buffer_entry<'a>(binding: u32, b: &'a Binding<'a>) -> wgpu::BindGroupEntry<'a> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: b.buffer,
+            offset: b.base,
+            size: wgpu::BufferSize::new(b.size),
+        }),
+    }
+}
+
+impl Backend for WebGpuBackend {
+    fn name(&self) -> &str {
+        DEVICE_NAME
+    }
+
+    fn device(&self) -> Rc<dyn Device> {
+        self.device.clone()
+    }
+
+    fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
+        let ctx = &*self.device.ctx;
+        ctx.check()?;
+        let mut plans: Vec<(TensorId, NodePlan)> = Vec::new();
+        for &id in nodes {
+            if graph.get(id)?.op.is_noop() {
+                continue;
+            }
+            if let Some(plan) = ops::plan(ctx, graph, id)? {
+                plans.push((id, plan));
+            }
+        }
+        if plans.is_empty() {
+            return Ok(());
+        }
+        let ua = (ctx.limits.min_uniform_buffer_offset_alignment as usize).max(16);
+        let stride = PARAMS_SIZE.div_ceil(ua) * ua;
+        let mut uniform_data = vec![0u8; stride * plans.len()];
+        let mut bindings = Vec::with_capacity(plans.len());
+        let mut pipelines = Vec::with_capacity(plans.len());
+        for (k, (id, plan)) in plans.iter_mut().enumerate() {
+            let d = bind_tensor(ctx, graph, mem, *id)?;
+            let dummy = |rel| Binding {
+                buffer: &ctx.dummy,
+                base: 0,
+                size: ctx.dummy.size(),
+                rel,
+            };
+            let mut shared = 0;
+            let (a, b) = match plan.b {
+                Some(Some(b)) if plan.shared_b => {
+                    // b is read through a's binding (offs.w = 1) at offset rel_b.
+                    let (a, rel_b) = bind_shared(ctx, graph, mem, plan.a, b)?;
+                    shared = 1;
+                    (a, Some(dummy(rel_b)))
+                }
+                Some(Some(b)) => (
+                    bind_tensor(ctx, graph, mem, plan.a)?,
+                    Some(bind_tensor(ctx, graph, mem, b)?),
+                ),
+                Some(None) => (bind_tensor(ctx, graph, mem, plan.a)?, Some(dummy(0))),
+                None => (bind_tensor(ctx, graph, mem, plan.a)?, None),
+            };
+            plan.params.offs = [d.rel, a.rel, b.as_ref().map_or(0, |b| b.rel), shared];
+            uniform_data[k * stride..k * stride + PARAMS_SIZE]
+                .copy_from_slice(bytemuck::bytes_of(&plan.params));
+            let key = plan.key;
+            pipelines.push(ctx.pipeline(key, || ops::shader_source(key))?);
+            bindings.push((d, a, b));
+        }
+        ctx.scoped(|| {
+            let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("webtensor params"),
+                size: uniform_data.len() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            ctx.queue.write_buffer(&uniform, 0, &uniform_data);
+            let groups: Vec<wgpu::BindGroup> = bindings
+                .iter()
+                .zip(&pipelines)
+                .enumerate()
+                .map(|(k, ((d, a, b), pipeline))| {
+                    let mut entries = vec![
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: &uniform,
+                                offset: (k * stride) as u64,
+                                size: wgpu::BufferSize::new(PARAMS_SIZE as u64),
+                            }),
+                        },
+                        buffer_entry(1, a),
+                        buffer_entry(2, d),
+                    ];
+                    if let Some(b) = b {
+                        entries.push(buffer_entry(3, b));
+                    }
+                    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: None,
+                        layout: &pipeline.get_bind_group_layout(0),
+                        entries: &entries,
+                    })
+                })
+                .collect();
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("webtensor graph"),
+                });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("webtensor graph"),
+                    timestamp_writes: None,
+                });
+                for ((_, plan), (pipeline, group)) in
+                    plans.iter().zip(pipelines.iter().zip(&groups))
+                {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, group, &[]);
+                    let [x, y, z] = plan.groups;
+                    pass.dispatch_workgroups(x, y, z);
+                }
+            }
+            ctx.queue.submit([enc.finish()]);
+        })
+    }
+
+    fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {
+        Box::pin(self.device.ctx.wait_idle())
+    }
+
+    fn record_event(&self) -> Option<Rc<dyn Event>> {
+        let ctx = self.device.ctx.clone();
+        let rx = ctx.work_done_signal();
+        Some(Rc::new(WebGpuEvent {
+            ctx,
+            rx: RefCell::new(Some(rx)),
+            done: Cell::new(false),
+        }))
+    }
+}
+
+/// Completion of the work submitted before it was recorded.
+struct WebGpuEvent {
+    ctx: Rc<Ctx>,
+    rx: RefCell<Option<oneshot::Receiver<()>>>,
+    done: Cell<bool>,
+}
+
+impl Event for WebGpuEvent {
+    fn wait(&self) -> LocalBoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            if self.done.get() {
+                return self.ctx.check();
+            }
+            let rx = self.rx.borrow_mut().take();
+            match rx {
+                Some(rx) => {
+                    self.ctx.poll_native()?;
+                    rx.await.map_err(|_| {
+                        Ctx::device_error("queue dropped before the event's work completed")
+                    })?;
+                    self.done.set(true);
+                }
+                // Another wait holds the signal: waiting for everything is a safe superset.
+                None => self.ctx.wait_idle().await?,
+            }
+            self.ctx.drain_errors().await
+        })
+    }
+}

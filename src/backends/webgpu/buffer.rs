@@ -1,0 +1,275 @@
+//! WebGPU buffers: storage buffers honouring the device's limits, byte-exact writes and
+//! memsets (4-byte-aligned middles through `queue.writeBuffer`, edge bytes through a tiny
+//! patch shader), device-side copies, and async readback.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::rc::Rc;
+
+use wgpu::util::DeviceExt;
+
+use super::context::{wgsl, Ctx};
+use crate::backend::{check_range, Buffer, BufferType, BufferUsage, LocalBoxFuture};
+use crate::error::{Error, Result};
+
+/// The WebGPU buffer type's name.
+pub const WEBGPU_BUFFER_TYPE: &str = "WebGPU";
+
+/// Allocates storage buffers on one WebGPU device.
+pub struct WebGpuBufferType {
+    ctx: Rc<Ctx>,
+}
+
+impl WebGpuBufferType {
+    pub(super) fn new(ctx: Rc<Ctx>) -> Self {
+        Self { ctx }
+    }
+}
+
+impl BufferType for WebGpuBufferType {
+    fn name(&self) -> &str {
+        WEBGPU_BUFFER_TYPE
+    }
+    fn alignment(&self) -> usize {
+        self.ctx.storage_align()
+    }
+    fn max_size(&self) -> usize {
+        // Rounded down to 4 because the real buffer is rounded up to 4.
+        let max = self.ctx.limits.max_buffer_size.min(isize::MAX as u64) & !3;
+        usize::try_from(max).unwrap_or(isize::MAX as usize & !3)
+    }
+    fn alloc(&self, size: usize) -> Result<Rc<dyn Buffer>> {
+        let max = self.max_size();
+        if size > max {
+            return Err(Error::AllocTooLarge {
+                size,
+                max,
+                buffer_type: WEBGPU_BUFFER_TYPE.into(),
+            });
+        }
+        Ok(Rc::new(WebGpuBuffer::new(self.ctx.clone(), size)?))
+    }
+}
+
+/// One storage buffer. Its real size is `size` rounded up to 4 (at least 4), so zero-sized
+/// buffers are valid and every 4-byte word a tensor touches exists.
+pub struct WebGpuBuffer {
+    ctx: Rc<Ctx>,
+    buf: wgpu::Buffer,
+    size: usize,
+    usage: Cell<BufferUsage>,
+}
+
+/// Smallest multiple of 4 at or above `x`.
+fn up4(x: usize) -> usize {
+    x.div_ceil(4) * 4
+}
+
+impl WebGpuBuffer {
+    fn new(ctx: Rc<Ctx>, size: usize) -> Result<Self> {
+        let real = up4(size).max(4) as u64;
+        let buf = ctx.scoped(|| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("webtensor"),
+                size: real,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        Ok(Self {
+            ctx,
+            buf,
+            size,
+            usage: Cell::new(BufferUsage::Any),
+        })
+    }
+
+    /// The wgpu buffer (for the backend's bind groups).
+    pub(super) fn raw(&self) -> &wgpu::Buffer {
+        &self.buf
+    }
+
+    /// Bytes the wgpu buffer really has (`size` rounded up to 4, at least 4).
+    pub(super) fn real_size(&self) -> usize {
+        self.buf.size() as usize
+    }
+
+    /// Writes `data` at `offset` (already bounds-checked), byte-exact.
+    fn write_bytes(&self, offset: usize, data: &[u8]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let end = offset + data.len();
+        let head_end = up4(offset).min(end);
+        let tail_start = (end & !3).max(head_end);
+        self.ctx.scoped(|| {
+            if tail_start > head_end {
+                self.ctx.queue.write_buffer(
+                    &self.buf,
+                    head_end as u64,
+                    &data[head_end - offset..tail_start - offset],
+                );
+            }
+        })?;
+        if head_end > offset {
+            self.patch(offset, &data[..head_end - offset])?;
+        }
+        if end > tail_start {
+            self.patch(tail_start, &data[tail_start - offset..])?;
+        }
+        Ok(())
+    }
+
+    /// Writes 1 to 3 bytes inside one 4-byte word, through the patch shader.
+    fn patch(&self, offset: usize, bytes: &[u8]) -> Result<()> {
+        let word = offset / 4;
+        let (mut mask, mut value) = (0u32, 0u32);
+        for (k, &b) in bytes.iter().enumerate() {
+            let shift = 8 * ((offset + k) % 4);
+            mask |= 0xff << shift;
+            value |= (b as u32) << shift;
+        }
+        // Bind from the aligned start holding the word, so huge buffers stay bindable.
+        let align = self.ctx.storage_align();
+        let base = (word * 4) / align * align;
+        let rel = (word * 4 - base) / 4;
+        let pipeline = self
+            .ctx
+            .pipeline(("patch", "u32"), || wgsl::PATCH.to_string())?;
+        self.ctx.scoped(|| {
+            let params: [u32; 4] = [rel as u32, mask, value, 0];
+            let uniform = self
+                .ctx
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("webtensor patch"),
+                    contents: bytemuck::cast_slice(&params),
+                    usage: wgpu::BufferUsages::UNIFORM,
+                });
+            let bind = self
+                .ctx
+                .device
+                .create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: uniform.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: &self.buf,
+                                offset: base as u64,
+                                size: wgpu::BufferSize::new((rel as u64 + 1) * 4),
+                            }),
+                        },
+                    ],
+                });
+            let mut enc = self
+                .ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bind, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            self.ctx.queue.submit([enc.finish()]);
+        })
+    }
+}
+
+impl Buffer for WebGpuBuffer {
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn type_name(&self) -> &str {
+        WEBGPU_BUFFER_TYPE
+    }
+    fn usage(&self) -> BufferUsage {
+        self.usage.get()
+    }
+    fn set_usage(&self, usage: BufferUsage) {
+        self.usage.set(usage);
+    }
+    fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+        check_range("WebGPU buffer write", offset, data.len(), self.size)?;
+        self.write_bytes(offset, data)
+    }
+    fn read(&self, offset: usize, len: usize) -> LocalBoxFuture<'_, Result<Vec<u8>>> {
+        Box::pin(async move {
+            check_range("WebGPU buffer read", offset, len, self.size)?;
+            if len == 0 {
+                self.ctx.check()?;
+                return Ok(Vec::new());
+            }
+            let start = offset & !3;
+            let end = up4(offset + len);
+            let words = self
+                .ctx
+                .read_buffer(&self.buf, start as u64, (end - start) as u64)
+                .await?;
+            Ok(words[offset - start..offset - start + len].to_vec())
+        })
+    }
+    fn memset(&self, offset: usize, len: usize, value: u8) -> Result<()> {
+        check_range("WebGPU buffer memset", offset, len, self.size)?;
+        // Chunked so a large clear never needs a host copy of the whole buffer.
+        const CHUNK: usize = 1 << 22;
+        let fill = vec![value; len.min(CHUNK)];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHUNK);
+            self.write_bytes(offset + done, &fill[..n])?;
+            done += n;
+        }
+        Ok(())
+    }
+    fn copy_from(
+        &self,
+        src: &dyn Buffer,
+        src_off: usize,
+        dst_off: usize,
+        len: usize,
+    ) -> Result<bool> {
+        let Some(src) = src.as_any().downcast_ref::<WebGpuBuffer>() else {
+            return Ok(false);
+        };
+        // Same-buffer copies are invalid in WebGPU; other devices' buffers are not ours.
+        if std::ptr::eq(src, self) || !Rc::ptr_eq(&src.ctx, &self.ctx) {
+            return Ok(false);
+        }
+        check_range("WebGPU copy source", src_off, len, src.size)?;
+        check_range("WebGPU copy destination", dst_off, len, self.size)?;
+        if len == 0 {
+            return Ok(true);
+        }
+        // copyBufferToBuffer is 4-byte granular; other copies go through the host.
+        if !src_off.is_multiple_of(4) || !dst_off.is_multiple_of(4) || !len.is_multiple_of(4) {
+            return Ok(false);
+        }
+        self.ctx.scoped(|| {
+            let mut enc = self
+                .ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            enc.copy_buffer_to_buffer(
+                &src.buf,
+                src_off as u64,
+                &self.buf,
+                dst_off as u64,
+                len as u64,
+            );
+            self.ctx.queue.submit([enc.finish()]);
+        })?;
+        Ok(true)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

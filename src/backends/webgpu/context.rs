@@ -1,0 +1,306 @@
+//! The context shared by the WebGPU device, its buffers and backends: wgpu device and queue,
+//! adapter facts, the pipeline cache, device-failure state, and the async bridges
+//! (readback, queue completion) that must never block on wasm.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use futures_channel::oneshot;
+
+use crate::backend::LocalBoxFuture;
+use crate::error::{Error, Result};
+
+/// The device name everywhere (device, buffer type prefix, errors).
+pub(super) const DEVICE_NAME: &str = "WebGPU";
+
+/// Pipeline cache key: (shader family, source dtype variant, extra variant).
+pub(super) type PipelineKey = (&'static str, &'static str);
+
+/// Shader sources, assembled from a shared prelude, a source-dtype snippet and an op body.
+pub(super) mod wgsl {
+    pub const COMMON: &str = include_str!("../../../shaders/common.wgsl");
+    pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
+    pub const SRC_F32: &str = include_str!("../../../shaders/src_a_f32.wgsl");
+    pub const SRC_F16: &str = include_str!("../../../shaders/src_a_f16.wgsl");
+    pub const SRC_Q8_0: &str = include_str!("../../../shaders/src_a_q8_0.wgsl");
+    pub const SRC_Q4_0: &str = include_str!("../../../shaders/src_a_q4_0.wgsl");
+    pub const SRC_U32: &str = include_str!("../../../shaders/src_a_u32.wgsl");
+    pub const BINARY: &str = include_str!("../../../shaders/binary.wgsl");
+    pub const UNARY: &str = include_str!("../../../shaders/unary.wgsl");
+    pub const SOFTMAX: &str = include_str!("../../../shaders/softmax.wgsl");
+    pub const NORM: &str = include_str!("../../../shaders/norm.wgsl");
+    pub const SUM_ROWS: &str = include_str!("../../../shaders/sum_rows.wgsl");
+    pub const ARGMAX: &str = include_str!("../../../shaders/argmax.wgsl");
+    pub const ROPE: &str = include_str!("../../../shaders/rope.wgsl");
+    pub const CPY: &str = include_str!("../../../shaders/cpy.wgsl");
+    pub const CPY_F16: &str = include_str!("../../../shaders/cpy_f16.wgsl");
+    pub const COPY_U32: &str = include_str!("../../../shaders/copy_u32.wgsl");
+    pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
+    pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
+    pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
+}
+
+/// Owns the wgpu device and everything created once per device.
+pub(super) struct Ctx {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub has_f16: bool,
+    /// Set by the device-lost callback or an error outside any scope; later calls fail with it.
+    failure: Arc<Mutex<Option<String>>>,
+    /// Error-scope results not yet known (on the web they resolve later); checked on sync.
+    pending: RefCell<Vec<LocalBoxFuture<'static, Option<wgpu::Error>>>>,
+    pipelines: RefCell<HashMap<PipelineKey, Rc<wgpu::ComputePipeline>>>,
+    /// Bound where a shader declares an operand the node does not have (e.g. no mask).
+    pub dummy: wgpu::Buffer,
+}
+
+impl Ctx {
+    /// Requests an adapter and a device with the adapter's own limits; `Err` says why none.
+    pub async fn create() -> std::result::Result<Self, String> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                apply_limit_buckets: false,
+            })
+            .await
+            .map_err(|e| {
+                if cfg!(target_arch = "wasm32") {
+                    format!("no WebGPU adapter (navigator.gpu is undefined or requestAdapter returned null): {e}")
+                } else {
+                    format!("no WebGPU adapter (no Vulkan/Metal/DX12/GL driver found): {e}")
+                }
+            })?;
+        let info = adapter.get_info();
+        let has_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
+        let required_features = if has_f16 {
+            wgpu::Features::SHADER_F16
+        } else {
+            wgpu::Features::empty()
+        };
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("webtensor"),
+                required_features,
+                required_limits: adapter.limits(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| format!("WebGPU adapter {} refused a device: {e}", info.name))?;
+        let limits = device.limits();
+        let failure = Arc::new(Mutex::new(None::<String>));
+        let lost = failure.clone();
+        device.set_device_lost_callback(move |reason, msg| {
+            if let Ok(mut f) = lost.lock() {
+                f.get_or_insert_with(|| format!("device lost ({reason:?}): {msg}"));
+            }
+        });
+        let uncaptured = failure.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut f) = uncaptured.lock() {
+                f.get_or_insert_with(|| format!("uncaptured error: {e}"));
+            }
+        }));
+        let dummy = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("webtensor dummy"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            has_f16,
+            failure,
+            pending: RefCell::new(Vec::new()),
+            pipelines: RefCell::new(HashMap::new()),
+            dummy,
+        })
+    }
+
+    pub fn device_error(msg: impl Into<String>) -> Error {
+        Error::Device {
+            device: DEVICE_NAME.into(),
+            msg: msg.into(),
+        }
+    }
+
+    /// Fails if the device was lost or reported an error outside any scope.
+    pub fn check(&self) -> Result<()> {
+        let f = self
+            .failure
+            .lock()
+            .map_err(|_| Self::device_error("device state poisoned"))?;
+        match &*f {
+            Some(msg) => Err(Self::device_error(msg.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn fail(&self, msg: String) -> Error {
+        if let Ok(mut f) = self.failure.lock() {
+            f.get_or_insert_with(|| msg.clone());
+        }
+        Self::device_error(msg)
+    }
+
+    /// Runs `f` inside validation and out-of-memory error scopes. Errors already known (native
+    /// wgpu reports them at once) come back here; the rest are checked by [`Ctx::drain_errors`].
+    pub fn scoped<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
+        self.check()?;
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let futures: [LocalBoxFuture<'static, Option<wgpu::Error>>; 2] =
+            [Box::pin(validation.pop()), Box::pin(oom.pop())];
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut first = None;
+        for mut fut in futures {
+            match fut.as_mut().poll(&mut cx) {
+                Poll::Ready(Some(e)) => {
+                    first.get_or_insert(e);
+                }
+                Poll::Ready(None) => {}
+                Poll::Pending => self.pending.borrow_mut().push(fut),
+            }
+        }
+        match first {
+            Some(e) => Err(self.fail(e.to_string())),
+            None => Ok(out),
+        }
+    }
+
+    /// Awaits the error scopes still open from earlier calls; the first error is returned
+    /// (and fails the device for later calls).
+    pub async fn drain_errors(&self) -> Result<()> {
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        for fut in pending {
+            if let Some(e) = fut.await {
+                return Err(self.fail(e.to_string()));
+            }
+        }
+        self.check()
+    }
+
+    /// Blocks natively until submitted work is done (drives callbacks); a no-op on wasm,
+    /// where the browser's event loop drives them.
+    pub fn poll_native(&self) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| self.fail(format!("poll failed: {e}")))?;
+        Ok(())
+    }
+
+    /// A receiver that fires when all work submitted so far has completed.
+    pub fn work_done_signal(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.queue.on_submitted_work_done(move || {
+            let _ = tx.send(());
+        });
+        rx
+    }
+
+    /// Resolves when all submitted work has completed.
+    pub async fn wait_idle(&self) -> Result<()> {
+        self.check()?;
+        let rx = self.work_done_signal();
+        self.poll_native()?;
+        rx.await
+            .map_err(|_| self.fail("queue dropped before its work completed".into()))?;
+        self.drain_errors().await
+    }
+
+    /// Readback: copies `[offset, offset + len)` of `src` (4-byte aligned) to a MAP_READ
+    /// staging buffer, maps it, and returns the bytes.
+    pub async fn read_buffer(&self, src: &wgpu::Buffer, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let staging = self.scoped(|| {
+            let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("webtensor readback"),
+                size: len,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            enc.copy_buffer_to_buffer(src, offset, &staging, 0, len);
+            self.queue.submit([enc.finish()]);
+            staging
+        })?;
+        let (tx, rx) = oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.poll_native()?;
+        rx.await
+            .map_err(|_| self.fail("readback cancelled".into()))?
+            .map_err(|e| self.fail(format!("readback map failed: {e}")))?;
+        let out = staging
+            .get_mapped_range(..)
+            .map_err(|e| Self::device_error(format!("readback range: {e}")))?
+            .to_vec();
+        staging.unmap();
+        self.drain_errors().await?;
+        Ok(out)
+    }
+
+    /// The cached pipeline for `key`, compiling `source()` on first use.
+    pub fn pipeline(
+        &self,
+        key: PipelineKey,
+        source: impl FnOnce() -> String,
+    ) -> Result<Rc<wgpu::ComputePipeline>> {
+        if let Some(p) = self.pipelines.borrow().get(&key) {
+            return Ok(p.clone());
+        }
+        let label = format!("{}:{}", key.0, key.1);
+        let pipeline = self.scoped(|| {
+            let module = self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(&label),
+                    source: wgpu::ShaderSource::Wgsl(source().into()),
+                });
+            self.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&label),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                })
+        })?;
+        let pipeline = Rc::new(pipeline);
+        self.pipelines.borrow_mut().insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// Storage offset alignment in bytes.
+    pub fn storage_align(&self) -> usize {
+        (self.limits.min_storage_buffer_offset_alignment as usize).max(4)
+    }
+
+    /// Largest storage binding in bytes (capped to what u32 shader indices can address).
+    pub fn max_binding(&self) -> usize {
+        usize::try_from(
+            self.limits
+                .max_storage_buffer_binding_size
+                .min(u32::MAX as u64),
+        )
+        .unwrap_or(u32::MAX as usize)
+    }
+}

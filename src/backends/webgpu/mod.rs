@@ -1,0 +1,174 @@
+//! The WebGPU device via wgpu: adapter and device set-up ([`WebGpuReg`]), storage buffers
+//! within the adapter's limits, WGSL compute shaders (in `shaders/`) with a pipeline cache,
+//! and async readback. wgpu types never leave this folder.
+//!
+//! Having no adapter is a normal outcome (most browsers without the flag, machines without
+//! Vulkan): the family then has no device and says why.
+
+mod backend;
+mod buffer;
+mod context;
+mod ops;
+
+pub use backend::WebGpuBackend;
+pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
+
+use std::rc::Rc;
+
+use crate::backend::{Backend, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, Support};
+use crate::error::Result;
+use crate::graph::{Graph, Op, Role, TensorId};
+use context::{Ctx, DEVICE_NAME};
+
+/// Weights of at least this many elements make a host-resident matmul worth moving here.
+const OFFLOAD_MIN_ELEMENTS: usize = 1 << 20;
+
+/// The WebGPU family: one device when an adapter exists, none otherwise.
+pub struct WebGpuReg {
+    device: Option<Rc<WebGpuDevice>>,
+    reason: Option<String>,
+}
+
+impl WebGpuReg {
+    /// Requests a high-performance adapter and a device with the adapter's own limits (and
+    /// `shader-f16` when offered). Never fails: without an adapter the family is empty and
+    /// [`BackendReg::unavailable_reason`] says why.
+    pub async fn new() -> Self {
+        match Ctx::create().await {
+            Ok(ctx) => {
+                let ctx = Rc::new(ctx);
+                Self {
+                    device: Some(Rc::new(WebGpuDevice {
+                        buffer_type: Rc::new(WebGpuBufferType::new(ctx.clone())),
+                        ctx,
+                    })),
+                    reason: None,
+                }
+            }
+            Err(reason) => Self {
+                device: None,
+                reason: Some(reason),
+            },
+        }
+    }
+
+    /// The device, if an adapter was found.
+    pub fn device(&self) -> Option<Rc<WebGpuDevice>> {
+        self.device.clone()
+    }
+}
+
+impl BackendReg for WebGpuReg {
+    fn name(&self) -> &str {
+        DEVICE_NAME
+    }
+    fn devices(&self) -> Vec<Rc<dyn Device>> {
+        self.device
+            .iter()
+            .map(|d| d.clone() as Rc<dyn Device>)
+            .collect()
+    }
+    fn unavailable_reason(&self) -> Option<String> {
+        self.reason.clone()
+    }
+}
+
+/// One WebGPU adapter's device.
+pub struct WebGpuDevice {
+    ctx: Rc<Ctx>,
+    buffer_type: Rc<WebGpuBufferType>,
+}
+
+impl Device for WebGpuDevice {
+    fn name(&self) -> &str {
+        DEVICE_NAME
+    }
+    fn description(&self) -> String {
+        let info = &self.ctx.info;
+        let name = if info.name.is_empty() {
+            "unnamed adapter"
+        } else {
+            &info.name
+        };
+        format!(
+            "WebGPU ({name}, {:?}, {:?})",
+            info.backend, info.device_type
+        )
+    }
+    fn kind(&self) -> DeviceKind {
+        match self.ctx.info.device_type {
+            wgpu::DeviceType::DiscreteGpu | wgpu::DeviceType::Other => DeviceKind::Gpu,
+            wgpu::DeviceType::IntegratedGpu
+            | wgpu::DeviceType::VirtualGpu
+            | wgpu::DeviceType::Cpu => DeviceKind::IntegratedGpu,
+        }
+    }
+    fn caps(&self) -> DeviceCaps {
+        DeviceCaps {
+            async_compute: true,
+            host_buffer: false,
+            buffer_from_host_ptr: false,
+            events: true,
+        }
+    }
+    fn properties(&self) -> Vec<(String, String)> {
+        let info = &self.ctx.info;
+        let l = &self.ctx.limits;
+        vec![
+            ("name".into(), info.name.clone()),
+            ("vendor".into(), format!("{:#06x}", info.vendor)),
+            ("device".into(), format!("{:#06x}", info.device)),
+            (
+                "driver".into(),
+                format!("{} {}", info.driver, info.driver_info)
+                    .trim()
+                    .to_string(),
+            ),
+            ("backend".into(), format!("{:?}", info.backend)),
+            ("device_type".into(), format!("{:?}", info.device_type)),
+            (
+                "maxStorageBufferBindingSize".into(),
+                l.max_storage_buffer_binding_size.to_string(),
+            ),
+            ("maxBufferSize".into(), l.max_buffer_size.to_string()),
+            (
+                "minStorageBufferOffsetAlignment".into(),
+                l.min_storage_buffer_offset_alignment.to_string(),
+            ),
+            (
+                "maxComputeWorkgroupSizeX".into(),
+                l.max_compute_workgroup_size_x.to_string(),
+            ),
+            (
+                "maxComputeInvocationsPerWorkgroup".into(),
+                l.max_compute_invocations_per_workgroup.to_string(),
+            ),
+            ("shader-f16".into(), self.ctx.has_f16.to_string()),
+        ]
+    }
+    fn buffer_type(&self) -> Rc<dyn BufferType> {
+        self.buffer_type.clone()
+    }
+    fn supports_op(&self, graph: &Graph, node: TensorId) -> Support {
+        match ops::plan(&self.ctx, graph, node) {
+            Ok(_) => Support::Yes,
+            Err(crate::Error::Unsupported { reason, .. }) => Support::No(reason),
+            Err(e) => Support::No(e.to_string()),
+        }
+    }
+    fn offload_op(&self, graph: &Graph, node: TensorId) -> bool {
+        let Ok(t) = graph.get(node) else {
+            return false;
+        };
+        let heavy_weight = t.op == Op::MatMul
+            && t.src
+                .first()
+                .and_then(|&w| graph.get(w).ok())
+                .is_some_and(|w| w.role == Role::Weight && w.numel() >= OFFLOAD_MIN_ELEMENTS);
+        heavy_weight && self.supports_op(graph, node).is_yes()
+    }
+    fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
+        self.ctx.check()?;
+        Ok(Rc::new(WebGpuBackend::new(self)))
+    }
+}

@@ -1,0 +1,375 @@
+//! Which nodes the WebGPU device runs, and how each becomes one compute dispatch: the shader
+//! (family + source dtype variant), the parameter block, the operands and the grid.
+//!
+//! [`plan`] is the single source of truth: `supports_op` answers from it, so the device never
+//! claims a node its shaders cannot run.
+
+use super::context::{wgsl, Ctx, PipelineKey};
+use crate::error::{Error, Result};
+use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, UnaryOp, MAX_DIMS};
+
+/// Invocations per 1-D workgroup (the WGSL `WG`; SwiftShader allows at most 256).
+const WG: usize = 256;
+/// Output tile edge of the matmul shader.
+const MATMUL_TILE: usize = 64;
+
+/// The parameter block every shader reads (`Params` in common.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(super) struct Params {
+    pub d_ne: [u32; 4],
+    pub d_nb: [u32; 4],
+    pub a_ne: [u32; 4],
+    pub a_nb: [u32; 4],
+    pub b_ne: [u32; 4],
+    pub b_nb: [u32; 4],
+    /// Offsets of dst, a, b inside their bindings (in storage units).
+    pub offs: [u32; 4],
+    pub u: [u32; 4],
+    pub f: [f32; 4],
+}
+
+/// Byte size of [`Params`].
+pub(super) const PARAMS_SIZE: usize = std::mem::size_of::<Params>();
+
+/// One node as a dispatch.
+pub(super) struct NodePlan {
+    pub key: PipelineKey,
+    pub params: Params,
+    /// Source `a` (binding 1).
+    pub a: TensorId,
+    /// Source `b` (binding 3): `Some(Some(id))` bound, `Some(None)` declared but absent
+    /// (a dummy is bound), `None` not declared by the shader.
+    pub b: Option<Option<TensorId>>,
+    pub groups: [u32; 3],
+    /// `a` and `b` share memory: bind them as one binding and read `b` through `a`'s.
+    pub shared_b: bool,
+}
+
+fn unsupported(reason: impl Into<String>) -> Error {
+    Error::Unsupported {
+        device: super::context::DEVICE_NAME.into(),
+        op: "node".into(),
+        reason: reason.into(),
+    }
+}
+
+/// Bytes per addressing unit of a tensor in the shaders (quantized tensors: bytes).
+pub(super) fn unit(dt: DType) -> usize {
+    match dt {
+        DType::F32 | DType::I32 => 4,
+        DType::F16 => 2,
+        DType::Q8_0 | DType::Q4_0 => 1,
+    }
+}
+
+/// Alignment a tensor's byte offset must have (quantized f16 scales are read as half-words).
+pub(super) fn granularity(dt: DType) -> usize {
+    unit(dt).max(if dt.is_quantized() { 2 } else { 1 })
+}
+
+/// The source snippet that reads `a` of `dt` through `a_get`.
+fn src_variant(dt: DType) -> Option<&'static str> {
+    match dt {
+        DType::F32 => Some("f32"),
+        DType::F16 => Some("f16"),
+        DType::Q8_0 => Some("q8_0"),
+        DType::Q4_0 => Some("q4_0"),
+        DType::I32 => None,
+    }
+}
+
+/// WGSL source for a pipeline key.
+pub(super) fn shader_source(key: PipelineKey) -> String {
+    let (family, variant) = key;
+    let src = match variant {
+        "f16" => wgsl::SRC_F16,
+        "q8_0" => wgsl::SRC_Q8_0,
+        "q4_0" => wgsl::SRC_Q4_0,
+        "u32" => wgsl::SRC_U32,
+        _ => wgsl::SRC_F32,
+    };
+    let (reduce, body) = match family {
+        "binary" => (false, wgsl::BINARY),
+        "unary" => (false, wgsl::UNARY),
+        "softmax" => (true, wgsl::SOFTMAX),
+        "norm" => (true, wgsl::NORM),
+        "sum_rows" => (true, wgsl::SUM_ROWS),
+        "argmax" => (false, wgsl::ARGMAX),
+        "rope" => (false, wgsl::ROPE),
+        "cpy" => (false, wgsl::CPY),
+        "cpy_f16" => (false, wgsl::CPY_F16),
+        "copy_u32" => (false, wgsl::COPY_U32),
+        "get_rows" => (false, wgsl::GET_ROWS),
+        _ => (false, wgsl::MATMUL),
+    };
+    let mut s = String::with_capacity(8192);
+    s.push_str(wgsl::COMMON);
+    s.push_str(src);
+    if reduce {
+        s.push_str(wgsl::ROW_REDUCE);
+    } else if family == "argmax" {
+        // argmax has its own reduction but shares row_index.
+        s.push_str(&wgsl::ROW_REDUCE[wgsl::ROW_REDUCE.find("// (i1, i2, i3)").unwrap_or(0)..]);
+    }
+    s.push_str(body);
+    s
+}
+
+fn to_u32(x: usize, what: &str) -> Result<u32> {
+    u32::try_from(x).map_err(|_| unsupported(format!("{what} {x} exceeds 32-bit shader indexing")))
+}
+
+/// Shape and strides of `t` in storage units, after checking the shaders can address it.
+fn describe(ctx: &Ctx, t: &Tensor) -> Result<([u32; 4], [u32; 4])> {
+    let u = unit(t.dtype);
+    let g = granularity(t.dtype);
+    if !t.view_offset.is_multiple_of(g) || t.nb.iter().any(|&nb| !nb.is_multiple_of(g)) {
+        return Err(unsupported(format!(
+            "{} has offsets/strides not a multiple of {g} bytes",
+            t.name
+        )));
+    }
+    let limit = ctx.max_binding();
+    if t.nbytes().saturating_add(ctx.storage_align()) > limit {
+        return Err(unsupported(format!(
+            "{} ({} bytes) exceeds maxStorageBufferBindingSize ({limit})",
+            t.name,
+            t.nbytes()
+        )));
+    }
+    let (mut ne, mut nb) = ([0u32; 4], [0u32; 4]);
+    for i in 0..MAX_DIMS {
+        ne[i] = to_u32(t.ne[i], "dimension")?;
+        nb[i] = to_u32(t.nb[i] / u, "stride")?;
+    }
+    to_u32(t.numel(), "element count")?;
+    Ok((ne, nb))
+}
+
+/// A 2-D grid of 1-D workgroups covering `n` invocations (or `n` workgroups if `per_group`).
+fn grid(ctx: &Ctx, n: usize, per_group: bool) -> Result<[u32; 3]> {
+    let max = ctx.limits.max_compute_workgroups_per_dimension.max(1) as usize;
+    let groups = if per_group { n } else { n.div_ceil(WG) };
+    let x = groups.clamp(1, max);
+    let y = groups.div_ceil(x).max(1);
+    if y > max {
+        return Err(unsupported(format!(
+            "{n} invocations exceed the dispatch grid"
+        )));
+    }
+    Ok([x as u32, y as u32, 1])
+}
+
+fn need(t: &Tensor, allowed: &[DType], what: &str) -> Result<()> {
+    if allowed.contains(&t.dtype) {
+        Ok(())
+    } else {
+        Err(unsupported(format!(
+            "{what} of dtype {} (WebGPU takes {allowed:?})",
+            t.dtype.name()
+        )))
+    }
+}
+
+/// Whether two source tensors' byte spans overlap (all operands are bound read-write, and
+/// WebGPU forbids aliasing writable bindings, so such operands must share one binding).
+fn overlaps(graph: &Graph, x: TensorId, y: TensorId) -> bool {
+    let (rx, ox) = graph.storage_of(x);
+    let (ry, oy) = graph.storage_of(y);
+    let (nx, ny) = (graph.tensor(x).nbytes(), graph.tensor(y).nbytes());
+    rx == ry && nx > 0 && ny > 0 && ox < oy + ny && oy < ox + nx
+}
+
+/// Plans node `id` as one dispatch; `Ok(None)` when it has nothing to compute (empty).
+/// Every reason the device cannot run it is an `Error::Unsupported`.
+pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<NodePlan>> {
+    let t = graph.get(id)?;
+    let srcs = t
+        .src
+        .iter()
+        .map(|&s| graph.get(s))
+        .collect::<Result<Vec<_>>>()?;
+    if srcs.is_empty() {
+        return Err(unsupported(format!("{} has no operands", t.op.name())));
+    }
+    let shared_b = srcs.len() == 2 && overlaps(graph, t.src[0], t.src[1]);
+    if shared_b {
+        // Only shaders that read b through `b_at` can take it from a's binding.
+        let readable = matches!(
+            t.op,
+            Op::Binary(_) | Op::SoftMax { .. } | Op::MatMul | Op::Concat { .. }
+        ) && srcs[0].dtype == srcs[1].dtype;
+        let (_, oa) = graph.storage_of(t.src[0]);
+        let (_, ob) = graph.storage_of(t.src[1]);
+        let span = (oa + srcs[0].nbytes()).max(ob + srcs[1].nbytes()) - oa.min(ob);
+        if !readable || span.saturating_add(ctx.storage_align()) > ctx.max_binding() {
+            return Err(unsupported(
+                "operands share memory in a way the shader cannot bind",
+            ));
+        }
+    }
+    let (d_ne, d_nb) = describe(ctx, t)?;
+    let (a_ne, a_nb) = describe(ctx, srcs[0])?;
+    let (b_ne, b_nb) = match srcs.get(1) {
+        Some(b) => describe(ctx, b)?,
+        None => ([1; 4], [0; 4]),
+    };
+    let mut params = Params {
+        d_ne,
+        d_nb,
+        a_ne,
+        a_nb,
+        b_ne,
+        b_nb,
+        ..Params::default()
+    };
+    let a = t.src[0];
+    let b = t.src.get(1).copied();
+    let n = t.numel();
+    let nrows = srcs[0].nrows();
+    params.u[1] = to_u32(n, "element count")?;
+    let a_var = src_variant(srcs[0].dtype);
+    let (key, b, groups): (PipelineKey, Option<Option<TensorId>>, [u32; 3]) = match t.op {
+        Op::Leaf | Op::View => return Ok(None),
+        Op::Binary(op) => {
+            need(srcs[0], &[DType::F32], "binary operand")?;
+            need(srcs[1], &[DType::F32], "binary operand")?;
+            params.u[0] = match op {
+                BinaryOp::Add => 0,
+                BinaryOp::Sub => 1,
+                BinaryOp::Mul => 2,
+                BinaryOp::Div => 3,
+            };
+            (("binary", "f32"), Some(b), grid(ctx, n, false)?)
+        }
+        Op::Scale(_) | Op::Unary(_) => {
+            need(srcs[0], &[DType::F32], "operand")?;
+            params.u[0] = match t.op {
+                Op::Unary(UnaryOp::Gelu) => 1,
+                Op::Unary(UnaryOp::GeluErf) => 2,
+                Op::Unary(UnaryOp::Silu) => 3,
+                Op::Unary(UnaryOp::Relu) => 4,
+                _ => 0,
+            };
+            if let Op::Scale(s) = t.op {
+                params.f[0] = s;
+            }
+            (("unary", "f32"), None, grid(ctx, n, false)?)
+        }
+        Op::SoftMax { scale } => {
+            need(srcs[0], &[DType::F32], "softmax input")?;
+            if let Some(m) = srcs.get(1) {
+                need(m, &[DType::F32], "softmax mask")?;
+            }
+            params.u[1] = to_u32(nrows, "row count")?;
+            params.u[2] = u32::from(srcs.len() > 1);
+            params.f[0] = scale;
+            (("softmax", "f32"), Some(b), grid(ctx, nrows, true)?)
+        }
+        Op::Norm { eps } | Op::RmsNorm { eps } => {
+            need(srcs[0], &[DType::F32], "norm input")?;
+            params.u[0] = u32::from(matches!(t.op, Op::RmsNorm { .. }));
+            params.u[1] = to_u32(nrows, "row count")?;
+            params.f[0] = eps;
+            (("norm", "f32"), None, grid(ctx, nrows, true)?)
+        }
+        Op::SumRows | Op::Mean => {
+            need(srcs[0], &[DType::F32], "reduction input")?;
+            params.u[0] = u32::from(matches!(t.op, Op::Mean));
+            params.u[1] = to_u32(nrows, "row count")?;
+            (("sum_rows", "f32"), None, grid(ctx, nrows, true)?)
+        }
+        Op::Argmax => {
+            need(srcs[0], &[DType::F32], "argmax input")?;
+            params.u[1] = to_u32(nrows, "row count")?;
+            (("argmax", "f32"), None, grid(ctx, nrows, true)?)
+        }
+        Op::Rope(rp) => {
+            need(srcs[0], &[DType::F32], "rope input")?;
+            need(srcs[1], &[DType::I32], "rope positions")?;
+            params.u[0] = u32::from(rp.mode == RopeMode::NeoX);
+            params.u[2] = to_u32(rp.n_dims, "n_dims")?;
+            params.f[0] = rp.freq_base;
+            params.f[1] = rp.freq_scale;
+            (("rope", "f32"), Some(b), grid(ctx, n, false)?)
+        }
+        Op::Cpy => match (srcs[0].dtype, t.dtype) {
+            (DType::I32, DType::I32) => (("copy_u32", "u32"), Some(None), grid(ctx, n, false)?),
+            (s, DType::F32 | DType::F16) if s != DType::I32 => {
+                let variant = a_var.unwrap_or("f32");
+                if t.dtype == DType::F32 {
+                    (("cpy", variant), None, grid(ctx, n, false)?)
+                } else {
+                    (("cpy_f16", variant), None, grid(ctx, n.div_ceil(2), false)?)
+                }
+            }
+            (s, d) => {
+                return Err(unsupported(format!(
+                    "cpy {} -> {} (quantizing copies run on the CPU)",
+                    s.name(),
+                    d.name()
+                )))
+            }
+        },
+        Op::Concat { dim } => {
+            need(srcs[0], &[DType::F32, DType::I32], "concat operand")?;
+            params.u[0] = to_u32(dim, "dim")?;
+            params.u[2] = 1;
+            (("copy_u32", "u32"), Some(b), grid(ctx, n, false)?)
+        }
+        Op::GetRows => {
+            need(srcs[1], &[DType::I32], "get_rows indices")?;
+            let variant = a_var.ok_or_else(|| unsupported("get_rows of i32 rows"))?;
+            (("get_rows", variant), Some(b), grid(ctx, n, false)?)
+        }
+        Op::MatMul => {
+            need(srcs[1], &[DType::F32], "matmul activations")?;
+            let variant = a_var.ok_or_else(|| unsupported("matmul of i32 weights"))?;
+            let (ta, tb) = (srcs[0], srcs[1]);
+            if ta.ne[2] == 0 || ta.ne[3] == 0 {
+                return Ok(None);
+            }
+            params.u[0] = to_u32(tb.ne[2] / ta.ne[2], "batch ratio")?;
+            params.u[1] = to_u32(tb.ne[3] / ta.ne[3], "batch ratio")?;
+            let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
+            let g = [
+                t.ne[0].div_ceil(MATMUL_TILE),
+                t.ne[1].div_ceil(MATMUL_TILE),
+                t.ne[2] * t.ne[3],
+            ];
+            if g.iter().any(|&x| x > max) {
+                return Err(unsupported(
+                    "matmul grid exceeds maxComputeWorkgroupsPerDimension",
+                ));
+            }
+            let wg = ctx.limits.max_compute_invocations_per_workgroup;
+            if wg < 256 || ctx.limits.max_compute_workgroup_storage_size < 8192 {
+                return Err(unsupported("adapter limits too small for the tiled matmul"));
+            }
+            (
+                ("matmul", variant),
+                Some(b),
+                [g[0] as u32, g[1] as u32, g[2] as u32],
+            )
+        }
+    };
+    if n == 0 || groups.contains(&0) {
+        return Ok(None);
+    }
+    if ctx.limits.max_compute_invocations_per_workgroup < WG as u32
+        || ctx.limits.max_compute_workgroup_size_x < WG as u32
+    {
+        return Err(unsupported(
+            "adapter allows fewer than 256 invocations per workgroup",
+        ));
+    }
+    Ok(Some(NodePlan {
+        key,
+        params,
+        a,
+        b,
+        groups,
+        shared_b,
+    }))
+}
