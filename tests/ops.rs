@@ -90,6 +90,9 @@ impl Device for Faulty {
         }
         self.inner.supports_op(graph, node)
     }
+    fn supports_inplace(&self, graph: &Graph, node: TensorId) -> bool {
+        self.inner.supports_inplace(graph, node)
+    }
     fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
         Ok(Rc::new(FaultyBackend {
             inner: self.inner.clone().create_backend()?,

@@ -9,10 +9,11 @@ use std::rc::Rc;
 use pollster::block_on;
 use webtensor::backend::sched::{CostModel, DeviceCost, Why};
 use webtensor::backend::{
-    run_graph, Device, DeviceKind, PlanOptions, RestrictedDevice, Scheduler, Session,
+    Device, DeviceKind, Plan, PlanOptions, RestrictedDevice, Scheduler, Session,
 };
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::graph::{DType, Graph, OpKind, TensorId};
+use webtensor::testing::sched::{check_scheduled, random_graph};
 
 fn cpu() -> Rc<dyn Device> {
     Rc::new(CpuDevice::new(KernelSet::Fast))
@@ -22,91 +23,14 @@ fn fake_gpu(denied: Vec<OpKind>) -> Rc<dyn Device> {
     Rc::new(RestrictedDevice::new(cpu(), "GPU", DeviceKind::Gpu, denied))
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn f32s(&mut self, n: usize) -> Vec<f32> {
-        (0..n)
-            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0)
-            .collect()
-    }
-}
-
-fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn floats(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-/// Leaf values for every input and weight of `g`.
-fn leaves(g: &Graph, rng: &mut Rng) -> (HashMap<TensorId, Vec<u8>>, HashMap<TensorId, Vec<u8>>) {
-    let (mut inputs, mut weights) = (HashMap::new(), HashMap::new());
-    for (id, t) in g.iter() {
-        if t.op.is_noop() && !t.is_view() {
-            let v = bytes(&rng.f32s(t.numel()));
-            match t.role {
-                webtensor::graph::Role::Input => inputs.insert(id, v),
-                _ => weights.insert(id, v),
-            };
-        }
-    }
-    (inputs, weights)
-}
-
 /// Runs `g` through the scheduler on `devices` and on the CPU reference; returns the plan.
 fn check_against_reference(
     g: &Graph,
     devices: Vec<Rc<dyn Device>>,
     cost: Option<CostModel>,
     seed: u64,
-) -> webtensor::backend::Plan {
-    let mut rng = Rng(seed);
-    let (inputs, weights) = leaves(g, &mut rng);
-    let mut sched = Scheduler::new(devices).unwrap();
-    sched.set_cost_model(cost);
-    let plan = sched.plan(g, &PlanOptions::default()).unwrap();
-    let mut session = Session::new(&sched, g, plan.clone()).unwrap();
-    session.set_weights(&weights).unwrap();
-    let got = block_on(session.run(&inputs)).unwrap();
-    // twice: a second run on the same session must give the same answer
-    let again = block_on(session.run(&inputs)).unwrap();
-    assert_eq!(got, again, "second run differs");
-    let reference: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Reference));
-    let mut all = inputs.clone();
-    all.extend(weights);
-    let want = block_on(run_graph(&reference.create_backend().unwrap(), g, &all, 64)).unwrap();
-    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-        let (a, b) = (floats(a), floats(b));
-        let err: f64 = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| ((x - y) as f64).powi(2))
-            .sum();
-        let norm: f64 = b
-            .iter()
-            .map(|y| (*y as f64).powi(2))
-            .sum::<f64>()
-            .max(1e-12);
-        assert!(
-            err / norm < 1e-6,
-            "output {i}: nmse {} \n{}",
-            err / norm,
-            session.explain()
-        );
-    }
-    plan
+) -> Plan {
+    block_on(check_scheduled(g, devices, cost, seed, 1e-6)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn mlp(g: &mut Graph) -> (TensorId, TensorId) {
@@ -336,10 +260,16 @@ fn pins_are_honoured() {
 fn random_graphs_match_the_reference() {
     let (mut multi_split, mut copies) = (0, 0);
     for seed in 1..=60u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let (g, denied) = random_graph(&mut rng);
+        let (g, denied) = random_graph(seed);
         let cost = (seed % 3 == 0).then(costs);
-        let plan = check_against_reference(&g, vec![fake_gpu(denied), cpu()], cost, seed);
+        let plan = block_on(check_scheduled(
+            &g,
+            vec![fake_gpu(denied), cpu()],
+            cost,
+            seed,
+            1e-6,
+        ))
+        .unwrap();
         multi_split += usize::from(plan.splits.len() > 1);
         copies += plan.copies().0;
     }
@@ -348,50 +278,4 @@ fn random_graphs_match_the_reference() {
         multi_split >= 20 && copies >= 40,
         "the generator must exercise splits: {multi_split}, {copies}"
     );
-}
-
-/// A random graph over [16, r] activations, and a random set of ops to turn off on the GPU.
-fn random_graph(rng: &mut Rng) -> (Graph, Vec<OpKind>) {
-    const OFF: [OpKind; 8] = [
-        OpKind::Add,
-        OpKind::Mul,
-        OpKind::Gelu,
-        OpKind::Silu,
-        OpKind::MatMul,
-        OpKind::SoftMax,
-        OpKind::Norm,
-        OpKind::SumRows,
-    ];
-    let denied: Vec<OpKind> = OFF.iter().copied().filter(|_| rng.below(3) == 0).collect();
-    let mut g = Graph::new();
-    let r = 1 + rng.below(5);
-    let mut pool = vec![g.input("x0", DType::F32, &[16, r]).unwrap()];
-    if rng.below(2) == 0 {
-        pool.push(g.input("x1", DType::F32, &[16, r]).unwrap());
-    }
-    let w = g.weight("w", DType::F32, &[16, 16]).unwrap();
-    for _ in 0..(4 + rng.below(16)) {
-        let a = pool[rng.below(pool.len())];
-        let b = pool[rng.below(pool.len())];
-        let t = match rng.below(10) {
-            0 => g.add(a, b),
-            1 => g.mul(a, b),
-            2 => g.gelu(a),
-            3 => g.silu(a),
-            4 => g.matmul(w, a),
-            5 => g.softmax(a, None, 0.5),
-            6 => g.norm(a, 1e-5),
-            7 => g.sum_rows(a).and_then(|s| g.add(b, s)),
-            8 => g.scale(a, 0.5),
-            _ => g.sub(a, b),
-        }
-        .unwrap();
-        pool.push(t);
-    }
-    let n = pool.len();
-    g.set_output(pool[n - 1]).unwrap();
-    if n > 3 && rng.below(2) == 0 {
-        g.set_output(pool[n - 3]).unwrap();
-    }
-    (g, denied)
 }

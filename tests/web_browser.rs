@@ -28,3 +28,78 @@ async fn every_listed_device_adds_vectors() {
         web_sys::console::log_1(&format!("{} ({}): ok", d.name(), d.description()).into());
     }
 }
+
+async fn webgpu() -> Option<std::rc::Rc<dyn webtensor::backend::Device>> {
+    use webtensor::backend::BackendReg;
+    let reg = webtensor::backends::webgpu::WebGpuReg::new().await;
+    let dev = reg.devices().into_iter().next();
+    if dev.is_none() {
+        web_sys::console::log_1(
+            &format!(
+                "WebGPU skipped: {}",
+                reg.unavailable_reason().unwrap_or_default()
+            )
+            .into(),
+        );
+    }
+    dev
+}
+
+/// The op conformance suite on WebGPU (SwiftShader here) against the CPU reference.
+#[wasm_bindgen_test]
+async fn op_suite_on_webgpu_in_chromium() {
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    let Some(gpu) = webgpu().await else { return };
+    let report = webtensor::testing::run_suite(
+        gpu,
+        std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
+        None,
+    )
+    .await;
+    web_sys::console::log_1(&format!("{report}").into());
+    if let Err(e) = report.check() {
+        panic!("{e}");
+    }
+    assert!(report.passed > 100, "{report}");
+}
+
+/// The op conformance suite on the CPU's SIMD128 kernels in Chromium.
+#[wasm_bindgen_test]
+async fn op_suite_on_cpu_in_chromium() {
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    let report = webtensor::testing::run_suite(
+        std::rc::Rc::new(CpuDevice::new(KernelSet::Fast)),
+        std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
+        None,
+    )
+    .await;
+    if let Err(e) = report.check() {
+        panic!("{e}");
+    }
+    assert_eq!(report.skipped, 0);
+}
+
+/// Random graphs scheduled over WebGPU (some ops turned off) and the CPU equal the reference.
+#[wasm_bindgen_test]
+async fn scheduler_splits_between_webgpu_and_cpu_in_chromium() {
+    use webtensor::backend::{Device, DeviceKind, RestrictedDevice};
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    use webtensor::testing::sched::{check_scheduled, random_graph};
+    let Some(gpu) = webgpu().await else { return };
+    let mut multi = 0;
+    for seed in 1..=12u64 {
+        let (g, denied) = random_graph(seed);
+        let restricted: std::rc::Rc<dyn Device> = std::rc::Rc::new(RestrictedDevice::new(
+            gpu.clone(),
+            "WebGPU",
+            DeviceKind::Gpu,
+            denied,
+        ));
+        let cpu: std::rc::Rc<dyn Device> = std::rc::Rc::new(CpuDevice::new(KernelSet::Fast));
+        let plan = check_scheduled(&g, vec![restricted, cpu], None, seed, 1e-5)
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        multi += usize::from(plan.splits.len() > 1);
+    }
+    assert!(multi >= 4, "{multi} mixed-device graphs");
+}

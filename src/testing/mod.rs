@@ -8,6 +8,7 @@
 
 mod cases;
 mod rng;
+pub mod sched;
 
 pub use cases::all_cases;
 pub use rng::Rng;
@@ -325,6 +326,16 @@ pub async fn run_case(
         if let Support::No(why) = device.supports_op(g, id) {
             return (
                 Outcome::Skipped(format!("{} unsupported: {why}", g.tensor(id).name)),
+                None,
+            );
+        }
+    }
+    if let Some(&out) = g.outputs().first().filter(|_| case.in_place) {
+        if !device.supports_inplace(g, out) {
+            let why =
+                "the device does not compute in place (WebGPU forbids aliased writable bindings)";
+            return (
+                Outcome::Skipped(format!("{}: {why}", g.tensor(out).name)),
                 None,
             );
         }

@@ -116,6 +116,7 @@ impl Device for CpuDevice {
                     | Op::SoftMax { .. }
                     | Op::Norm { .. }
                     | Op::RmsNorm { .. }
+                    | Op::Rope(_)
             )
         })
     }
