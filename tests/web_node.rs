@@ -34,3 +34,20 @@ async fn bad_input_is_an_error_not_a_panic() {
         .unwrap_err();
     assert!(err.to_string().contains("one length"), "{err}");
 }
+
+#[wasm_bindgen_test]
+async fn no_webgpu_in_node_is_a_reason_not_a_panic() {
+    let reg = webtensor::backends::registry().await;
+    let gpu = reg
+        .backend_regs()
+        .iter()
+        .find(|r| r.name() == "WebGPU")
+        .cloned()
+        .expect("the WebGPU family is registered");
+    assert!(gpu.devices().is_empty());
+    let reason = gpu.unavailable_reason().unwrap_or_default();
+    assert!(
+        reason.contains("Node.js") || reason.contains("navigator.gpu"),
+        "{reason}"
+    );
+}

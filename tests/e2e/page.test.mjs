@@ -57,5 +57,10 @@ test('demo page lists the devices and computes on each', async () => {
     const props = await gpu.locator('.properties').textContent();
     assert.match(props, /maxStorageBufferBindingSize/);
   }
+  const sched = page.locator('#scheduler');
+  const maxDiff = Number(await sched.locator('.result').getAttribute('data-max-diff'));
+  assert.ok(maxDiff < 1e-4, `scheduler result differs from the JS reference by ${maxDiff}`);
+  assert.match(await sched.locator('.explain').textContent(), /^plan: \d+ nodes/);
+  assert.match(await sched.locator('.explain').textContent(), /memory:/);
   assert.deepEqual(errors, []);
 });

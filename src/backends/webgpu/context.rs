@@ -62,6 +62,8 @@ pub(super) struct Ctx {
 impl Ctx {
     /// Requests an adapter and a device with the adapter's own limits; `Err` says why none.
     pub async fn create() -> std::result::Result<Self, String> {
+        #[cfg(target_arch = "wasm32")]
+        browser_gpu_reachable()?;
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
@@ -303,4 +305,27 @@ impl Ctx {
         )
         .unwrap_or(u32::MAX as usize)
     }
+}
+
+/// Whether wgpu can reach `navigator.gpu` here. wgpu panics (killing the module) outside a
+/// window or worker, e.g. in Node.js, so this is checked first and turned into a reason.
+#[cfg(target_arch = "wasm32")]
+fn browser_gpu_reachable() -> std::result::Result<(), String> {
+    use js_sys::Reflect;
+    let global = js_sys::global();
+    let get = |obj: &wasm_bindgen::JsValue, key: &str| {
+        Reflect::get(obj, &key.into())
+            .ok()
+            .filter(|v| !v.is_undefined() && !v.is_null())
+    };
+    if get(&global, "Window").is_none() && get(&global, "WorkerGlobalScope").is_none() {
+        return Err("no WebGPU here: not a browser window or worker (e.g. Node.js)".into());
+    }
+    let gpu = get(&global, "navigator").and_then(|n| get(&n, "gpu"));
+    if gpu.is_none() {
+        return Err(
+            "navigator.gpu is undefined (WebGPU is off or unsupported in this browser)".into(),
+        );
+    }
+    Ok(())
 }
