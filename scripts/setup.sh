@@ -44,5 +44,8 @@ wasm() {
   fi
 }
 export WGPU_BACKEND=\${WGPU_BACKEND:-vulkan}
+# Mesa's Vulkan loader wants one (it only warns without).
+export XDG_RUNTIME_DIR=\${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-\$(id -u)}
+mkdir -p -m 700 "\$XDG_RUNTIME_DIR"
 ENV
 say "wrote scripts/.env.sh"

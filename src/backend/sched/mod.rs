@@ -122,7 +122,8 @@ impl Session {
             let weights: Rc<dyn Buffer> = bt.alloc(plan.memory[d].weight_bytes)?;
             weights.set_usage(BufferUsage::Weights);
             let mut mem = TensorMemory::new();
-            for (&(ld, id), &slot) in &plan.location {
+            for (ld, id, slot) in plan.location.iter() {
+                let Some(slot) = *slot else { continue };
                 if ld != d {
                     continue;
                 }
@@ -165,13 +166,7 @@ impl Session {
             check_len(&t.name, t.nbytes(), bytes.len())?;
         }
         for (&id, bytes) in weights {
-            for &d in self
-                .plan
-                .weight_devices
-                .get(&id)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
+            for &d in &self.plan.weight_devices[id.0] {
                 let (buf, off) = self.mems[d].locate(&self.graph, id)?;
                 buf.write(off, bytes)?;
             }
@@ -199,12 +194,10 @@ impl Session {
                 return Err(Error::Graph(format!("no value given for input {}", t.name)));
             }
         }
-        for w in self.plan.weight_devices.keys() {
-            if !self.weights_set.contains(w) {
-                return Err(Error::Graph(format!(
-                    "weight {} was never set",
-                    g.tensor(*w).name
-                )));
+        for (w, devs) in self.plan.weight_devices.iter().enumerate() {
+            if !devs.is_empty() && !self.weights_set.contains(&TensorId(w)) {
+                let name = &g.tensor(TensorId(w)).name;
+                return Err(Error::Graph(format!("weight {name} was never set")));
             }
         }
         for (&id, bytes) in inputs {
@@ -234,11 +227,7 @@ impl Session {
             }
             let (root, _) = g.storage_of(id);
             let d = match g.tensor(root).role {
-                Role::Weight => self
-                    .plan
-                    .weight_devices
-                    .get(&root)
-                    .and_then(|v| v.first().copied()),
+                Role::Weight => self.plan.weight_devices[root.0].first().copied(),
                 _ => self.plan.home[root.0],
             }
             .ok_or_else(|| Error::Graph(format!("output {} is never computed", t.name)))?;

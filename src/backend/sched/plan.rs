@@ -1,6 +1,6 @@
 //! From a placement to a plan: splits with their input copies, and memory per device.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::arena::Arena;
 use super::place::{Placement, Why};
@@ -51,6 +51,35 @@ pub(crate) enum Slot {
     Weights(usize),
 }
 
+/// A value per (device, tensor id), stored densely (plans are built for 10,000-node graphs).
+#[derive(Clone, Debug)]
+pub(crate) struct PerDevice<T> {
+    n: usize,
+    v: Vec<T>,
+}
+
+impl<T: Clone> PerDevice<T> {
+    fn new(devices: usize, tensors: usize, init: T) -> Self {
+        Self {
+            n: tensors,
+            v: vec![init; devices * tensors],
+        }
+    }
+    pub fn get(&self, d: usize, id: TensorId) -> &T {
+        &self.v[d * self.n + id.0]
+    }
+    fn get_mut(&mut self, d: usize, id: TensorId) -> &mut T {
+        &mut self.v[d * self.n + id.0]
+    }
+    /// Every (device, tensor, value).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, TensorId, &T)> {
+        self.v
+            .iter()
+            .enumerate()
+            .map(move |(i, x)| (i / self.n.max(1), TensorId(i % self.n.max(1)), x))
+    }
+}
+
 /// Everything needed to run a graph on several devices.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -66,10 +95,10 @@ pub struct Plan {
     pub memory: Vec<DeviceMemoryPlan>,
     /// Device holding each input and compute root's value (weights: see `weight_devices`).
     pub(crate) home: Vec<Option<usize>>,
-    /// Devices storing each weight.
-    pub(crate) weight_devices: HashMap<TensorId, Vec<usize>>,
+    /// Devices storing each weight (by tensor id; empty for other tensors and unused weights).
+    pub(crate) weight_devices: Vec<Vec<usize>>,
     /// Memory location of each (device, storage tensor).
-    pub(crate) location: HashMap<(usize, TensorId), Slot>,
+    pub(crate) location: PerDevice<Option<Slot>>,
 }
 
 /// Builds splits and plans memory. `resident` weights stay on their device (others are stored
@@ -88,7 +117,9 @@ pub(crate) fn build(
 
     // Where each storage tensor's value lives; inputs go to their first consumer's device.
     let mut home: Vec<Option<usize>> = vec![None; graph.len()];
-    let mut weight_devices: HashMap<TensorId, Vec<usize>> = HashMap::new();
+    let n = graph.len();
+    let ndev = devices.len();
+    let mut weight_devices: Vec<Vec<usize>> = vec![Vec::new(); n];
     for &id in &nodes {
         home[id.0] = Some(dev(id));
         for &s in &graph.tensor(id).src {
@@ -96,7 +127,7 @@ pub(crate) fn build(
             match graph.tensor(root).role {
                 Role::Input if home[root.0].is_none() => home[root.0] = Some(dev(id)),
                 Role::Weight => {
-                    let devs = weight_devices.entry(root).or_default();
+                    let devs = &mut weight_devices[root.0];
                     let d = resident.get(&root).copied().unwrap_or(dev(id));
                     if !devs.contains(&d) {
                         devs.push(d);
@@ -114,7 +145,7 @@ pub(crate) fn build(
 
     // Splits and their input copies (once per device and tensor).
     let mut splits: Vec<Split> = Vec::new();
-    let mut copied: HashSet<(usize, TensorId)> = HashSet::new();
+    let mut copied = PerDevice::new(ndev, n, false);
     for &id in &nodes {
         let d = dev(id);
         if splits.last().is_none_or(|s| s.device != d) {
@@ -130,7 +161,7 @@ pub(crate) fn build(
             let (root, _) = graph.storage_of(s);
             let from = match graph.tensor(root).role {
                 Role::Weight => {
-                    let devs = &weight_devices[&root];
+                    let devs = &weight_devices[root.0];
                     if devs.contains(&d) {
                         continue;
                     }
@@ -138,7 +169,7 @@ pub(crate) fn build(
                 }
                 _ => home[root.0].unwrap_or(last_dev),
             };
-            if from != d && copied.insert((d, root)) {
+            if from != d && !std::mem::replace(copied.get_mut(d, root), true) {
                 split.inputs.push(SplitInput {
                     tensor: root,
                     from,
@@ -149,31 +180,34 @@ pub(crate) fn build(
     }
 
     // Positions and last uses per (device, storage tensor).
-    let pos: HashMap<TensorId, usize> = nodes.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut pos = vec![usize::MAX; n];
+    for (i, &id) in nodes.iter().enumerate() {
+        pos[id.0] = i;
+    }
     let end = usize::MAX;
-    let mut last_use: HashMap<(usize, TensorId), usize> = HashMap::new();
-    let mut bump = |k: (usize, TensorId), p: usize| {
-        let e = last_use.entry(k).or_insert(p);
-        *e = (*e).max(p);
+    let mut last_use: PerDevice<Option<usize>> = PerDevice::new(ndev, n, None);
+    let mut bump = |d: usize, id: TensorId, p: usize| {
+        let e = last_use.get_mut(d, id);
+        *e = Some(e.map_or(p, |x| x.max(p)));
     };
     for &id in &nodes {
         // A node nobody reads is freed right after it runs.
-        bump((dev(id), id), pos[&id]);
+        bump(dev(id), id, pos[id.0]);
         for &s in &graph.tensor(id).src {
             let (root, _) = graph.storage_of(s);
-            bump((dev(id), root), pos[&id]);
+            bump(dev(id), root, pos[id.0]);
         }
     }
     for split in &splits {
-        let p = pos[&split.nodes[0]];
+        let p = pos[split.nodes[0].0];
         for inp in &split.inputs {
-            bump((inp.from, inp.tensor), p);
+            bump(inp.from, inp.tensor, p);
         }
     }
     for id in graph.outputs() {
         let (root, _) = graph.storage_of(id);
         if let Some(h) = home[root.0] {
-            last_use.insert((h, root), end);
+            *last_use.get_mut(h, root) = Some(end);
         }
     }
 
@@ -187,52 +221,48 @@ pub(crate) fn build(
         .map(|d| Arena::new(d.buffer_type().alignment()))
         .collect();
     let mut memory = vec![DeviceMemoryPlan::default(); devices.len()];
-    let mut location: HashMap<(usize, TensorId), Slot> = HashMap::new();
+    let mut location: PerDevice<Option<Slot>> = PerDevice::new(ndev, n, None);
     let size_on = |d: usize, id: TensorId| devices[d].buffer_type().alloc_size(graph.tensor(id));
-    for (&w, devs) in &weight_devices {
+    for (w, devs) in weight_devices.iter().enumerate() {
         for &d in devs {
-            let off = weights[d].alloc(size_on(d, w));
-            location.insert((d, w), Slot::Weights(off));
+            let off = weights[d].alloc(size_on(d, TensorId(w)));
+            *location.get_mut(d, TensorId(w)) = Some(Slot::Weights(off));
         }
     }
     for (id, t) in graph.iter() {
         if t.role == Role::Input {
             let d = home[id.0].unwrap_or(last_dev);
             let sz = size_on(d, id);
-            location.insert((d, id), Slot::Compute(arenas[d].alloc(sz)));
+            *location.get_mut(d, id) = Some(Slot::Compute(arenas[d].alloc(sz)));
             memory[d].unshared_bytes += sz;
         }
     }
-    let mut frees: HashMap<usize, Vec<(usize, TensorId)>> = HashMap::new();
-    for (&(d, id), &p) in &last_use {
-        if p != end && graph.tensor(id).role == Role::Compute {
-            frees.entry(p).or_default().push((d, id));
+    // Freed after their last use: intermediates on their own device, and every copy (split
+    // inputs, including inputs and weights copied to a device that does not keep them).
+    let stored_on = |d: usize, id: TensorId| match graph.tensor(id).role {
+        Role::Compute => false,
+        Role::Input => home[id.0] == Some(d),
+        Role::Weight => weight_devices[id.0].contains(&d),
+    };
+    let mut frees: Vec<Vec<(usize, TensorId)>> = vec![Vec::new(); nodes.len()];
+    for (d, id, p) in last_use.iter() {
+        if let Some(p) = *p {
+            if p != end && !stored_on(d, id) {
+                frees[p].push((d, id));
+            }
         }
     }
-    let mut split_at: HashMap<usize, &Split> = HashMap::new();
+    let mut split_at: Vec<Option<&Split>> = vec![None; nodes.len()];
     for s in &splits {
-        split_at.insert(pos[&s.nodes[0]], s);
+        split_at[pos[s.nodes[0].0]] = Some(s);
     }
     for (p, &id) in nodes.iter().enumerate() {
         let d = dev(id);
-        if let Some(split) = split_at.get(&p) {
+        if let Some(split) = split_at[p] {
             for inp in &split.inputs {
-                if graph.tensor(inp.tensor).role == Role::Compute
-                    || graph.tensor(inp.tensor).role == Role::Input
-                {
-                    let sz = size_on(d, inp.tensor);
-                    location.insert((d, inp.tensor), Slot::Compute(arenas[d].alloc(sz)));
-                    memory[d].unshared_bytes += sz;
-                } else {
-                    // A resident weight read by an offloaded op: a per-run copy in compute memory.
-                    let sz = size_on(d, inp.tensor);
-                    location.insert((d, inp.tensor), Slot::Compute(arenas[d].alloc(sz)));
-                    memory[d].unshared_bytes += sz;
-                    frees
-                        .entry(last_use.get(&(d, inp.tensor)).copied().unwrap_or(p))
-                        .or_default()
-                        .push((d, inp.tensor));
-                }
+                let sz = size_on(d, inp.tensor);
+                *location.get_mut(d, inp.tensor) = Some(Slot::Compute(arenas[d].alloc(sz)));
+                memory[d].unshared_bytes += sz;
             }
         }
         let t = graph.tensor(id);
@@ -246,28 +276,27 @@ pub(crate) fn build(
                     && ts.role == Role::Compute
                     && !ts.is_output
                     && home[s.0] == Some(d)
-                    && last_use.get(&(d, s)) == Some(&p)
+                    && *last_use.get(d, s) == Some(p)
                     && ts.dtype == t.dtype
                     && ts.ne == t.ne
                     && ts.is_contiguous()
                     && t.is_contiguous()
             });
-            let loc = match reuse.and_then(|s| location.get(&(d, s)).copied()) {
+            let loc = match reuse.and_then(|s| *location.get(d, s)) {
                 Some(Slot::Compute(off)) => {
                     let s = reuse.expect("reuse is set");
-                    if let Some(list) = frees.get_mut(&p) {
-                        list.retain(|&k| k != (d, s));
-                    }
+                    frees[p].retain(|&k| k != (d, s));
                     memory[d].in_place += 1;
                     Slot::Compute(off)
                 }
                 _ => Slot::Compute(arenas[d].alloc(sz)),
             };
-            location.insert((d, id), loc);
+            *location.get_mut(d, id) = Some(loc);
         }
-        if let Some(list) = frees.remove(&p) {
+        {
+            let list = std::mem::take(&mut frees[p]);
             for (fd, fid) in list {
-                if let Some(Slot::Compute(off)) = location.get(&(fd, fid)) {
+                if let Some(Slot::Compute(off)) = location.get(fd, fid) {
                     arenas[fd].free(*off, size_on(fd, fid));
                 }
             }
