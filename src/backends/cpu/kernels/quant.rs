@@ -3,7 +3,7 @@
 //! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
 
 use super::gemm::{DstRows, Rows};
-use super::simd::{dot_i8x32, dot_q4x32, F32x4};
+use super::simd::{F32x4, I8x32};
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK};
 
@@ -48,45 +48,78 @@ fn f16_at(p: *const u8) -> f32 {
     f32::from_bits(((h & 0x8000) << 16) | (((h & 0x7fff) << 13) + ((127 - 15) << 23)))
 }
 
-/// Dot of one Q8_0 weight row (`nb` blocks at `w`) with a quantized activation row.
+/// Activation rows per tile: each weight block is loaded (and for Q4_0 unpacked) once for
+/// this many dot products.
+const N_TILE: usize = 4;
+
+/// Dots of one weight row (`nb` blocks of `block_bytes` at `w`, values from `unpack`) with
+/// `J` quantized activation rows (row `j` at `d[j * nb..]`, `q[j * k..]`).
 ///
 /// # Safety
-/// `w` readable for `nb` Q8_0 blocks; `d`/`q` hold `nb` blocks.
-#[inline]
-pub unsafe fn dot_q8_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
-    let mut acc = F32x4::splat(0.0);
-    for (i, &dx) in d.iter().enumerate().take(nb) {
+/// `w` readable for `nb` blocks; `d`/`q` hold `J` rows of `nb` blocks.
+#[inline(always)]
+unsafe fn dot_rows<const J: usize>(
+    w: *const u8,
+    block_bytes: usize,
+    unpack: impl Fn(*const u8) -> I8x32,
+    d: &[f32],
+    q: &[i8],
+    nb: usize,
+) -> [f32; J] {
+    let k = nb * QK;
+    let mut acc = [F32x4::splat(0.0); J];
+    for i in 0..nb {
         unsafe {
-            let blk = w.add(i * 34);
-            let s = F32x4::from_i32(dot_i8x32(blk.add(2) as *const i8, q.as_ptr().add(i * QK)));
-            acc = acc + s * F32x4::splat(f16_at(blk) * dx);
+            let blk = w.add(i * block_bytes);
+            let wq = unpack(blk.add(2));
+            let dw = f16_at(blk);
+            for (j, a) in acc.iter_mut().enumerate() {
+                let s = F32x4::from_i32(wq.dot(q.as_ptr().add(j * k + i * QK)));
+                *a = *a + s * F32x4::splat(dw * *d.get_unchecked(j * nb + i));
+            }
         }
     }
-    acc.hsum()
+    acc.map(|a| a.hsum())
 }
 
-/// Dot of one Q4_0 weight row (`nb` blocks at `w`) with a quantized activation row.
+/// Output rows `j0 .. j0 + J` for weight rows `rows` of one batch.
 ///
 /// # Safety
-/// As for [`dot_q8_0`] with Q4_0 blocks.
-#[inline]
-pub unsafe fn dot_q4_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
-    let mut acc = F32x4::splat(0.0);
-    for (i, &dx) in d.iter().enumerate().take(nb) {
-        unsafe {
-            let blk = w.add(i * 18);
-            let s = F32x4::from_i32(dot_q4x32(blk.add(2), q.as_ptr().add(i * QK)));
-            acc = acc + s * F32x4::splat(f16_at(blk) * dx);
+/// Every weight row of `rows` in `a`'s batch `(a2, a3)`; `J` activation rows from `j0`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile<const J: usize>(
+    out: &DstRows,
+    a: &TensorView,
+    (a2, a3): (usize, usize),
+    rows: std::ops::Range<usize>,
+    xq: &QuantRows,
+    j0: usize,
+    nb: usize,
+    q4: bool,
+) {
+    let k = nb * QK;
+    let (d, q) = (&xq.d[j0 * nb..(j0 + J) * nb], &xq.q[j0 * k..(j0 + J) * k]);
+    for i in rows {
+        let w = a.ptr_at([0, i, a2, a3]) as *const u8;
+        let r: [f32; J] = unsafe {
+            if q4 {
+                dot_rows::<J>(w, 18, |p| I8x32::from_q4(p), d, q, nb)
+            } else {
+                dot_rows::<J>(w, 34, |p| I8x32::load(p as *const i8), d, q, nb)
+            }
+        };
+        for (j, v) in r.iter().enumerate() {
+            unsafe { *out.row(j0 + j).add(i) = *v };
         }
     }
-    acc.hsum()
 }
 
 /// `dst = src0 · src1ᵀ` for Q8_0/Q4_0 `a` and f32 `b`; `false` when this kernel does not apply.
 pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
-    let dot = match a.dtype {
-        DType::Q8_0 => dot_q8_0,
-        DType::Q4_0 => dot_q4_0,
+    let q4 = match a.dtype {
+        DType::Q8_0 => false,
+        DType::Q4_0 => true,
         _ => return false,
     };
     if b.dtype != DType::F32 || dst.dtype != DType::F32 || dst.nb[0] != 4 || !a.rows_contiguous() {
@@ -116,13 +149,16 @@ pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
                 );
             }
             for m0 in (0..m).step_by(M_BLOCK) {
-                for j in 0..n {
-                    let (d, q) = (&xq.d[j * nb..(j + 1) * nb], &xq.q[j * k..(j + 1) * k]);
-                    let orow = out.row(j);
-                    for i in m0..m.min(m0 + M_BLOCK) {
-                        let w = a.ptr_at([0, i, a2, a3]) as *const u8;
-                        unsafe { *orow.add(i) = dot(w, d, q, nb) };
-                    }
+                let rows = m0..m.min(m0 + M_BLOCK);
+                let mut j0 = 0;
+                while j0 + N_TILE <= n {
+                    let r = rows.clone();
+                    unsafe { tile::<N_TILE>(&out, a, (a2, a3), r, &xq, j0, nb, q4) };
+                    j0 += N_TILE;
+                }
+                for j in j0..n {
+                    let r = rows.clone();
+                    unsafe { tile::<1>(&out, a, (a2, a3), r, &xq, j, nb, q4) };
                 }
             }
         }

@@ -121,36 +121,46 @@ mod imp {
         )
     }
 
-    /// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
-    ///
-    /// # Safety
-    /// Both pointers must be readable for 32 bytes.
-    #[inline(always)]
-    pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
-        unsafe {
-            let a0 = v128_load(a as *const v128);
-            let a1 = v128_load(a.add(16) as *const v128);
-            let b0 = v128_load(b as *const v128);
-            let b1 = v128_load(b.add(16) as *const v128);
-            I32x4(i32x4_add(dot16(a0, b0), dot16(a1, b1)))
-        }
-    }
+    /// 32 i8 values (one quantized block, unpacked).
+    #[derive(Clone, Copy)]
+    pub struct I8x32(v128, v128);
 
-    /// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes (values `nibble - 8`, low
-    /// nibbles first, as ggml lays them out).
-    ///
-    /// # Safety
-    /// `qs` readable for 16 bytes, `b` for 32.
-    #[inline(always)]
-    pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
-        unsafe {
-            let q = v128_load(qs as *const v128);
+    impl I8x32 {
+        /// Loads 32 i8 from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 32 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const i8) -> Self {
+            unsafe {
+                Self(
+                    v128_load(p as *const v128),
+                    v128_load(p.add(16) as *const v128),
+                )
+            }
+        }
+        /// Unpacks a Q4_0 block's 16 nibble bytes: values `nibble - 8`, low nibbles first
+        /// (ggml's layout).
+        ///
+        /// # Safety
+        /// `qs` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn from_q4(qs: *const u8) -> Self {
+            let q = unsafe { v128_load(qs as *const v128) };
             let eight = i8x16_splat(8);
-            let lo = i8x16_sub(v128_and(q, i8x16_splat(0x0f)), eight);
-            let hi = i8x16_sub(u8x16_shr(q, 4), eight);
-            let b0 = v128_load(b as *const v128);
-            let b1 = v128_load(b.add(16) as *const v128);
-            I32x4(i32x4_add(dot16(lo, b0), dot16(hi, b1)))
+            Self(
+                i8x16_sub(v128_and(q, i8x16_splat(0x0f)), eight),
+                i8x16_sub(u8x16_shr(q, 4), eight),
+            )
+        }
+        /// Lane partial sums of `self[i] * b[i]` (the lanes add up to the dot).
+        ///
+        /// # Safety
+        /// `b` readable for 32 bytes.
+        #[inline(always)]
+        pub unsafe fn dot(self, b: *const i8) -> I32x4 {
+            let o = unsafe { Self::load(b) };
+            I32x4(i32x4_add(dot16(self.0, o.0), dot16(self.1, o.1)))
         }
     }
 }
@@ -263,49 +273,71 @@ mod imp {
     #[derive(Clone, Copy)]
     pub struct I32x4([i32; 4]);
 
-    #[inline(always)]
-    fn dot32(a: &[i8; 32], b: &[i8; 32]) -> I32x4 {
-        let mut s = [0i32; 4];
-        for i in 0..8 {
-            for l in 0..4 {
-                s[l] += a[i * 4 + l] as i32 * b[i * 4 + l] as i32;
+    /// 32 i8 values (one quantized block, unpacked).
+    #[derive(Clone, Copy)]
+    pub struct I8x32([i8; 32]);
+
+    impl I8x32 {
+        /// Loads 32 i8 from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 32 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const i8) -> Self {
+            Self(unsafe { (p as *const [i8; 32]).read_unaligned() })
+        }
+        /// Unpacks a Q4_0 block's 16 nibble bytes: values `nibble - 8`, low nibbles first
+        /// (ggml's layout).
+        ///
+        /// # Safety
+        /// `qs` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn from_q4(qs: *const u8) -> Self {
+            let q = unsafe { (qs as *const [u8; 16]).read_unaligned() };
+            let mut a = [0i8; 32];
+            for i in 0..16 {
+                a[i] = (q[i] & 0x0f) as i8 - 8;
+                a[i + 16] = (q[i] >> 4) as i8 - 8;
             }
+            Self(a)
         }
-        I32x4(s)
-    }
-
-    /// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
-    ///
-    /// # Safety
-    /// Both pointers must be readable for 32 bytes.
-    #[inline(always)]
-    pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
-        unsafe {
-            dot32(
-                &(a as *const [i8; 32]).read_unaligned(),
-                &(b as *const [i8; 32]).read_unaligned(),
-            )
+        /// Lane partial sums of `self[i] * b[i]` (the lanes add up to the dot).
+        ///
+        /// # Safety
+        /// `b` readable for 32 bytes.
+        #[inline(always)]
+        pub unsafe fn dot(self, b: *const i8) -> I32x4 {
+            let b = unsafe { Self::load(b) }.0;
+            let mut s = [0i32; 4];
+            for i in 0..8 {
+                for l in 0..4 {
+                    s[l] += self.0[i * 4 + l] as i32 * b[i * 4 + l] as i32;
+                }
+            }
+            I32x4(s)
         }
-    }
-
-    /// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes (values `nibble - 8`, low
-    /// nibbles first, as ggml lays them out).
-    ///
-    /// # Safety
-    /// `qs` readable for 16 bytes, `b` for 32.
-    #[inline(always)]
-    pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
-        let q = unsafe { (qs as *const [u8; 16]).read_unaligned() };
-        let mut a = [0i8; 32];
-        for i in 0..16 {
-            a[i] = (q[i] & 0x0f) as i8 - 8;
-            a[i + 16] = (q[i] >> 4) as i8 - 8;
-        }
-        dot32(&a, unsafe { &(b as *const [i8; 32]).read_unaligned() })
     }
 }
 
 pub use imp::*;
+
+/// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
+///
+/// # Safety
+/// Both pointers must be readable for 32 bytes.
+#[inline(always)]
+pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
+    unsafe { I8x32::load(a).dot(b) }
+}
+
+/// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes.
+///
+/// # Safety
+/// `qs` readable for 16 bytes, `b` for 32.
+#[inline(always)]
+pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
+    unsafe { I8x32::from_q4(qs).dot(b) }
+}
 
 /// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
 /// ln 2); inputs are clamped to `[-87.3, 88.7]`, so huge values saturate instead of
