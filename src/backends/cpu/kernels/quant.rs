@@ -57,7 +57,7 @@ const N_TILE: usize = 4;
 ///
 /// # Safety
 /// `w` readable for `nb` blocks; `d`/`q` hold `J` rows of `nb` blocks.
-#[inline(always)]
+#[inline(never)]
 unsafe fn dot_rows<const J: usize>(
     w: *const u8,
     block_bytes: usize,
