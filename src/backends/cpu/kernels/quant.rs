@@ -3,7 +3,7 @@
 //! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
 
 use super::gemm::{DstRows, Rows};
-use super::simd::{F32x4, I8x32};
+use super::simd::{dot_i8x32, dot_q4x32, F32x4, I8x32};
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK};
 
@@ -46,6 +46,40 @@ fn f16_at(p: *const u8) -> f32 {
         return half::f16::from_bits(h as u16).to_f32();
     }
     f32::from_bits(((h & 0x8000) << 16) | (((h & 0x7fff) << 13) + ((127 - 15) << 23)))
+}
+
+/// Dot of one Q8_0 weight row (`nb` blocks at `w`) with a quantized activation row.
+///
+/// # Safety
+/// `w` readable for `nb` Q8_0 blocks; `d`/`q` hold `nb` blocks.
+#[inline]
+pub unsafe fn dot_q8_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
+    let mut acc = F32x4::splat(0.0);
+    for (i, &dx) in d.iter().enumerate().take(nb) {
+        unsafe {
+            let blk = w.add(i * 34);
+            let s = F32x4::from_i32(dot_i8x32(blk.add(2) as *const i8, q.as_ptr().add(i * QK)));
+            acc = acc + s * F32x4::splat(f16_at(blk) * dx);
+        }
+    }
+    acc.hsum()
+}
+
+/// Dot of one Q4_0 weight row (`nb` blocks at `w`) with a quantized activation row.
+///
+/// # Safety
+/// As for [`dot_q8_0`] with Q4_0 blocks.
+#[inline]
+pub unsafe fn dot_q4_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
+    let mut acc = F32x4::splat(0.0);
+    for (i, &dx) in d.iter().enumerate().take(nb) {
+        unsafe {
+            let blk = w.add(i * 18);
+            let s = F32x4::from_i32(dot_q4x32(blk.add(2), q.as_ptr().add(i * QK)));
+            acc = acc + s * F32x4::splat(f16_at(blk) * dx);
+        }
+    }
+    acc.hsum()
 }
 
 /// Activation rows per tile: each weight block is loaded (and for Q4_0 unpacked) once for
@@ -117,9 +151,9 @@ unsafe fn tile<const J: usize>(
 
 /// `dst = src0 · src1ᵀ` for Q8_0/Q4_0 `a` and f32 `b`; `false` when this kernel does not apply.
 pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
-    let q4 = match a.dtype {
-        DType::Q8_0 => false,
-        DType::Q4_0 => true,
+    let (q4, dot): (bool, unsafe fn(*const u8, &[f32], &[i8], usize) -> f32) = match a.dtype {
+        DType::Q8_0 => (false, dot_q8_0),
+        DType::Q4_0 => (true, dot_q4_0),
         _ => return false,
     };
     if b.dtype != DType::F32 || dst.dtype != DType::F32 || dst.nb[0] != 4 || !a.rows_contiguous() {
@@ -156,9 +190,14 @@ pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
                     unsafe { tile::<N_TILE>(&out, a, (a2, a3), r, &xq, j0, nb, q4) };
                     j0 += N_TILE;
                 }
+                // Leftover rows one at a time (the matrix-vector case).
                 for j in j0..n {
-                    let r = rows.clone();
-                    unsafe { tile::<1>(&out, a, (a2, a3), r, &xq, j, nb, q4) };
+                    let (d, q) = (&xq.d[j * nb..(j + 1) * nb], &xq.q[j * k..(j + 1) * k]);
+                    let orow = out.row(j);
+                    for i in rows.clone() {
+                        let w = a.ptr_at([0, i, a2, a3]) as *const u8;
+                        unsafe { *orow.add(i) = dot(w, d, q, nb) };
+                    }
                 }
             }
         }
