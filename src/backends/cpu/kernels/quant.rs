@@ -82,6 +82,9 @@ pub unsafe fn dot_q4_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
     acc.hsum()
 }
 
+/// One of [`dot_q8_0`] / [`dot_q4_0`].
+type RowDot = unsafe fn(*const u8, &[f32], &[i8], usize) -> f32;
+
 /// Activation rows per tile: each weight block is loaded (and for Q4_0 unpacked) once for
 /// this many dot products.
 const N_TILE: usize = 4;
@@ -151,7 +154,7 @@ unsafe fn tile<const J: usize>(
 
 /// `dst = src0 · src1ᵀ` for Q8_0/Q4_0 `a` and f32 `b`; `false` when this kernel does not apply.
 pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
-    let (q4, dot): (bool, unsafe fn(*const u8, &[f32], &[i8], usize) -> f32) = match a.dtype {
+    let (q4, dot): (bool, RowDot) = match a.dtype {
         DType::Q8_0 => (false, dot_q8_0),
         DType::Q4_0 => (true, dot_q4_0),
         _ => return false,
