@@ -5,6 +5,7 @@ mod elementwise;
 pub mod gemm;
 pub mod quant;
 pub mod reference;
+mod rows;
 pub mod simd;
 
 use super::view::TensorView;
@@ -22,8 +23,15 @@ pub enum KernelSet {
 
 /// Computes one node.
 pub fn compute(set: KernelSet, op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
-    if set == KernelSet::Fast && fast(op, dst, src) {
-        return Ok(());
+    if set == KernelSet::Fast {
+        if let (Op::GetRows, [a, idx]) = (op, src) {
+            if let Some(r) = rows::get_rows(dst, a, idx) {
+                return r;
+            }
+        }
+        if fast(op, dst, src) {
+            return Ok(());
+        }
     }
     reference::compute(op, dst, src)
 }
@@ -40,6 +48,8 @@ fn fast(op: &Op, dst: &TensorView, src: &[TensorView]) -> bool {
         (Op::SoftMax { scale }, [a, m]) => elementwise::softmax(dst, a, Some(m), scale),
         (Op::Norm { eps }, [a]) => elementwise::norm(dst, a, eps, false),
         (Op::RmsNorm { eps }, [a]) => elementwise::norm(dst, a, eps, true),
+        (Op::Rope(p), [a, pos]) => rows::rope(dst, a, pos, p).is_some(),
+        (Op::SumRows | Op::Mean, [a]) => rows::sum_rows(op, dst, a).is_some(),
         _ => false,
     }
 }
