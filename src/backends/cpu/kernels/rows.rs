@@ -41,7 +41,7 @@ pub fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -
                         *d.add(j1) = (x0 * sn + x1 * cn) as f32;
                     }
                 }
-                if p.n_dims < ne0 && s != d as *const f32 {
+                if p.n_dims < ne0 && !std::ptr::eq(s, d) {
                     unsafe { std::ptr::copy(s.add(p.n_dims), d.add(p.n_dims), ne0 - p.n_dims) };
                 }
             }
