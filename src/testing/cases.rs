@@ -273,6 +273,8 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
         mm(F32, 260, 136, 20),
         mm(F32, 40, 20, 530),
         mm(F32, 256, 256, 8),
+        mm(F32, 0, 3, 5),
+        mm(F32, 16, 0, 3),
         bcast(mm(F32, 16, 9, 7)),
         la(mm(F32, 33, 20, 5), Layout::Transposed),
         lb(mm(F32, 24, 13, 6), Layout::Transposed),
@@ -292,6 +294,7 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
     for q in [Q8_0, Q4_0] {
         all.extend([
             mm(q, 256, 1, 1),
+            mm(q, 0, 4, 2),
             mm(q, 32, 4, 3),
             mm(q, 64, 33, 1),
             mm(q, 64, 33, 7),
