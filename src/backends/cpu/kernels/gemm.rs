@@ -7,7 +7,7 @@
 //! vector loads of A, NR broadcasts of B and `2 * NR` multiply-adds into registers.
 //! Blocking: K in `KC` slices (A and B panels stay in L1/L2), M in `MC` blocks, N in `NC`.
 
-use super::simd::F32x4;
+use super::simd::{f16_at, F32x4};
 use crate::backends::cpu::TensorView;
 use crate::graph::DType;
 
@@ -63,8 +63,7 @@ impl<'a> Rows<'a> {
                 }
                 DType::F16 => {
                     for (i, o) in out.iter_mut().enumerate() {
-                        let bits = (p.add(i * nb0) as *const u16).read_unaligned();
-                        *o = half::f16::from_bits(bits).to_f32();
+                        *o = f16_at(p.add(i * nb0));
                     }
                 }
                 _ => {

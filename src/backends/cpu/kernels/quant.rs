@@ -3,7 +3,7 @@
 //! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
 
 use super::gemm::{DstRows, Rows};
-use super::simd::{dot_i8x32, dot_q4x32, F32x4, I8x32};
+use super::simd::{dot_i8x32, dot_q4x32, f16_at, F32x4, I8x32};
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK};
 
@@ -35,17 +35,6 @@ pub fn quantize_q8(x: &[f32], d: &mut [f32], q: &mut [i8]) {
             *o = (v * id).round() as i8;
         }
     }
-}
-
-/// The f16 at `p` as f32: branch-free for normal numbers (every block scale in practice).
-#[inline(always)]
-fn f16_at(p: *const u8) -> f32 {
-    let h = unsafe { (p as *const u16).read_unaligned() } as u32;
-    let exp = h & 0x7c00;
-    if exp == 0 || exp == 0x7c00 {
-        return half::f16::from_bits(h as u16).to_f32();
-    }
-    f32::from_bits(((h & 0x8000) << 16) | (((h & 0x7fff) << 13) + ((127 - 15) << 23)))
 }
 
 /// Dot of one Q8_0 weight row (`nb` blocks at `w`) with a quantized activation row.

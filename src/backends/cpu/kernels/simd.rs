@@ -321,6 +321,27 @@ mod imp {
 
 pub use imp::*;
 
+/// The f16 bits `h` as f32: a few integer ops for normal numbers (block scales, weights),
+/// `half`'s full conversion for zero, subnormals, infinities and NaN.
+#[inline(always)]
+pub fn f16_to_f32(h: u16) -> f32 {
+    let h = h as u32;
+    let exp = h & 0x7c00;
+    if exp == 0 || exp == 0x7c00 {
+        return half::f16::from_bits(h as u16).to_f32();
+    }
+    f32::from_bits(((h & 0x8000) << 16) | (((h & 0x7fff) << 13) + ((127 - 15) << 23)))
+}
+
+/// The little-endian f16 at `p` (unaligned) as f32.
+///
+/// # Safety
+/// `p` readable for 2 bytes.
+#[inline(always)]
+pub unsafe fn f16_at(p: *const u8) -> f32 {
+    f16_to_f32(u16::from_le(unsafe { (p as *const u16).read_unaligned() }))
+}
+
 /// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
 ///
 /// # Safety
@@ -366,6 +387,19 @@ pub fn exp(x: F32x4) -> F32x4 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn f16_conversion_matches_half_for_every_value() {
+        for h in 0..=u16::MAX {
+            let want = half::f16::from_bits(h).to_f32();
+            let got = f16_to_f32(h);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{h:#x}"
+            );
+        }
+    }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
