@@ -1,12 +1,21 @@
 //! CPU kernels: the scalar reference for every op, and faster kernels where they exist
 //! (SIMD128 on wasm32, a portable path elsewhere), chosen per node.
+//!
+//! - `simd`: the f32x4 / i8 dot primitives, one implementation per instruction set.
+//! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16) and a GEMV for few rows.
+//! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0.
+//! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
+//! - `rows`: rope, row sums/means, get_rows.
+//!
+//! A fast kernel that does not fit a node's dtypes or layout declines, and the reference
+//! runs instead, so every node always has a kernel.
 
 mod elementwise;
-pub mod gemm;
-pub mod quant;
+mod gemm;
+mod quant;
 pub mod reference;
 mod rows;
-pub mod simd;
+mod simd;
 
 use super::view::TensorView;
 use crate::error::Result;
