@@ -300,6 +300,8 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
             mm(q, 64, 33, 7),
             mm(q, 256, 16, 19),
             mm(q, 128, 9, 2),
+            mm(q, 96, 33, 40),
+            lb(mm(q, 288, 20, 35), Layout::Transposed),
             bcast(mm(q, 64, 8, 5)),
             lb(mm(q, 96, 7, 6), Layout::Transposed),
             la(mm(q, 64, 10, 3), Layout::Offset),
