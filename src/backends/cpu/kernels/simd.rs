@@ -65,6 +65,11 @@ mod imp {
         pub fn round(self) -> Self {
             Self(f32x4_nearest(self.0))
         }
+        /// `self` where `x >= limit`, 0 elsewhere (and where `x` is NaN).
+        #[inline(always)]
+        pub fn zero_unless_ge(self, x: Self, limit: Self) -> Self {
+            Self(v128_and(self.0, f32x4_ge(x.0, limit.0)))
+        }
         /// `2^n` for integer-valued lanes `n` in `[-126, 127]`.
         #[inline(always)]
         pub fn pow2i(self) -> Self {
@@ -225,6 +230,17 @@ mod imp {
         pub fn round(self) -> Self {
             Self(self.0.map(f32::round_ties_even))
         }
+        /// `self` where `x >= limit`, 0 elsewhere (and where `x` is NaN).
+        #[inline(always)]
+        pub fn zero_unless_ge(self, x: Self, limit: Self) -> Self {
+            let mut o = self.0;
+            for (v, (&a, &l)) in o.iter_mut().zip(x.0.iter().zip(&limit.0)) {
+                if a.is_nan() || a < l {
+                    *v = 0.0;
+                }
+            }
+            Self(o)
+        }
         /// `2^n` for integer-valued lanes `n` in `[-126, 127]`.
         #[inline(always)]
         pub fn pow2i(self) -> Self {
@@ -361,11 +377,12 @@ pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
 }
 
 /// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
-/// ln 2); inputs are clamped to `[-87.3, 88.7]`, so huge values saturate instead of
-/// overflowing and very negative ones give the smallest normal.
+/// ln 2). Inputs above 88.7 saturate instead of overflowing; below -87.3 (incl. `-inf`, as
+/// from a softmax mask) the result is exactly 0.
 #[inline(always)]
-pub fn exp(x: F32x4) -> F32x4 {
-    let x = x.min(F32x4::splat(88.7)).max(F32x4::splat(-87.3));
+pub fn exp(x_in: F32x4) -> F32x4 {
+    let lo = F32x4::splat(-87.3);
+    let x = x_in.min(F32x4::splat(88.7)).max(lo);
     let n = (x * F32x4::splat(std::f32::consts::LOG2_E)).round();
     let r = x - n * F32x4::splat(0.693_359_4) + n * F32x4::splat(2.121_944_4e-4);
     let mut p = F32x4::splat(1.987_569_1e-4);
@@ -381,7 +398,7 @@ pub fn exp(x: F32x4) -> F32x4 {
     let e = p * r * r + r + F32x4::splat(1.0);
     // 2^n for n = 128 would not be a normal float: split it.
     let half = (n * F32x4::splat(0.5)).round();
-    e * half.pow2i() * (n - half).pow2i()
+    (e * half.pow2i() * (n - half).pow2i()).zero_unless_ge(x_in, lo)
 }
 
 #[cfg(test)]
@@ -410,7 +427,7 @@ mod tests {
             let mut out = [0f32; 4];
             unsafe { exp(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
             for (a, b) in out.iter().zip(v) {
-                let want = b.clamp(-87.3, 88.7).exp();
+                let want = if b < -87.3 { 0.0 } else { b.min(88.7).exp() };
                 assert!(
                     (a - want).abs() <= 4e-7 * want,
                     "exp({b}) = {a}, want {want}"
@@ -418,6 +435,11 @@ mod tests {
             }
             x += 0.731;
         }
+        let mut out = [1f32; 4];
+        let v = [f32::NEG_INFINITY, -100.0, -87.3, 0.0];
+        unsafe { exp(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
+        assert_eq!(&out[..2], &[0.0, 0.0]);
+        assert!(out[2] > 0.0 && out[3] == 1.0, "{out:?}");
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
