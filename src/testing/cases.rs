@@ -86,6 +86,21 @@ fn shape_name(ne: [usize; 4]) -> String {
 }
 
 fn binary_cases(v: &mut Vec<OpCase>) {
+    // An f32 view at an odd byte offset (a raw reinterpretation, as a GGUF slice can be):
+    // fast kernels must not assume aligned elements.
+    v.push(OpCase::new(
+        "add_f32_view_at_byte_offset_2",
+        OpKind::Add,
+        EXACTISH,
+        |b| {
+            let vals: Vec<f32> = (0..40).map(|i| 1.0 + i as f32 / 64.0).collect();
+            let raw = b.input_values(DType::F32, &[40], &vals)?;
+            let x = b.g.view(raw, &[7, 2], &[4, 40], 2)?;
+            let y = b.input(DType::F32, &[7, 1])?;
+            let z = b.g.add(x, y)?;
+            b.output(z)
+        },
+    ));
     let shapes: [([usize; 4], [usize; 4], Layout, Layout); 8] = [
         ([7, 5, 3, 2], [7, 5, 3, 2], Layout::Contig, Layout::Contig),
         ([33, 4, 3, 2], [33, 1, 3, 1], Layout::Contig, Layout::Contig),

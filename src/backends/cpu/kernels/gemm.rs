@@ -51,7 +51,7 @@ impl<'a> Rows<'a> {
 
     /// Whether rows are packed f32 (readable in place).
     pub fn is_f32_packed(&self) -> bool {
-        self.v.dtype == DType::F32 && self.v.nb[0] == 4
+        super::packed_f32(self.v)
     }
 
     /// Elements `k0 .. k0 + out.len()` of row `r` as f32 (for quantized rows both ends are
@@ -99,7 +99,7 @@ pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
     if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)
         || b.dtype != DType::F32
         || dst.dtype != DType::F32
-        || dst.nb[0] != 4
+        || !super::packed_f32(dst)
     {
         return false;
     }

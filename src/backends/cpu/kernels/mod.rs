@@ -30,6 +30,15 @@ pub enum KernelSet {
     Fast,
 }
 
+/// Whether `v` is f32 with packed rows and every element 4-byte aligned, so fast kernels
+/// may address it as `*f32` (views at odd byte offsets are left to the reference).
+pub(crate) fn packed_f32(v: &TensorView) -> bool {
+    v.dtype == crate::graph::DType::F32
+        && v.nb[0] == 4
+        && (v.ptr_at([0; 4]) as usize).is_multiple_of(4)
+        && v.nb.iter().all(|n| n.is_multiple_of(4))
+}
+
 /// Computes one node.
 pub fn compute(set: KernelSet, op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
     if set == KernelSet::Fast {

@@ -148,7 +148,7 @@ pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
         DType::Q4_0 => (true, dot_q4_0),
         _ => return false,
     };
-    if b.dtype != DType::F32 || dst.dtype != DType::F32 || dst.nb[0] != 4 || !a.rows_contiguous() {
+    if b.dtype != DType::F32 || !super::packed_f32(dst) || !a.rows_contiguous() {
         return false;
     }
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);

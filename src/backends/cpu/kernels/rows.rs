@@ -1,14 +1,11 @@
 //! Fast row kernels for the ops models run every token: RoPE (one sin/cos table per
 //! position, shared by all heads), row sums/means, and get_rows straight into packed rows.
 
+use super::packed_f32;
 use super::simd::F32x4;
 use crate::backends::cpu::TensorView;
 use crate::error::{Error, Result};
 use crate::graph::{row_to_f32, DType, Op, RopeMode, RopeParams};
-
-fn packed_f32(v: &TensorView) -> bool {
-    v.dtype == DType::F32 && v.nb[0] == 4
-}
 
 /// RoPE over packed f32 rows; `None` when the layout does not fit.
 pub fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -> Option<()> {
@@ -52,7 +49,7 @@ pub fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -
 
 /// Sum (or mean) of each packed f32 row.
 pub fn sum_rows(op: &Op, dst: &TensorView, a: &TensorView) -> Option<()> {
-    if !(packed_f32(a) && dst.dtype == DType::F32) {
+    if !(packed_f32(a) && packed_f32(dst)) {
         return None;
     }
     let n = a.ne[0];
