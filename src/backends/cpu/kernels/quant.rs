@@ -108,6 +108,34 @@ unsafe fn dot_rows<const J: usize>(
     acc.map(|a| a.hsum())
 }
 
+/// Dots of `R` weight rows (blocks at `w[r]`) with one quantized activation row. A lone
+/// dot is one chain of dependent adds; `R` independent chains keep the SIMD units busy.
+///
+/// # Safety
+/// Each `w[r]` readable for `nb` blocks; `d`/`q` hold `nb` blocks.
+#[inline(never)]
+unsafe fn dot_wrows<const R: usize>(
+    w: [*const u8; R],
+    block_bytes: usize,
+    unpack: impl Fn(*const u8) -> I8x32,
+    d: &[f32],
+    q: &[i8],
+    nb: usize,
+) -> [f32; R] {
+    let mut acc = [F32x4::splat(0.0); R];
+    for (i, &dx) in d.iter().enumerate().take(nb) {
+        let x = unsafe { q.as_ptr().add(i * QK) };
+        for (a, &wr) in acc.iter_mut().zip(&w) {
+            unsafe {
+                let blk = wr.add(i * block_bytes);
+                let s = F32x4::from_i32(unpack(blk.add(2)).dot(x));
+                *a = *a + s * F32x4::splat(f16_at(blk) * dx);
+            }
+        }
+    }
+    acc.map(|a| a.hsum())
+}
+
 /// Output rows `j0 .. j0 + J` for weight rows `rows` of one batch.
 ///
 /// # Safety
@@ -182,13 +210,29 @@ pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
                     unsafe { tile::<N_TILE>(&out, a, (a2, a3), r, &xq, j0, nb, q4) };
                     j0 += N_TILE;
                 }
-                // Leftover rows one at a time (the matrix-vector case).
+                // Leftover activation rows one at a time (the matrix-vector case), over
+                // groups of 4 weight rows.
                 for j in j0..n {
                     let (d, q) = (&xq.d[j * nb..(j + 1) * nb], &xq.q[j * k..(j + 1) * k]);
                     let orow = out.row(j);
-                    for i in rows.clone() {
-                        let w = a.ptr_at([0, i, a2, a3]) as *const u8;
-                        unsafe { *orow.add(i) = dot(w, d, q, nb) };
+                    let w = |i: usize| a.ptr_at([0, i, a2, a3]) as *const u8;
+                    let mut i = rows.start;
+                    while i + 4 <= rows.end {
+                        let ws = [w(i), w(i + 1), w(i + 2), w(i + 3)];
+                        let r = unsafe {
+                            if q4 {
+                                dot_wrows(ws, 18, |p| I8x32::from_q4(p), d, q, nb)
+                            } else {
+                                dot_wrows(ws, 34, |p| I8x32::load(p as *const i8), d, q, nb)
+                            }
+                        };
+                        for (o, v) in r.iter().enumerate() {
+                            unsafe { *orow.add(i + o) = *v };
+                        }
+                        i += 4;
+                    }
+                    for i in i..rows.end {
+                        unsafe { *orow.add(i) = dot(w(i), d, q, nb) };
                     }
                 }
             }
