@@ -151,7 +151,9 @@ fn main() {
     if !quick {
         rows.push(bench(DType::F16, 1024, 1024, 1024, budget));
         rows.push(bench(DType::F32, 4096, 1, 4096, budget));
+        rows.push(bench(DType::Q8_0, 1024, 16, 1024, budget));
         rows.push(bench(DType::Q8_0, 1024, 64, 1024, budget));
+        rows.push(bench(DType::Q4_0, 1024, 64, 1024, budget));
     }
     println!(
         "{:<24} {:>12} {:>12} {:>8}",

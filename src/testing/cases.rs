@@ -86,6 +86,21 @@ fn shape_name(ne: [usize; 4]) -> String {
 }
 
 fn binary_cases(v: &mut Vec<OpCase>) {
+    // An f32 view at an odd byte offset (a raw reinterpretation, as a GGUF slice can be):
+    // fast kernels must not assume aligned elements.
+    v.push(OpCase::new(
+        "add_f32_view_at_byte_offset_2",
+        OpKind::Add,
+        EXACTISH,
+        |b| {
+            let vals: Vec<f32> = (0..40).map(|i| 1.0 + i as f32 / 64.0).collect();
+            let raw = b.input_values(DType::F32, &[40], &vals)?;
+            let x = b.g.view(raw, &[7, 2], &[4, 40], 2)?;
+            let y = b.input(DType::F32, &[7, 1])?;
+            let z = b.g.add(x, y)?;
+            b.output(z)
+        },
+    ));
     let shapes: [([usize; 4], [usize; 4], Layout, Layout); 8] = [
         ([7, 5, 3, 2], [7, 5, 3, 2], Layout::Contig, Layout::Contig),
         ([33, 4, 3, 2], [33, 1, 3, 1], Layout::Contig, Layout::Contig),
@@ -273,6 +288,8 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
         mm(F32, 260, 136, 20),
         mm(F32, 40, 20, 530),
         mm(F32, 256, 256, 8),
+        mm(F32, 0, 3, 5),
+        mm(F32, 16, 0, 3),
         bcast(mm(F32, 16, 9, 7)),
         la(mm(F32, 33, 20, 5), Layout::Transposed),
         lb(mm(F32, 24, 13, 6), Layout::Transposed),
@@ -292,11 +309,14 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
     for q in [Q8_0, Q4_0] {
         all.extend([
             mm(q, 256, 1, 1),
+            mm(q, 0, 4, 2),
             mm(q, 32, 4, 3),
             mm(q, 64, 33, 1),
             mm(q, 64, 33, 7),
             mm(q, 256, 16, 19),
             mm(q, 128, 9, 2),
+            mm(q, 96, 33, 40),
+            lb(mm(q, 288, 20, 35), Layout::Transposed),
             bcast(mm(q, 64, 8, 5)),
             lb(mm(q, 96, 7, 6), Layout::Transposed),
             la(mm(q, 64, 10, 3), Layout::Offset),

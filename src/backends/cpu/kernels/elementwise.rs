@@ -6,15 +6,11 @@
 //! scratch) before writing the same position, and works on raw pointers, never slices that
 //! would claim exclusive access.
 
+use super::packed_f32;
 use super::reference::unary_fn;
 use super::simd::{exp, F32x4};
 use crate::backends::cpu::TensorView;
-use crate::graph::{BinaryOp, DType, UnaryOp};
-
-/// Whether `v` is f32 with packed rows.
-fn packed_f32(v: &TensorView) -> bool {
-    v.dtype == DType::F32 && v.nb[0] == 4
-}
+use crate::graph::{BinaryOp, UnaryOp};
 
 #[inline(always)]
 fn row_ptr(v: &TensorView, i1: usize, i2: usize, i3: usize) -> *mut f32 {

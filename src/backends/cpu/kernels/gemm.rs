@@ -1,4 +1,4 @@
-//! f32 matmul (src0 f32 or f16): a packed, register-tiled GEMM after BLIS, and a dot-product
+//! f32 matmul (src0 f32 or f16, or Q8_0/Q4_0 for many activation rows): a packed, register-tiled GEMM after BLIS, and a dot-product
 //! GEMV for few activation rows.
 //!
 //! ggml's layout: `dst[m, n] = dot(src0 row m, src1 row n)`, rows along K. The micro-kernel
@@ -7,9 +7,9 @@
 //! vector loads of A, NR broadcasts of B and `2 * NR` multiply-adds into registers.
 //! Blocking: K in `KC` slices (A and B panels stay in L1/L2), M in `MC` blocks, N in `NC`.
 
-use super::simd::F32x4;
+use super::simd::{f16_at, F32x4};
 use crate::backends::cpu::TensorView;
-use crate::graph::DType;
+use crate::graph::{row_to_f32, DType};
 
 /// Micro-tile rows (along m, dst's contiguous dim): two f32x4.
 pub const MR: usize = 8;
@@ -20,6 +20,9 @@ const MC: usize = 128;
 const NC: usize = 512;
 /// Below this many activation rows the GEMV (no packing) is faster.
 const GEMV_MAX_N: usize = 3;
+/// From this many activation rows on, Q8_0/Q4_0 weights are dequantized into the GEMM
+/// (ggml's BLAS threshold); `KC` is a multiple of the block size, so panels hold whole blocks.
+pub const QUANT_GEMM_MIN_N: usize = 32;
 
 /// Rows of an F32/F16 tensor at batch `(i2, i3)`, read as f32.
 #[derive(Clone, Copy)]
@@ -48,23 +51,32 @@ impl<'a> Rows<'a> {
 
     /// Whether rows are packed f32 (readable in place).
     pub fn is_f32_packed(&self) -> bool {
-        self.v.dtype == DType::F32 && self.v.nb[0] == 4
+        super::packed_f32(self.v)
     }
 
-    /// Elements `k0 .. k0 + out.len()` of row `r` as f32.
+    /// Elements `k0 .. k0 + out.len()` of row `r` as f32 (for quantized rows both ends are
+    /// whole blocks).
     #[inline]
     pub fn load(&self, r: usize, k0: usize, out: &mut [f32]) {
-        let p = self.ptr(r, k0);
         let nb0 = self.v.nb[0];
+        let dtype = self.v.dtype;
+        if dtype.is_quantized() {
+            let bs = dtype.block_size();
+            let p = unsafe { self.v.ptr_at([0, r, self.i2, self.i3]).add(k0 / bs * nb0) };
+            // In range: rows are packed and `k0 + out.len() <= ne0`.
+            let bytes = unsafe { std::slice::from_raw_parts(p, out.len() / bs * nb0) };
+            row_to_f32(dtype, bytes, out);
+            return;
+        }
+        let p = self.ptr(r, k0);
         unsafe {
-            match self.v.dtype {
+            match dtype {
                 DType::F32 if nb0 == 4 => {
                     std::ptr::copy_nonoverlapping(p as *const f32, out.as_mut_ptr(), out.len())
                 }
                 DType::F16 => {
                     for (i, o) in out.iter_mut().enumerate() {
-                        let bits = (p.add(i * nb0) as *const u16).read_unaligned();
-                        *o = half::f16::from_bits(bits).to_f32();
+                        *o = f16_at(p.add(i * nb0));
                     }
                 }
                 _ => {
@@ -77,16 +89,20 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// `dst = src0 · src1ᵀ` for f32/f16 `a` and f32 `b`; `false` when this kernel does not apply.
+/// `dst = src0 · src1ᵀ` for f32/f16 `a` (or quantized `a` with many rows of `b`) and f32
+/// `b`; `false` when this kernel does not apply.
 pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
-    if !matches!(a.dtype, DType::F32 | DType::F16)
+    let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
+    // Quantized weights go through this f32 GEMM (dequantized while packing) only for many
+    // activation rows, as ggml hands them to BLAS; fewer rows take the integer-dot kernel.
+    let quant_ok = a.dtype.is_quantized() && n >= QUANT_GEMM_MIN_N && a.rows_contiguous();
+    if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)
         || b.dtype != DType::F32
         || dst.dtype != DType::F32
-        || dst.nb[0] != 4
+        || !super::packed_f32(dst)
     {
         return false;
     }
-    let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
     let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
     let mut ws = Workspace::default();
     for i3 in 0..dst.ne[3] {

@@ -1,11 +1,21 @@
 //! CPU kernels: the scalar reference for every op, and faster kernels where they exist
 //! (SIMD128 on wasm32, a portable path elsewhere), chosen per node.
+//!
+//! - `simd`: the f32x4 / i8 dot primitives, one implementation per instruction set.
+//! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16) and a GEMV for few rows.
+//! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0.
+//! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
+//! - `rows`: rope, row sums/means, get_rows.
+//!
+//! A fast kernel that does not fit a node's dtypes or layout declines, and the reference
+//! runs instead, so every node always has a kernel.
 
 mod elementwise;
-pub mod gemm;
-pub mod quant;
+mod gemm;
+mod quant;
 pub mod reference;
-pub mod simd;
+mod rows;
+mod simd;
 
 use super::view::TensorView;
 use crate::error::Result;
@@ -20,10 +30,26 @@ pub enum KernelSet {
     Fast,
 }
 
+/// Whether `v` is f32 with packed rows and every element 4-byte aligned, so fast kernels
+/// may address it as `*f32` (views at odd byte offsets are left to the reference).
+pub(crate) fn packed_f32(v: &TensorView) -> bool {
+    v.dtype == crate::graph::DType::F32
+        && v.nb[0] == 4
+        && (v.ptr_at([0; 4]) as usize).is_multiple_of(4)
+        && v.nb.iter().all(|n| n.is_multiple_of(4))
+}
+
 /// Computes one node.
 pub fn compute(set: KernelSet, op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
-    if set == KernelSet::Fast && fast(op, dst, src) {
-        return Ok(());
+    if set == KernelSet::Fast {
+        if let (Op::GetRows, [a, idx]) = (op, src) {
+            if let Some(r) = rows::get_rows(dst, a, idx) {
+                return r;
+            }
+        }
+        if fast(op, dst, src) {
+            return Ok(());
+        }
     }
     reference::compute(op, dst, src)
 }
@@ -40,6 +66,8 @@ fn fast(op: &Op, dst: &TensorView, src: &[TensorView]) -> bool {
         (Op::SoftMax { scale }, [a, m]) => elementwise::softmax(dst, a, Some(m), scale),
         (Op::Norm { eps }, [a]) => elementwise::norm(dst, a, eps, false),
         (Op::RmsNorm { eps }, [a]) => elementwise::norm(dst, a, eps, true),
+        (Op::Rope(p), [a, pos]) => rows::rope(dst, a, pos, p).is_some(),
+        (Op::SumRows | Op::Mean, [a]) => rows::sum_rows(op, dst, a).is_some(),
         _ => false,
     }
 }

@@ -3,7 +3,7 @@
 //! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
 
 use super::gemm::{DstRows, Rows};
-use super::simd::{dot_i8x32, dot_q4x32, F32x4};
+use super::simd::{dot_i8x32, dot_q4x32, f16_at, F32x4, I8x32};
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK};
 
@@ -35,17 +35,6 @@ pub fn quantize_q8(x: &[f32], d: &mut [f32], q: &mut [i8]) {
             *o = (v * id).round() as i8;
         }
     }
-}
-
-/// The f16 at `p` as f32: branch-free for normal numbers (every block scale in practice).
-#[inline(always)]
-fn f16_at(p: *const u8) -> f32 {
-    let h = unsafe { (p as *const u16).read_unaligned() } as u32;
-    let exp = h & 0x7c00;
-    if exp == 0 || exp == 0x7c00 {
-        return half::f16::from_bits(h as u16).to_f32();
-    }
-    f32::from_bits(((h & 0x8000) << 16) | (((h & 0x7fff) << 13) + ((127 - 15) << 23)))
 }
 
 /// Dot of one Q8_0 weight row (`nb` blocks at `w`) with a quantized activation row.
@@ -82,14 +71,112 @@ pub unsafe fn dot_q4_0(w: *const u8, d: &[f32], q: &[i8], nb: usize) -> f32 {
     acc.hsum()
 }
 
+/// One of [`dot_q8_0`] / [`dot_q4_0`].
+type RowDot = unsafe fn(*const u8, &[f32], &[i8], usize) -> f32;
+
+/// Activation rows per tile: each weight block is loaded (and for Q4_0 unpacked) once for
+/// this many dot products.
+const N_TILE: usize = 4;
+
+/// Dots of one weight row (`nb` blocks of `block_bytes` at `w`, values from `unpack`) with
+/// `J` quantized activation rows (row `j` at `d[j * nb..]`, `q[j * k..]`).
+///
+/// # Safety
+/// `w` readable for `nb` blocks; `d`/`q` hold `J` rows of `nb` blocks.
+#[inline(never)]
+unsafe fn dot_rows<const J: usize>(
+    w: *const u8,
+    block_bytes: usize,
+    unpack: impl Fn(*const u8) -> I8x32,
+    d: &[f32],
+    q: &[i8],
+    nb: usize,
+) -> [f32; J] {
+    let k = nb * QK;
+    let mut acc = [F32x4::splat(0.0); J];
+    for i in 0..nb {
+        unsafe {
+            let blk = w.add(i * block_bytes);
+            let wq = unpack(blk.add(2));
+            let dw = f16_at(blk);
+            for (j, a) in acc.iter_mut().enumerate() {
+                let s = F32x4::from_i32(wq.dot(q.as_ptr().add(j * k + i * QK)));
+                *a = *a + s * F32x4::splat(dw * *d.get_unchecked(j * nb + i));
+            }
+        }
+    }
+    acc.map(|a| a.hsum())
+}
+
+/// Dots of `R` weight rows (blocks at `w[r]`) with one quantized activation row. A lone
+/// dot is one chain of dependent adds; `R` independent chains keep the SIMD units busy.
+///
+/// # Safety
+/// Each `w[r]` readable for `nb` blocks; `d`/`q` hold `nb` blocks.
+#[inline(never)]
+unsafe fn dot_wrows<const R: usize>(
+    w: [*const u8; R],
+    block_bytes: usize,
+    unpack: impl Fn(*const u8) -> I8x32,
+    d: &[f32],
+    q: &[i8],
+    nb: usize,
+) -> [f32; R] {
+    let mut acc = [F32x4::splat(0.0); R];
+    for (i, &dx) in d.iter().enumerate().take(nb) {
+        let x = unsafe { q.as_ptr().add(i * QK) };
+        for (a, &wr) in acc.iter_mut().zip(&w) {
+            unsafe {
+                let blk = wr.add(i * block_bytes);
+                let s = F32x4::from_i32(unpack(blk.add(2)).dot(x));
+                *a = *a + s * F32x4::splat(f16_at(blk) * dx);
+            }
+        }
+    }
+    acc.map(|a| a.hsum())
+}
+
+/// Output rows `j0 .. j0 + J` for weight rows `rows` of one batch.
+///
+/// # Safety
+/// Every weight row of `rows` in `a`'s batch `(a2, a3)`; `J` activation rows from `j0`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile<const J: usize>(
+    out: &DstRows,
+    a: &TensorView,
+    (a2, a3): (usize, usize),
+    rows: std::ops::Range<usize>,
+    xq: &QuantRows,
+    j0: usize,
+    nb: usize,
+    q4: bool,
+) {
+    let k = nb * QK;
+    let (d, q) = (&xq.d[j0 * nb..(j0 + J) * nb], &xq.q[j0 * k..(j0 + J) * k]);
+    for i in rows {
+        let w = a.ptr_at([0, i, a2, a3]) as *const u8;
+        let r: [f32; J] = unsafe {
+            if q4 {
+                dot_rows::<J>(w, 18, |p| I8x32::from_q4(p), d, q, nb)
+            } else {
+                dot_rows::<J>(w, 34, |p| I8x32::load(p as *const i8), d, q, nb)
+            }
+        };
+        for (j, v) in r.iter().enumerate() {
+            unsafe { *out.row(j0 + j).add(i) = *v };
+        }
+    }
+}
+
 /// `dst = src0 · src1ᵀ` for Q8_0/Q4_0 `a` and f32 `b`; `false` when this kernel does not apply.
 pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
-    let dot = match a.dtype {
-        DType::Q8_0 => dot_q8_0,
-        DType::Q4_0 => dot_q4_0,
+    let (q4, dot): (bool, RowDot) = match a.dtype {
+        DType::Q8_0 => (false, dot_q8_0),
+        DType::Q4_0 => (true, dot_q4_0),
         _ => return false,
     };
-    if b.dtype != DType::F32 || dst.dtype != DType::F32 || dst.nb[0] != 4 || !a.rows_contiguous() {
+    if b.dtype != DType::F32 || !super::packed_f32(dst) || !a.rows_contiguous() {
         return false;
     }
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
@@ -116,12 +203,36 @@ pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
                 );
             }
             for m0 in (0..m).step_by(M_BLOCK) {
-                for j in 0..n {
+                let rows = m0..m.min(m0 + M_BLOCK);
+                let mut j0 = 0;
+                while j0 + N_TILE <= n {
+                    let r = rows.clone();
+                    unsafe { tile::<N_TILE>(&out, a, (a2, a3), r, &xq, j0, nb, q4) };
+                    j0 += N_TILE;
+                }
+                // Leftover activation rows one at a time (the matrix-vector case), over
+                // groups of 4 weight rows.
+                for j in j0..n {
                     let (d, q) = (&xq.d[j * nb..(j + 1) * nb], &xq.q[j * k..(j + 1) * k]);
                     let orow = out.row(j);
-                    for i in m0..m.min(m0 + M_BLOCK) {
-                        let w = a.ptr_at([0, i, a2, a3]) as *const u8;
-                        unsafe { *orow.add(i) = dot(w, d, q, nb) };
+                    let w = |i: usize| a.ptr_at([0, i, a2, a3]) as *const u8;
+                    let mut i = rows.start;
+                    while i + 4 <= rows.end {
+                        let ws = [w(i), w(i + 1), w(i + 2), w(i + 3)];
+                        let r = unsafe {
+                            if q4 {
+                                dot_wrows(ws, 18, |p| I8x32::from_q4(p), d, q, nb)
+                            } else {
+                                dot_wrows(ws, 34, |p| I8x32::load(p as *const i8), d, q, nb)
+                            }
+                        };
+                        for (o, v) in r.iter().enumerate() {
+                            unsafe { *orow.add(i + o) = *v };
+                        }
+                        i += 4;
+                    }
+                    for i in i..rows.end {
+                        unsafe { *orow.add(i) = dot(w(i), d, q, nb) };
                     }
                 }
             }

@@ -65,6 +65,11 @@ mod imp {
         pub fn round(self) -> Self {
             Self(f32x4_nearest(self.0))
         }
+        /// `self` where `x >= limit`, 0 elsewhere (and where `x` is NaN).
+        #[inline(always)]
+        pub fn zero_unless_ge(self, x: Self, limit: Self) -> Self {
+            Self(v128_and(self.0, f32x4_ge(x.0, limit.0)))
+        }
         /// `2^n` for integer-valued lanes `n` in `[-126, 127]`.
         #[inline(always)]
         pub fn pow2i(self) -> Self {
@@ -121,36 +126,46 @@ mod imp {
         )
     }
 
-    /// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
-    ///
-    /// # Safety
-    /// Both pointers must be readable for 32 bytes.
-    #[inline(always)]
-    pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
-        unsafe {
-            let a0 = v128_load(a as *const v128);
-            let a1 = v128_load(a.add(16) as *const v128);
-            let b0 = v128_load(b as *const v128);
-            let b1 = v128_load(b.add(16) as *const v128);
-            I32x4(i32x4_add(dot16(a0, b0), dot16(a1, b1)))
-        }
-    }
+    /// 32 i8 values (one quantized block, unpacked).
+    #[derive(Clone, Copy)]
+    pub struct I8x32(v128, v128);
 
-    /// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes (values `nibble - 8`, low
-    /// nibbles first, as ggml lays them out).
-    ///
-    /// # Safety
-    /// `qs` readable for 16 bytes, `b` for 32.
-    #[inline(always)]
-    pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
-        unsafe {
-            let q = v128_load(qs as *const v128);
+    impl I8x32 {
+        /// Loads 32 i8 from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 32 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const i8) -> Self {
+            unsafe {
+                Self(
+                    v128_load(p as *const v128),
+                    v128_load(p.add(16) as *const v128),
+                )
+            }
+        }
+        /// Unpacks a Q4_0 block's 16 nibble bytes: values `nibble - 8`, low nibbles first
+        /// (ggml's layout).
+        ///
+        /// # Safety
+        /// `qs` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn from_q4(qs: *const u8) -> Self {
+            let q = unsafe { v128_load(qs as *const v128) };
             let eight = i8x16_splat(8);
-            let lo = i8x16_sub(v128_and(q, i8x16_splat(0x0f)), eight);
-            let hi = i8x16_sub(u8x16_shr(q, 4), eight);
-            let b0 = v128_load(b as *const v128);
-            let b1 = v128_load(b.add(16) as *const v128);
-            I32x4(i32x4_add(dot16(lo, b0), dot16(hi, b1)))
+            Self(
+                i8x16_sub(v128_and(q, i8x16_splat(0x0f)), eight),
+                i8x16_sub(u8x16_shr(q, 4), eight),
+            )
+        }
+        /// Lane partial sums of `self[i] * b[i]` (the lanes add up to the dot).
+        ///
+        /// # Safety
+        /// `b` readable for 32 bytes.
+        #[inline(always)]
+        pub unsafe fn dot(self, b: *const i8) -> I32x4 {
+            let o = unsafe { Self::load(b) };
+            I32x4(i32x4_add(dot16(self.0, o.0), dot16(self.1, o.1)))
         }
     }
 }
@@ -215,6 +230,17 @@ mod imp {
         pub fn round(self) -> Self {
             Self(self.0.map(f32::round_ties_even))
         }
+        /// `self` where `x >= limit`, 0 elsewhere (and where `x` is NaN).
+        #[inline(always)]
+        pub fn zero_unless_ge(self, x: Self, limit: Self) -> Self {
+            let mut o = self.0;
+            for (v, (&a, &l)) in o.iter_mut().zip(x.0.iter().zip(&limit.0)) {
+                if a.is_nan() || a < l {
+                    *v = 0.0;
+                }
+            }
+            Self(o)
+        }
         /// `2^n` for integer-valued lanes `n` in `[-126, 127]`.
         #[inline(always)]
         pub fn pow2i(self) -> Self {
@@ -263,56 +289,100 @@ mod imp {
     #[derive(Clone, Copy)]
     pub struct I32x4([i32; 4]);
 
-    #[inline(always)]
-    fn dot32(a: &[i8; 32], b: &[i8; 32]) -> I32x4 {
-        let mut s = [0i32; 4];
-        for i in 0..8 {
-            for l in 0..4 {
-                s[l] += a[i * 4 + l] as i32 * b[i * 4 + l] as i32;
+    /// 32 i8 values (one quantized block, unpacked).
+    #[derive(Clone, Copy)]
+    pub struct I8x32([i8; 32]);
+
+    impl I8x32 {
+        /// Loads 32 i8 from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 32 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const i8) -> Self {
+            Self(unsafe { (p as *const [i8; 32]).read_unaligned() })
+        }
+        /// Unpacks a Q4_0 block's 16 nibble bytes: values `nibble - 8`, low nibbles first
+        /// (ggml's layout).
+        ///
+        /// # Safety
+        /// `qs` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn from_q4(qs: *const u8) -> Self {
+            let q = unsafe { (qs as *const [u8; 16]).read_unaligned() };
+            let mut a = [0i8; 32];
+            for i in 0..16 {
+                a[i] = (q[i] & 0x0f) as i8 - 8;
+                a[i + 16] = (q[i] >> 4) as i8 - 8;
             }
+            Self(a)
         }
-        I32x4(s)
-    }
-
-    /// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
-    ///
-    /// # Safety
-    /// Both pointers must be readable for 32 bytes.
-    #[inline(always)]
-    pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
-        unsafe {
-            dot32(
-                &(a as *const [i8; 32]).read_unaligned(),
-                &(b as *const [i8; 32]).read_unaligned(),
-            )
+        /// Lane partial sums of `self[i] * b[i]` (the lanes add up to the dot).
+        ///
+        /// # Safety
+        /// `b` readable for 32 bytes.
+        #[inline(always)]
+        pub unsafe fn dot(self, b: *const i8) -> I32x4 {
+            let b = unsafe { Self::load(b) }.0;
+            let mut s = [0i32; 4];
+            for i in 0..8 {
+                for l in 0..4 {
+                    s[l] += self.0[i * 4 + l] as i32 * b[i * 4 + l] as i32;
+                }
+            }
+            I32x4(s)
         }
-    }
-
-    /// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes (values `nibble - 8`, low
-    /// nibbles first, as ggml lays them out).
-    ///
-    /// # Safety
-    /// `qs` readable for 16 bytes, `b` for 32.
-    #[inline(always)]
-    pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
-        let q = unsafe { (qs as *const [u8; 16]).read_unaligned() };
-        let mut a = [0i8; 32];
-        for i in 0..16 {
-            a[i] = (q[i] & 0x0f) as i8 - 8;
-            a[i + 16] = (q[i] >> 4) as i8 - 8;
-        }
-        dot32(&a, unsafe { &(b as *const [i8; 32]).read_unaligned() })
     }
 }
 
 pub use imp::*;
 
-/// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
-/// ln 2); inputs are clamped to `[-87.3, 88.7]`, so huge values saturate instead of
-/// overflowing and very negative ones give the smallest normal.
+/// The f16 bits `h` as f32: a few integer ops for normal numbers (block scales, weights),
+/// `half`'s full conversion for zero, subnormals, infinities and NaN.
 #[inline(always)]
-pub fn exp(x: F32x4) -> F32x4 {
-    let x = x.min(F32x4::splat(88.7)).max(F32x4::splat(-87.3));
+pub fn f16_to_f32(h: u16) -> f32 {
+    let h = h as u32;
+    let exp = h & 0x7c00;
+    if exp == 0 || exp == 0x7c00 {
+        return half::f16::from_bits(h as u16).to_f32();
+    }
+    f32::from_bits(((h & 0x8000) << 16) | (((h & 0x7fff) << 13) + ((127 - 15) << 23)))
+}
+
+/// The little-endian f16 at `p` (unaligned) as f32.
+///
+/// # Safety
+/// `p` readable for 2 bytes.
+#[inline(always)]
+pub unsafe fn f16_at(p: *const u8) -> f32 {
+    f16_to_f32(u16::from_le(unsafe { (p as *const u16).read_unaligned() }))
+}
+
+/// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
+///
+/// # Safety
+/// Both pointers must be readable for 32 bytes.
+#[inline(always)]
+pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
+    unsafe { I8x32::load(a).dot(b) }
+}
+
+/// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes.
+///
+/// # Safety
+/// `qs` readable for 16 bytes, `b` for 32.
+#[inline(always)]
+pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
+    unsafe { I8x32::from_q4(qs).dot(b) }
+}
+
+/// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
+/// ln 2). Inputs above 88.7 saturate instead of overflowing; below -87.3 (incl. `-inf`, as
+/// from a softmax mask) the result is exactly 0.
+#[inline(always)]
+pub fn exp(x_in: F32x4) -> F32x4 {
+    let lo = F32x4::splat(-87.3);
+    let x = x_in.min(F32x4::splat(88.7)).max(lo);
     let n = (x * F32x4::splat(std::f32::consts::LOG2_E)).round();
     let r = x - n * F32x4::splat(0.693_359_4) + n * F32x4::splat(2.121_944_4e-4);
     let mut p = F32x4::splat(1.987_569_1e-4);
@@ -328,12 +398,25 @@ pub fn exp(x: F32x4) -> F32x4 {
     let e = p * r * r + r + F32x4::splat(1.0);
     // 2^n for n = 128 would not be a normal float: split it.
     let half = (n * F32x4::splat(0.5)).round();
-    e * half.pow2i() * (n - half).pow2i()
+    (e * half.pow2i() * (n - half).pow2i()).zero_unless_ge(x_in, lo)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn f16_conversion_matches_half_for_every_value() {
+        for h in 0..=u16::MAX {
+            let want = half::f16::from_bits(h).to_f32();
+            let got = f16_to_f32(h);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{h:#x}"
+            );
+        }
+    }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
@@ -344,7 +427,7 @@ mod tests {
             let mut out = [0f32; 4];
             unsafe { exp(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
             for (a, b) in out.iter().zip(v) {
-                let want = b.clamp(-87.3, 88.7).exp();
+                let want = if b < -87.3 { 0.0 } else { b.min(88.7).exp() };
                 assert!(
                     (a - want).abs() <= 4e-7 * want,
                     "exp({b}) = {a}, want {want}"
@@ -352,6 +435,11 @@ mod tests {
             }
             x += 0.731;
         }
+        let mut out = [1f32; 4];
+        let v = [f32::NEG_INFINITY, -100.0, -87.3, 0.0];
+        unsafe { exp(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
+        assert_eq!(&out[..2], &[0.0, 0.0]);
+        assert!(out[2] > 0.0 && out[3] == 1.0, "{out:?}");
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
