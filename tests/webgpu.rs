@@ -350,6 +350,9 @@ fn matmul_f32_matches_reference() {
     let w = g.weight("w", DType::F32, &[67, 70]).unwrap();
     let x = g.input("x", DType::F32, &[67, 19]).unwrap();
     let y = g.matmul(w, x).unwrap();
+    let xv = g.input("xv", DType::F32, &[67, 3]).unwrap();
+    let yv = g.matmul(w, xv).unwrap();
+    g.set_output(yv).unwrap();
     // Batched with broadcast weights and a transposed (non-contiguous) activation.
     let wb = g.weight("wb", DType::F32, &[20, 9, 2]).unwrap();
     let xb = g.input("xb", DType::F32, &[5, 20, 4]).unwrap();
@@ -362,18 +365,17 @@ fn matmul_f32_matches_reference() {
 
 #[test]
 fn matmul_f16_and_quantized_match_reference() {
+    // 5 columns run as matrix-vector products, 11 through the tiled kernel.
     for dtype in [DType::F16, DType::Q8_0, DType::Q4_0] {
-        let mut g = Graph::new();
-        let w = g.weight("w", dtype, &[3 * QK, 70]).unwrap();
-        let x = g.input("x", DType::F32, &[3 * QK, 5]).unwrap();
-        let y = g.matmul(w, x).unwrap();
-        g.set_output(y).unwrap();
-        check(
-            &format!("matmul {dtype:?}"),
-            &g,
-            &leaves(&g, 11, 1.0, &[]),
-            5e-4,
-        );
+        for n in [5, 11] {
+            let mut g = Graph::new();
+            let w = g.weight("w", dtype, &[3 * QK, 70]).unwrap();
+            let x = g.input("x", DType::F32, &[3 * QK, n]).unwrap();
+            let y = g.matmul(w, x).unwrap();
+            g.set_output(y).unwrap();
+            let name = format!("matmul {dtype:?} n={n}");
+            check(&name, &g, &leaves(&g, 11, 1.0, &[]), 5e-4);
+        }
     }
 }
 
@@ -496,5 +498,61 @@ fn registry_lists_webgpu_after_cpu() {
             }
         }
         None => assert!(webgpu.unavailable_reason().is_some()),
+    }
+}
+
+/// Rough matmul timings (compute + synchronize only) on the adapter at hand. Software
+/// adapters say little about GPUs; this is for comparing kernels on one machine.
+/// `cargo test --release --test webgpu matmul_timing -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn matmul_timing() {
+    use webtensor::backend::TensorMemory;
+    let Some(dev) = gpu() else { return };
+    let backend = dev.clone().create_backend().unwrap();
+    for (dtype, m, k, n) in [
+        (DType::F32, 256, 256, 256),
+        (DType::Q8_0, 256, 256, 256),
+        (DType::F32, 2048, 1024, 1),
+        (DType::Q8_0, 2048, 1024, 1),
+        (DType::Q4_0, 2048, 1024, 1),
+    ] {
+        let mut g = Graph::new();
+        let w = g.weight("w", dtype, &[k, m]).unwrap();
+        let x = g.input("x", DType::F32, &[k, n]).unwrap();
+        let y = g.matmul(w, x).unwrap();
+        g.set_output(y).unwrap();
+        let l = leaves(&g, 13, 1.0, &[]);
+        let bt = dev.buffer_type();
+        let align = bt.alignment();
+        let mut mem = TensorMemory::new();
+        let mut off = 0;
+        let mut places = Vec::new();
+        for (id, t) in g.iter() {
+            places.push((id, off));
+            off += t.nbytes().div_ceil(align) * align;
+        }
+        let buf = bt.alloc(off).unwrap();
+        for (id, o) in places {
+            mem.place(&g, id, buf.clone(), o).unwrap();
+            if let Some(data) = l.get(&id) {
+                buf.write(o, data).unwrap();
+            }
+        }
+        let nodes = g.compute_nodes();
+        backend.compute(&g, &nodes, &mem).unwrap();
+        block_on(backend.synchronize()).unwrap();
+        let reps = 5;
+        let t0 = std::time::Instant::now();
+        for _ in 0..reps {
+            backend.compute(&g, &nodes, &mem).unwrap();
+        }
+        block_on(backend.synchronize()).unwrap();
+        let s = t0.elapsed().as_secs_f64() / reps as f64;
+        eprintln!(
+            "matmul {dtype:?} m={m} k={k} n={n}: {:.2} ms, {:.2} GFLOP/s",
+            s * 1e3,
+            2.0 * (m * k * n) as f64 / s / 1e9
+        );
     }
 }

@@ -40,6 +40,7 @@ pub(super) mod wgsl {
     pub const COPY_U32: &str = include_str!("../../../shaders/copy_u32.wgsl");
     pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
+    pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
 }
 
@@ -80,6 +81,24 @@ impl Ctx {
                 }
             })?;
         let info = adapter.get_info();
+        // A GLES/WebGL adapter may lack compute shaders or enough storage buffers: treat it
+        // as no adapter rather than fail at the first pipeline.
+        let downlevel = adapter.get_downlevel_capabilities();
+        if !downlevel
+            .flags
+            .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+        {
+            return Err(format!(
+                "WebGPU adapter {} ({:?}) has no compute shaders",
+                info.name, info.backend
+            ));
+        }
+        if adapter.limits().max_storage_buffers_per_shader_stage < 3 {
+            return Err(format!(
+                "WebGPU adapter {} allows fewer than 3 storage buffers per shader",
+                info.name
+            ));
+        }
         let has_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
         let required_features = if has_f16 {
             wgpu::Features::SHADER_F16

@@ -12,6 +12,11 @@ use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, Unary
 const WG: usize = 256;
 /// Output tile edge of the matmul shader.
 const MATMUL_TILE: usize = 64;
+/// Rows of `a` per workgroup of the matvec shader.
+const MATVEC_ROWS: usize = 4;
+/// Up to this many columns of `b`, matmul runs as matrix-vector products (a 64x64 tile
+/// would leave most of its threads idle).
+const MATVEC_MAX_N: usize = 8;
 
 /// The parameter block every shader reads (`Params` in common.wgsl).
 #[repr(C)]
@@ -101,6 +106,7 @@ pub(super) fn shader_source(key: PipelineKey) -> String {
         "cpy_f16" => (false, wgsl::CPY_F16),
         "copy_u32" => (false, wgsl::COPY_U32),
         "get_rows" => (false, wgsl::GET_ROWS),
+        "matvec" => (false, wgsl::MATVEC),
         _ => (false, wgsl::MATMUL),
     };
     let mut s = String::with_capacity(8192);
@@ -333,11 +339,14 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             params.u[0] = to_u32(tb.ne[2] / ta.ne[2], "batch ratio")?;
             params.u[1] = to_u32(tb.ne[3] / ta.ne[3], "batch ratio")?;
             let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
-            let g = [
-                t.ne[0].div_ceil(MATMUL_TILE),
-                t.ne[1].div_ceil(MATMUL_TILE),
-                t.ne[2] * t.ne[3],
-            ];
+            let batch = t.ne[2] * t.ne[3];
+            let matvec = t.ne[1] <= MATVEC_MAX_N && t.ne[0].div_ceil(MATVEC_ROWS) <= max;
+            let (family, g) = if matvec {
+                ("matvec", [t.ne[0].div_ceil(MATVEC_ROWS), t.ne[1], batch])
+            } else {
+                let m = t.ne[0].div_ceil(MATMUL_TILE);
+                ("matmul", [m, t.ne[1].div_ceil(MATMUL_TILE), batch])
+            };
             if g.iter().any(|&x| x > max) {
                 return Err(unsupported(
                     "matmul grid exceeds maxComputeWorkgroupsPerDimension",
@@ -348,7 +357,7 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
                 return Err(unsupported("adapter limits too small for the tiled matmul"));
             }
             (
-                ("matmul", variant),
+                (family, variant),
                 Some(b),
                 [g[0] as u32, g[1] as u32, g[2] as u32],
             )
