@@ -119,6 +119,21 @@ fn check(name: &str, g: &Graph, leaves: &HashMap<TensorId, Vec<u8>>, tol: f64) {
         assert_eq!(w.len(), o.len(), "{name}: {} length", t.name);
         match t.dtype {
             DType::I32 => assert_eq!(w, o, "{name}: {} differs", t.name),
+            DType::Q8_0 | DType::Q4_0 => {
+                let f = |b: &[u8]| -> Vec<f32> {
+                    let mut v = vec![0f32; t.numel()];
+                    webtensor::graph::row_to_f32(t.dtype, b, &mut v);
+                    v
+                };
+                let e = nmse(&f(o), &f(w));
+                let same = o.iter().zip(w).filter(|(a, b)| a == b).count();
+                eprintln!(
+                    "{name}: {} nmse {e:.3e}, {same}/{} bytes equal",
+                    t.name,
+                    w.len()
+                );
+                assert!(e <= tol.max(1e-5), "{name}: {} nmse {e}", t.name);
+            }
             DType::F16 => {
                 let f = |b: &[u8]| -> Vec<f32> {
                     b.chunks_exact(2)
@@ -270,6 +285,25 @@ fn cpy_matches_reference() {
 }
 
 #[test]
+fn quantizing_cpy_matches_reference() {
+    let mut g = Graph::new();
+    // 5 blocks (odd: the last invocation writes a lone block) from a transposed view.
+    let x = g.input("x", DType::F32, &[5, 32]).unwrap();
+    let xt = g.transpose(x).unwrap();
+    let h = g.input("h", DType::F16, &[64, 3]).unwrap();
+    let outs = [
+        g.cpy(xt, DType::Q8_0).unwrap(),
+        g.cpy(xt, DType::Q4_0).unwrap(),
+        g.cpy(h, DType::Q8_0).unwrap(),
+        g.cpy(h, DType::Q4_0).unwrap(),
+    ];
+    for o in outs {
+        g.set_output(o).unwrap();
+    }
+    check("quantize", &g, &leaves(&g, 14, 3.0, &[]), 1e-5);
+}
+
+#[test]
 fn concat_matches_reference() {
     let mut g = Graph::new();
     let a = g.input("a", DType::F32, &[5, 3, 2]).unwrap();
@@ -407,7 +441,11 @@ fn unsupported_nodes_say_why() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, &[64, 2]).unwrap();
     let q = g.cpy(x, DType::Q8_0).unwrap();
-    assert!(!dev.supports_op(&g, q).is_yes());
+    let qq = g.cpy(q, DType::Q4_0);
+    assert!(dev.supports_op(&g, q).is_yes());
+    if let Ok(qq) = qq {
+        assert!(!dev.supports_op(&g, qq).is_yes());
+    }
     let big = g.weight("big", DType::F32, &[1 << 20, 2]).unwrap();
     let v = g.input("v", DType::F32, &[1 << 20, 1]).unwrap();
     let mm = g.matmul(big, v).unwrap();

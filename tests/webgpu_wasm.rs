@@ -57,7 +57,9 @@ async fn webgpu_matches_cpu_reference_in_browser() {
     let sq = g.mul(x, x).unwrap();
     let h_in = g.input("h", DType::F16, &[5, 3]).unwrap();
     let h32 = g.cpy(h_in, DType::F32).unwrap();
-    for o in [s, back, rows, sq, h32, am] {
+    let xq = g.cpy(x, DType::Q4_0).unwrap();
+    let xq32 = g.cpy(xq, DType::F32).unwrap();
+    for o in [s, back, rows, sq, h32, xq32, am] {
         g.set_output(o).unwrap();
     }
     for id in g.compute_nodes() {
@@ -91,8 +93,8 @@ async fn webgpu_matches_cpu_reference_in_browser() {
     let got = run_graph(&dev.create_backend().unwrap(), &g, &leaves, 64)
         .await
         .unwrap();
-    assert_eq!(want[5], got[5], "argmax");
-    for k in 0..5 {
+    assert_eq!(want[6], got[6], "argmax");
+    for k in 0..6 {
         let (w, o) = (f32s(&want[k]), f32s(&got[k]));
         let num: f64 = w
             .iter()

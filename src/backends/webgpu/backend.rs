@@ -44,6 +44,7 @@ fn bind_error(op: &str, reason: String) -> Error {
 
 /// The WebGPU buffer holding `id`, `id`'s byte offset in it, and its byte span.
 fn locate<'m>(
+    ctx: &Ctx,
     graph: &Graph,
     mem: &'m TensorMemory,
     id: TensorId,
@@ -56,6 +57,12 @@ fn locate<'m>(
             format!("tensor {} is in a {} buffer", t.name, buf.type_name()),
         )
     })?;
+    if !gb.is_on(ctx) {
+        return Err(bind_error(
+            "access",
+            format!("tensor {} is in another WebGPU device's buffer", t.name),
+        ));
+    }
     let nbytes = t.nbytes();
     check_range(&format!("tensor {}", t.name), off, nbytes, gb.size())?;
     Ok((gb, off, nbytes))
@@ -108,7 +115,7 @@ fn bind_tensor<'m>(
     mem: &'m TensorMemory,
     id: TensorId,
 ) -> Result<Binding<'m>> {
-    let (gb, off, n) = locate(graph, mem, id)?;
+    let (gb, off, n) = locate(ctx, graph, mem, id)?;
     let mut b = bind_span(ctx, gb, off, off + n)?;
     b.rel = rel_offset(graph, id, off, &b)?;
     Ok(b)
@@ -123,8 +130,8 @@ fn bind_shared<'m>(
     a: TensorId,
     b: TensorId,
 ) -> Result<(Binding<'m>, u32)> {
-    let (ga, oa, na) = locate(graph, mem, a)?;
-    let (gb, ob, nb) = locate(graph, mem, b)?;
+    let (ga, oa, na) = locate(ctx, graph, mem, a)?;
+    let (gb, ob, nb) = locate(ctx, graph, mem, b)?;
     if !std::ptr::eq(ga, gb) {
         return Err(bind_error(
             "bind",
@@ -179,6 +186,14 @@ impl Backend for WebGpuBackend {
         let mut pipelines = Vec::with_capacity(plans.len());
         for (k, (id, plan)) in plans.iter_mut().enumerate() {
             let d = bind_tensor(ctx, graph, mem, *id)?;
+            // Shaders writing f16 or quantized outputs own whole words from the start.
+            let dt = graph.tensor(*id).dtype;
+            if !(d.rel as usize * unit(dt)).is_multiple_of(4) {
+                return Err(bind_error(
+                    "bind",
+                    format!("output {} is not 4-byte aligned", graph.tensor(*id).name),
+                ));
+            }
             let dummy = |rel| Binding {
                 buffer: &ctx.dummy,
                 base: 0,

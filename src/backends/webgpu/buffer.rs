@@ -86,6 +86,11 @@ impl WebGpuBuffer {
         })
     }
 
+    /// Whether this buffer belongs to the device of `ctx`.
+    pub(super) fn is_on(&self, ctx: &Ctx) -> bool {
+        std::ptr::eq(&*self.ctx, ctx)
+    }
+
     /// The wgpu buffer (for the backend's bind groups).
     pub(super) fn raw(&self) -> &wgpu::Buffer {
         &self.buf

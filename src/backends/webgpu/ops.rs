@@ -107,6 +107,7 @@ pub(super) fn shader_source(key: PipelineKey) -> String {
         "copy_u32" => (false, wgsl::COPY_U32),
         "get_rows" => (false, wgsl::GET_ROWS),
         "matvec" => (false, wgsl::MATVEC),
+        "quantize" => (false, wgsl::QUANTIZE),
         _ => (false, wgsl::MATMUL),
     };
     let mut s = String::with_capacity(8192);
@@ -310,9 +311,20 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
                     (("cpy_f16", variant), None, grid(ctx, n.div_ceil(2), false)?)
                 }
             }
+            (DType::F32 | DType::F16, DType::Q8_0 | DType::Q4_0) => {
+                let blocks = n / crate::graph::QK;
+                params.u[0] = u32::from(t.dtype == DType::Q4_0);
+                params.u[1] = to_u32(blocks, "block count")?;
+                let variant = a_var.unwrap_or("f32");
+                (
+                    ("quantize", variant),
+                    None,
+                    grid(ctx, blocks.div_ceil(2), false)?,
+                )
+            }
             (s, d) => {
                 return Err(unsupported(format!(
-                    "cpy {} -> {} (quantizing copies run on the CPU)",
+                    "cpy {} -> {} (copies between quantized types run on the CPU)",
                     s.name(),
                     d.name()
                 )))
