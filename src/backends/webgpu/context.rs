@@ -40,6 +40,7 @@ pub(super) mod wgsl {
     pub const COPY_U32: &str = include_str!("../../../shaders/copy_u32.wgsl");
     pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
+    pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
     pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");

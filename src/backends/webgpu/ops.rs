@@ -108,6 +108,7 @@ pub(super) fn shader_source(key: PipelineKey) -> String {
         "get_rows" => (false, wgsl::GET_ROWS),
         "matvec" => (false, wgsl::MATVEC),
         "quantize" => (false, wgsl::QUANTIZE),
+        "copy_bytes" => (false, wgsl::COPY_BYTES),
         _ => (false, wgsl::MATMUL),
     };
     let mut s = String::with_capacity(8192);
@@ -322,9 +323,19 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
                     grid(ctx, blocks.div_ceil(2), false)?,
                 )
             }
+            (s, d) if s == d && s.is_quantized() && srcs[0].rows_contiguous() => {
+                let bytes = t.nbytes();
+                params.u[0] = to_u32(s.row_bytes(t.ne[0])?, "row bytes")?;
+                params.u[1] = to_u32(bytes, "byte count")?;
+                (
+                    ("copy_bytes", "u32"),
+                    None,
+                    grid(ctx, bytes.div_ceil(4), false)?,
+                )
+            }
             (s, d) => {
                 return Err(unsupported(format!(
-                    "cpy {} -> {} (copies between quantized types run on the CPU)",
+                    "cpy {} -> {} (requantizing copies run on the CPU)",
                     s.name(),
                     d.name()
                 )))
