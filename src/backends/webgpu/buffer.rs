@@ -9,8 +9,10 @@ use std::rc::Rc;
 use wgpu::util::DeviceExt;
 
 use super::context::{wgsl, Ctx};
+use super::ops::Kernel;
 use crate::backend::{check_range, Buffer, BufferType, BufferUsage, LocalBoxFuture};
 use crate::error::{Error, Result};
+use crate::graph::DType;
 
 /// The WebGPU buffer type's name.
 pub const WEBGPU_BUFFER_TYPE: &str = "WebGPU";
@@ -142,7 +144,7 @@ impl WebGpuBuffer {
         let rel = (word * 4 - base) / 4;
         let pipeline = self
             .ctx
-            .pipeline(("patch", "u32"), || wgsl::PATCH.to_string())?;
+            .pipeline((Kernel::Patch, DType::I32), || wgsl::PATCH.to_string())?;
         self.ctx.scoped(|| {
             let params: [u32; 4] = [rel as u32, mask, value, 0];
             let uniform = self

@@ -10,19 +10,18 @@ use std::task::{Context, Poll, Waker};
 
 use futures_channel::oneshot;
 
+use super::ops::PipelineKey;
 use crate::backend::LocalBoxFuture;
 use crate::error::{Error, Result};
 
 /// The device name everywhere (device, buffer type prefix, errors).
 pub(super) const DEVICE_NAME: &str = "WebGPU";
 
-/// Pipeline cache key: (shader family, source dtype variant, extra variant).
-pub(super) type PipelineKey = (&'static str, &'static str);
-
 /// Shader sources, assembled from a shared prelude, a source-dtype snippet and an op body.
 pub(super) mod wgsl {
     pub const COMMON: &str = include_str!("../../../shaders/common.wgsl");
     pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
+    pub const ROW_INDEX: &str = include_str!("../../../shaders/row_index.wgsl");
     pub const SRC_F32: &str = include_str!("../../../shaders/src_a_f32.wgsl");
     pub const SRC_F16: &str = include_str!("../../../shaders/src_a_f16.wgsl");
     pub const SRC_Q8_0: &str = include_str!("../../../shaders/src_a_q8_0.wgsl");
@@ -177,6 +176,15 @@ impl Ctx {
         Self::device_error(msg)
     }
 
+    /// An error caught in a scope: running out of memory leaves the device usable (the caller
+    /// may retry smaller); anything else is a bug or a broken device and fails it for good.
+    fn report(&self, e: wgpu::Error) -> Error {
+        match e {
+            wgpu::Error::OutOfMemory { .. } => Self::device_error(format!("out of memory: {e}")),
+            _ => self.fail(e.to_string()),
+        }
+    }
+
     /// Runs `f` inside validation and out-of-memory error scopes. Errors already known (native
     /// wgpu reports them at once) come back here; the rest are checked by [`Ctx::drain_errors`].
     pub fn scoped<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
@@ -198,7 +206,7 @@ impl Ctx {
             }
         }
         match first {
-            Some(e) => Err(self.fail(e.to_string())),
+            Some(e) => Err(self.report(e)),
             None => Ok(out),
         }
     }
@@ -209,7 +217,7 @@ impl Ctx {
         let pending = std::mem::take(&mut *self.pending.borrow_mut());
         for fut in pending {
             if let Some(e) = fut.await {
-                return Err(self.fail(e.to_string()));
+                return Err(self.report(e));
             }
         }
         self.check()
@@ -287,7 +295,7 @@ impl Ctx {
         if let Some(p) = self.pipelines.borrow().get(&key) {
             return Ok(p.clone());
         }
-        let label = format!("{}:{}", key.0, key.1);
+        let label = format!("{:?}:{}", key.0, key.1.name());
         let pipeline = self.scoped(|| {
             let module = self
                 .device
