@@ -68,6 +68,10 @@ fn leaves(
         }
         let vals = rng.vec(t.numel(), scale);
         let mut bytes = vec![0u8; t.nbytes()];
+        if bytes.is_empty() {
+            out.insert(id, bytes);
+            continue;
+        }
         let row = t.ne[0];
         let row_bytes = t.dtype.row_bytes(row).unwrap();
         for (src, dst) in vals.chunks(row).zip(bytes.chunks_mut(row_bytes)) {
@@ -317,6 +321,13 @@ fn concat_matches_reference() {
     let b1 = g.input("b1", DType::F32, &[3, 5, 2]).unwrap();
     let b1t = g.transpose(b1).unwrap();
     let b2 = g.input("b2", DType::F32, &[5, 3, 1]).unwrap();
+    // An empty operand, and an empty result (nothing to dispatch).
+    let e = g.input("e", DType::F32, &[5, 0, 2]).unwrap();
+    let with_empty = g.concat(a, e, 1).unwrap();
+    let z = g.input("z", DType::F32, &[0, 4]).unwrap();
+    let empty = g.scale(z, 2.0).unwrap();
+    g.set_output(with_empty).unwrap();
+    g.set_output(empty).unwrap();
     let ia = g.input("ia", DType::I32, &[3]).unwrap();
     let ib = g.input("ib", DType::I32, &[2]).unwrap();
     let outs = [
