@@ -607,3 +607,33 @@ fn matmul_timing() {
         );
     }
 }
+
+#[test]
+fn destroyed_device_fails_cleanly() {
+    let reg = block_on(WebGpuReg::new());
+    let Some(dev) = reg.device() else { return };
+    let backend = dev.clone().create_backend().unwrap();
+    let buf = dev.buffer_type().alloc(64).unwrap();
+    buf.write(0, &[1; 64]).unwrap();
+    dev.destroy();
+    assert!(matches!(buf.write(0, &[2; 8]), Err(Error::Device { .. })));
+    assert!(matches!(
+        block_on(buf.read(0, 8)),
+        Err(Error::Device { .. })
+    ));
+    assert!(matches!(
+        dev.buffer_type().alloc(16),
+        Err(Error::Device { .. })
+    ));
+    assert!(matches!(
+        block_on(backend.synchronize()),
+        Err(Error::Device { .. })
+    ));
+    assert!(dev.clone().create_backend().is_err());
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[4]).unwrap();
+    let y = g.relu(x).unwrap();
+    g.set_output(y).unwrap();
+    let l = leaves(&g, 15, 1.0, &[]);
+    assert!(block_on(run_graph(&backend, &g, &l, 0)).is_err());
+}

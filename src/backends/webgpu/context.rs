@@ -169,6 +169,12 @@ impl Ctx {
         }
     }
 
+    /// Destroys the wgpu device now (its memory is freed); every later call fails.
+    pub fn destroy(&self) {
+        let _ = self.fail("device destroyed".into());
+        self.device.destroy();
+    }
+
     fn fail(&self, msg: String) -> Error {
         if let Ok(mut f) = self.failure.lock() {
             f.get_or_insert_with(|| msg.clone());

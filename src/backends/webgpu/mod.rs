@@ -79,6 +79,14 @@ pub struct WebGpuDevice {
     buffer_type: Rc<WebGpuBufferType>,
 }
 
+impl WebGpuDevice {
+    /// Releases the GPU device at once (like a lost device): every later call on it, its
+    /// buffers and backends fails with `Error::Device` rather than panicking.
+    pub fn destroy(&self) {
+        self.ctx.destroy();
+    }
+}
+
 impl Device for WebGpuDevice {
     fn name(&self) -> &str {
         DEVICE_NAME
