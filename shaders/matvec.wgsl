@@ -1,5 +1,6 @@
 // d[m, n] = sum_k a[k, m] * b[k, n] for few columns (token generation): a workgroup takes
-// 4 rows of a with 64 threads each, striding over k, then reduces in workgroup memory.
+// 4 rows of a with 64 threads each, striding over 32-element blocks of k (a_dot32, per
+// dtype), then reduces in workgroup memory.
 // Grid: (ceil(M / 4), N, batch). u.x, u.y: b.ne2 / a.ne2, b.ne3 / a.ne3.
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
@@ -32,7 +33,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc = 0.0;
     if (m < M) {
         let b_base = p.offs.z + n * p.b_nb.y + i2 * p.b_nb.z + i3 * p.b_nb.w;
-        for (var k = t; k < K; k += TPR) {
+        // Whole 32-element blocks first (quantized rows are nothing else), then the tail.
+        let nblk = K / 32u;
+        for (var blk = t; blk < nblk; blk += TPR) {
+            acc += a_dot32(vec4<u32>(blk * 32u, m, a2, a3), b_base + blk * 32u * p.b_nb.x);
+        }
+        for (var k = nblk * 32u + t; k < K; k += TPR) {
             acc += a_get(vec4<u32>(k, m, a2, a3)) * b_at(b_base + k * p.b_nb.x);
         }
     }

@@ -41,6 +41,9 @@ pub(super) mod wgsl {
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
     pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
+    pub const DOT_PLAIN: &str = include_str!("../../../shaders/dot_plain.wgsl");
+    pub const DOT_Q8_0: &str = include_str!("../../../shaders/dot_q8_0.wgsl");
+    pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
     pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
 }

@@ -148,6 +148,13 @@ pub(super) fn shader_source(key: PipelineKey) -> String {
     if matches!(kernel, Kernel::SoftMax | Kernel::Norm | Kernel::SumRows) {
         s.push_str(wgsl::ROW_REDUCE);
     }
+    if kernel == Kernel::MatVec {
+        s.push_str(match dtype {
+            DType::Q8_0 => wgsl::DOT_Q8_0,
+            DType::Q4_0 => wgsl::DOT_Q4_0,
+            _ => wgsl::DOT_PLAIN,
+        });
+    }
     s.push_str(body);
     s
 }
