@@ -637,3 +637,99 @@ fn destroyed_device_fails_cleanly() {
     let l = leaves(&g, 15, 1.0, &[]);
     assert!(block_on(run_graph(&backend, &g, &l, 0)).is_err());
 }
+
+/// Runs the single compute node of `g` with its output placed over its first operand (as the
+/// scheduler does for in-place ops) and returns the output, or the compute error.
+fn run_in_place(
+    dev: &Rc<dyn Device>,
+    g: &Graph,
+    l: &HashMap<TensorId, Vec<u8>>,
+) -> webtensor::Result<Vec<u8>> {
+    use webtensor::backend::TensorMemory;
+    let node = *g.compute_nodes().last().unwrap();
+    let src0 = g.storage_of(g.tensor(node).src[0]).0;
+    let bt = dev.buffer_type();
+    let align = bt.alignment();
+    let mut mem = TensorMemory::new();
+    let mut off = align;
+    let mut places = HashMap::new();
+    for (id, t) in g.iter().filter(|(id, t)| !t.is_view() && *id != node) {
+        places.insert(id, off);
+        off += (t.nbytes() + GUARD).div_ceil(align) * align;
+    }
+    places.insert(node, places[&src0]);
+    let buf = bt.alloc(off).unwrap();
+    for (&id, &o) in &places {
+        mem.place(g, id, buf.clone(), o).unwrap();
+    }
+    for (id, data) in l {
+        buf.write(places[id], data).unwrap();
+    }
+    let backend = dev.clone().create_backend().unwrap();
+    backend.compute(g, &g.compute_nodes(), &mem)?;
+    block_on(backend.synchronize())?;
+    block_on(buf.read(places[&node], g.tensor(node).nbytes()))
+}
+
+#[test]
+fn in_place_matches_reference() {
+    let reg = block_on(WebGpuReg::new());
+    let Some(gpu) = reg.device() else { return };
+    let dev: Rc<dyn Device> = gpu.clone();
+    let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Reference));
+    type Build = fn(&mut Graph, TensorId, TensorId) -> TensorId;
+    let cases: [(&str, Build, bool); 8] = [
+        ("add", |g, x, b| g.add(x, b).unwrap(), true),
+        ("mul x x", |g, x, _| g.mul(x, x).unwrap(), true),
+        ("silu", |g, x, _| g.silu(x).unwrap(), true),
+        ("scale", |g, x, _| g.scale(x, 3.0).unwrap(), true),
+        (
+            "softmax",
+            |g, x, b| g.softmax(x, Some(b), 0.5).unwrap(),
+            true,
+        ),
+        ("rms_norm", |g, x, _| g.rms_norm(x, 1e-5).unwrap(), true),
+        ("norm", |g, x, _| g.norm(x, 1e-5).unwrap(), true),
+        ("concat", |g, x, b| g.concat(x, b, 2).unwrap(), false),
+    ];
+    for (name, build, ok) in cases {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, &[300, 5]).unwrap();
+        let b = g.input("b", DType::F32, &[300, 5]).unwrap();
+        let y = build(&mut g, x, b);
+        g.set_output(y).unwrap();
+        assert_eq!(gpu.computes_in_place(&g, y), ok, "{name}");
+        if !ok {
+            continue;
+        }
+        let l = leaves(&g, 16, 2.0, &[]);
+        let want = block_on(run_graph(
+            &cpu.clone().create_backend().unwrap(),
+            &g,
+            &l,
+            GUARD,
+        ))
+        .unwrap();
+        let got = run_in_place(&dev, &g, &l).unwrap();
+        let e = nmse(&to_f32(&got), &to_f32(&want[0]));
+        assert!(e <= EXACT, "{name} in place: nmse {e}");
+    }
+    // RoPE's invocations read their pair partner, which another one writes: refused.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[8, 2, 3]).unwrap();
+    let pos = g.input("pos", DType::I32, &[3]).unwrap();
+    let p = RopeParams {
+        n_dims: 8,
+        mode: RopeMode::Normal,
+        freq_base: 10000.0,
+        freq_scale: 1.0,
+    };
+    let r = g.rope(x, pos, p).unwrap();
+    g.set_output(r).unwrap();
+    assert!(!gpu.computes_in_place(&g, r));
+    let l = leaves(&g, 17, 1.0, &[(pos, i32_bytes(&[0, 1, 2]))]);
+    assert!(matches!(
+        run_in_place(&dev, &g, &l),
+        Err(Error::Unsupported { .. })
+    ));
+}

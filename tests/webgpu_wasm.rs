@@ -106,3 +106,31 @@ async fn webgpu_matches_cpu_reference_in_browser() {
         assert!(num / den < 1e-5, "output {k}: nmse {}", num / den);
     }
 }
+
+/// `x * x` computed over `x` itself (as the scheduler places in-place ops): one binding for
+/// all three, which Dawn's aliasing validation must accept.
+#[wasm_bindgen_test]
+async fn in_place_mul_in_browser() {
+    use webtensor::backend::TensorMemory;
+    let reg = WebGpuReg::new().await;
+    let Some(dev) = reg.device() else {
+        return;
+    };
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[37, 3]).unwrap();
+    let y = g.mul(x, x).unwrap();
+    g.set_output(y).unwrap();
+    assert!(dev.computes_in_place(&g, y));
+    let vals: Vec<f32> = (0..111).map(|i| i as f32 * 0.25 - 9.0).collect();
+    let buf = dev.buffer_type().alloc(1024).unwrap();
+    let mut mem = TensorMemory::new();
+    mem.place(&g, x, buf.clone(), 256).unwrap();
+    mem.place(&g, y, buf.clone(), 256).unwrap();
+    buf.write(256, bytemuck::cast_slice(&vals)).unwrap();
+    let backend = dev.clone().create_backend().unwrap();
+    backend.compute(&g, &g.compute_nodes(), &mem).unwrap();
+    backend.synchronize().await.unwrap();
+    let got = f32s(&buf.read(256, 444).await.unwrap());
+    let want: Vec<f32> = vals.iter().map(|v| v * v).collect();
+    assert_eq!(got, want);
+}

@@ -21,6 +21,7 @@ pub(super) const DEVICE_NAME: &str = "WebGPU";
 pub(super) mod wgsl {
     pub const COMMON: &str = include_str!("../../../shaders/common.wgsl");
     pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
+    pub const OUT_F32: &str = include_str!("../../../shaders/out_f32.wgsl");
     pub const ROW_INDEX: &str = include_str!("../../../shaders/row_index.wgsl");
     pub const SRC_F32: &str = include_str!("../../../shaders/src_a_f32.wgsl");
     pub const SRC_F16: &str = include_str!("../../../shaders/src_a_f16.wgsl");
@@ -60,7 +61,8 @@ pub(super) struct Ctx {
     /// Error-scope results not yet known (on the web they resolve later); checked on sync.
     pending: RefCell<Vec<LocalBoxFuture<'static, Option<wgpu::Error>>>>,
     pipelines: RefCell<HashMap<PipelineKey, Rc<wgpu::ComputePipeline>>>,
-    /// Bound where a shader declares an operand the node does not have (e.g. no mask).
+    /// Bound where a shader declares an operand the node does not have (e.g. no mask), or
+    /// one read through another binding: two slots, one storage alignment apart.
     pub dummy: wgpu::Buffer,
 }
 
@@ -136,7 +138,7 @@ impl Ctx {
         }));
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("webtensor dummy"),
-            size: 16,
+            size: 2 * (limits.min_storage_buffer_offset_alignment as u64).max(16),
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });

@@ -80,6 +80,13 @@ pub struct WebGpuDevice {
 }
 
 impl WebGpuDevice {
+    /// Whether `node` may be computed into its first operand's memory (same layout):
+    /// element-wise ops and row-wise softmax/norms, whose invocations read before they write.
+    /// (The device API's `supports_inplace`, where the trait has it.)
+    pub fn computes_in_place(&self, graph: &Graph, node: TensorId) -> bool {
+        matches!(ops::plan(&self.ctx, graph, node), Ok(Some(p)) if p.in_place_ok)
+    }
+
     /// Releases the GPU device at once (like a lost device): every later call on it, its
     /// buffers and backends fails with `Error::Device` rather than panicking.
     pub fn destroy(&self) {

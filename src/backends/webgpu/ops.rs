@@ -48,6 +48,14 @@ pub(super) enum Kernel {
     Patch,
 }
 
+/// Whether a kernel can compute into its first operand's memory (`d_put` in its shader).
+pub(super) fn in_place_kernel(k: Kernel) -> bool {
+    matches!(
+        k,
+        Kernel::Binary | Kernel::Unary | Kernel::SoftMax | Kernel::Norm
+    )
+}
+
 /// Pipeline cache key: the kernel and the dtype of source `a`.
 pub(super) type PipelineKey = (Kernel, DType);
 
@@ -82,6 +90,9 @@ pub(super) struct NodePlan {
     pub groups: [u32; 3],
     /// `a` and `b` share memory: bind them as one binding and read `b` through `a`'s.
     pub shared_b: bool,
+    /// The kernel may write its output over `a` (same layout): each invocation reads its
+    /// elements (or its workgroup its row) before writing them.
+    pub in_place_ok: bool,
 }
 
 fn unsupported(reason: impl Into<String>) -> Error {
@@ -147,6 +158,9 @@ pub(super) fn shader_source(key: PipelineKey) -> String {
     // argmax has its own (value, index) reduction.
     if matches!(kernel, Kernel::SoftMax | Kernel::Norm | Kernel::SumRows) {
         s.push_str(wgsl::ROW_REDUCE);
+    }
+    if in_place_kernel(kernel) {
+        s.push_str(wgsl::OUT_F32);
     }
     if kernel == Kernel::MatVec {
         s.push_str(match dtype {
@@ -458,5 +472,6 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
         b,
         groups,
         shared_b,
+        in_place_ok: in_place_kernel(key.0) && (!shared_b || t.src[0] == t.src[1]),
     }))
 }
