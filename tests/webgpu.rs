@@ -714,20 +714,33 @@ fn in_place_matches_reference() {
         let e = nmse(&to_f32(&got), &to_f32(&want[0]));
         assert!(e <= EXACT, "{name} in place: nmse {e}");
     }
-    // RoPE's invocations read their pair partner, which another one writes: refused.
+    // RoPE in place (each invocation owns a pair), and an op that cannot be: refused.
+    for mode in [RopeMode::Normal, RopeMode::NeoX] {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, &[10, 2, 3]).unwrap();
+        let pos = g.input("pos", DType::I32, &[3]).unwrap();
+        let p = RopeParams {
+            n_dims: 6,
+            mode,
+            freq_base: 10000.0,
+            freq_scale: 1.0,
+        };
+        let r = g.rope(x, pos, p).unwrap();
+        g.set_output(r).unwrap();
+        assert!(gpu.computes_in_place(&g, r));
+        let l = leaves(&g, 17, 1.0, &[(pos, i32_bytes(&[0, 3, 9]))]);
+        let cpu_backend = cpu.clone().create_backend().unwrap();
+        let want = block_on(run_graph(&cpu_backend, &g, &l, GUARD)).unwrap();
+        let got = run_in_place(&dev, &g, &l).unwrap();
+        let e = nmse(&to_f32(&got), &to_f32(&want[0]));
+        assert!(e <= EXACT, "rope {mode:?} in place: nmse {e}");
+    }
     let mut g = Graph::new();
-    let x = g.input("x", DType::F32, &[8, 2, 3]).unwrap();
-    let pos = g.input("pos", DType::I32, &[3]).unwrap();
-    let p = RopeParams {
-        n_dims: 8,
-        mode: RopeMode::Normal,
-        freq_base: 10000.0,
-        freq_scale: 1.0,
-    };
-    let r = g.rope(x, pos, p).unwrap();
-    g.set_output(r).unwrap();
-    assert!(!gpu.computes_in_place(&g, r));
-    let l = leaves(&g, 17, 1.0, &[(pos, i32_bytes(&[0, 1, 2]))]);
+    let x = g.input("x", DType::F32, &[8, 3]).unwrap();
+    let b = g.input("b", DType::F32, &[8, 3]).unwrap();
+    let c = g.concat(x, b, 1).unwrap();
+    g.set_output(c).unwrap();
+    let l = leaves(&g, 18, 1.0, &[]);
     assert!(matches!(
         run_in_place(&dev, &g, &l),
         Err(Error::Unsupported { .. })

@@ -52,7 +52,7 @@ pub(super) enum Kernel {
 pub(super) fn in_place_kernel(k: Kernel) -> bool {
     matches!(
         k,
-        Kernel::Binary | Kernel::Unary | Kernel::SoftMax | Kernel::Norm
+        Kernel::Binary | Kernel::Unary | Kernel::SoftMax | Kernel::Norm | Kernel::Rope
     )
 }
 
@@ -352,7 +352,14 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             params.u[2] = to_u32(rp.n_dims, "n_dims")?;
             params.f[0] = rp.freq_base;
             params.f[1] = rp.freq_scale;
-            ((Kernel::Rope, DType::F32), Some(b), grid(ctx, n, false)?)
+            // One invocation per rotated pair or passed-through element.
+            let slots = nrows * (t.ne[0] - rp.n_dims / 2);
+            params.u[1] = to_u32(slots, "invocation count")?;
+            (
+                (Kernel::Rope, DType::F32),
+                Some(b),
+                grid(ctx, slots, false)?,
+            )
         }
         Op::Cpy => match (srcs[0].dtype, t.dtype) {
             (DType::I32, DType::I32) => (
