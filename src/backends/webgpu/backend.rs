@@ -206,13 +206,7 @@ fn bind_node<'m>(
         d
     };
     // Shaders writing f16 or quantized outputs own whole words from the start.
-    let d_bytes = d.rel as usize * unit(t.dtype)
-        + if in_place {
-            a.base as usize
-        } else {
-            d.base as usize
-        };
-    if !d_bytes.is_multiple_of(4) {
+    if !od.is_multiple_of(4) {
         return Err(bind_error(
             "bind",
             format!("output {} is not 4-byte aligned", t.name),

@@ -4,6 +4,13 @@
 //!
 //! Having no adapter is a normal outcome (most browsers without the flag, machines without
 //! Vulkan): the family then has no device and says why.
+//!
+//! Files: `context` (device, queue, limits, pipeline cache, error scopes, readback and
+//! completion futures), `buffer` (buffer type and buffers), `ops` (what runs and how: one
+//! [`ops::plan`] per node, which `supports_op` also answers from), `backend` (bindings and
+//! the one-submit encoder). Every operand is bound read-write, since WebGPU forbids a
+//! buffer being both read-only and writable in one dispatch; operands sharing bytes are
+//! bound once (a second operand, or an in-place output, goes through the first's binding).
 
 mod backend;
 mod buffer;
