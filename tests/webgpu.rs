@@ -506,6 +506,13 @@ fn buffers_check_limits_and_ranges() {
         Err(Error::OutOfBounds(_))
     ));
 
+    buf.memset(1, 21, 0).unwrap();
+    want[1..22].fill(0);
+    assert_eq!(block_on(buf.read(0, 23)).unwrap(), want);
+    buf.memset(1, 21, 0).unwrap();
+    buf.write(3, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]).unwrap();
+    want[3..13].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+
     let dst = bt.alloc(16).unwrap();
     dst.clear(0).unwrap();
     assert!(dst.copy_from(&*buf, 4, 8, 8).unwrap());

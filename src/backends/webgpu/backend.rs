@@ -308,7 +308,7 @@ impl Backend for WebGpuBackend {
                     }
                     ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: None,
-                        layout: &pipeline.get_bind_group_layout(0),
+                        layout: &pipeline.layout,
                         entries: &entries,
                     })
                 })
@@ -326,7 +326,7 @@ impl Backend for WebGpuBackend {
                 for ((_, plan), (pipeline, group)) in
                     plans.iter().zip(pipelines.iter().zip(&groups))
                 {
-                    pass.set_pipeline(pipeline);
+                    pass.set_pipeline(&pipeline.pipeline);
                     pass.set_bind_group(0, group, &[]);
                     let [x, y, z] = plan.groups;
                     pass.dispatch_workgroups(x, y, z);

@@ -160,7 +160,7 @@ impl WebGpuBuffer {
                 .device
                 .create_bind_group(&wgpu::BindGroupDescriptor {
                     label: None,
-                    layout: &pipeline.get_bind_group_layout(0),
+                    layout: &pipeline.layout,
                     entries: &[
                         wgpu::BindGroupEntry {
                             binding: 0,
@@ -182,7 +182,7 @@ impl WebGpuBuffer {
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
             {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-                pass.set_pipeline(&pipeline);
+                pass.set_pipeline(&pipeline.pipeline);
                 pass.set_bind_group(0, &bind, &[]);
                 pass.dispatch_workgroups(1, 1, 1);
             }
@@ -226,6 +226,20 @@ impl Buffer for WebGpuBuffer {
     }
     fn memset(&self, offset: usize, len: usize, value: u8) -> Result<()> {
         check_range("WebGPU buffer memset", offset, len, self.size)?;
+        let (start, end) = (up4(offset), (offset + len) & !3);
+        if value == 0 && end > start {
+            // Zeros need no host copy: clear the aligned middle on the device.
+            self.ctx.scoped(|| {
+                let mut enc = self
+                    .ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+                enc.clear_buffer(&self.buf, start as u64, Some((end - start) as u64));
+                self.ctx.queue.submit([enc.finish()]);
+            })?;
+            self.write_bytes(offset, &vec![0; start - offset])?;
+            return self.write_bytes(end, &vec![0; offset + len - end]);
+        }
         // Chunked so a large clear never needs a host copy of the whole buffer.
         const CHUNK: usize = 1 << 22;
         let fill = vec![value; len.min(CHUNK)];

@@ -49,6 +49,12 @@ pub(super) mod wgsl {
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
 }
 
+/// A compiled compute pipeline with its (derived) bind group layout.
+pub(super) struct Pipeline {
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: wgpu::BindGroupLayout,
+}
+
 /// Owns the wgpu device and everything created once per device.
 pub(super) struct Ctx {
     pub device: wgpu::Device,
@@ -60,7 +66,7 @@ pub(super) struct Ctx {
     failure: Arc<Mutex<Option<String>>>,
     /// Error-scope results not yet known (on the web they resolve later); checked on sync.
     pending: RefCell<Vec<LocalBoxFuture<'static, Option<wgpu::Error>>>>,
-    pipelines: RefCell<HashMap<PipelineKey, Rc<wgpu::ComputePipeline>>>,
+    pipelines: RefCell<HashMap<PipelineKey, Rc<Pipeline>>>,
     /// Bound where a shader declares an operand the node does not have (e.g. no mask), or
     /// one read through another binding: two slots, one storage alignment apart.
     pub dummy: wgpu::Buffer,
@@ -302,19 +308,20 @@ impl Ctx {
         &self,
         key: PipelineKey,
         source: impl FnOnce() -> String,
-    ) -> Result<Rc<wgpu::ComputePipeline>> {
+    ) -> Result<Rc<Pipeline>> {
         if let Some(p) = self.pipelines.borrow().get(&key) {
             return Ok(p.clone());
         }
         let label = format!("{:?}:{}", key.0, key.1.name());
-        let pipeline = self.scoped(|| {
+        let (pipeline, layout) = self.scoped(|| {
             let module = self
                 .device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(&label),
                     source: wgpu::ShaderSource::Wgsl(source().into()),
                 });
-            self.device
+            let pipeline = self
+                .device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(&label),
                     layout: None,
@@ -322,9 +329,11 @@ impl Ctx {
                     entry_point: Some("main"),
                     compilation_options: Default::default(),
                     cache: None,
-                })
+                });
+            let layout = pipeline.get_bind_group_layout(0);
+            (pipeline, layout)
         })?;
-        let pipeline = Rc::new(pipeline);
+        let pipeline = Rc::new(Pipeline { pipeline, layout });
         self.pipelines.borrow_mut().insert(key, pipeline.clone());
         Ok(pipeline)
     }
