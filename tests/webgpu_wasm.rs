@@ -57,9 +57,12 @@ async fn webgpu_matches_cpu_reference_in_browser() {
     let sq = g.mul(x, x).unwrap();
     let h_in = g.input("h", DType::F16, &[5, 3]).unwrap();
     let h32 = g.cpy(h_in, DType::F32).unwrap();
+    // 12 columns: the tiled kernel (5 above run as matrix-vector products).
+    let x12 = g.input("x12", DType::F32, &[64, 12]).unwrap();
+    let y12 = g.matmul(wq, x12).unwrap();
     let xq = g.cpy(x, DType::Q4_0).unwrap();
     let xq32 = g.cpy(xq, DType::F32).unwrap();
-    for o in [s, back, rows, sq, h32, xq32, am] {
+    for o in [s, back, rows, sq, h32, xq32, y12, am] {
         g.set_output(o).unwrap();
     }
     for id in g.compute_nodes() {
@@ -93,8 +96,8 @@ async fn webgpu_matches_cpu_reference_in_browser() {
     let got = run_graph(&dev.create_backend().unwrap(), &g, &leaves, 64)
         .await
         .unwrap();
-    assert_eq!(want[6], got[6], "argmax");
-    for k in 0..6 {
+    assert_eq!(want[7], got[7], "argmax");
+    for k in 0..7 {
         let (w, o) = (f32s(&want[k]), f32s(&got[k]));
         let num: f64 = w
             .iter()
