@@ -3,9 +3,9 @@
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
-// b[k], or word k of a's binding when b shares a's memory (offs.w = 1).
+// b[k], or word k of a's binding when b shares a's memory (offs.w bit 0).
 fn b_at(k: u32) -> f32 {
-    if (p.offs.w != 0u) {
+    if ((p.offs.w & 1u) != 0u) {
         return a_word(k);
     }
     return b[k];
@@ -27,5 +27,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         case 2u: { r = x * y; }
         default: { r = x / y; }
     }
-    d[p.offs.x + off4(i, p.d_nb)] = r;
+    d_put(p.offs.x + off4(i, p.d_nb), r);
 }

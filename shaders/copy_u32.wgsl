@@ -3,9 +3,9 @@
 @group(0) @binding(2) var<storage, read_write> d: array<u32>;
 @group(0) @binding(3) var<storage, read_write> b: array<u32>;
 
-// b[k], or word k of a's binding when b shares a's memory (offs.w = 1).
+// b[k], or word k of a's binding when b shares a's memory (offs.w bit 0).
 fn b_at(k: u32) -> u32 {
-    if (p.offs.w != 0u) {
+    if ((p.offs.w & 1u) != 0u) {
         return a_word(k);
     }
     return b[k];

@@ -5,9 +5,9 @@
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
-// b[k], or word k of a's binding when b shares a's memory (offs.w = 1).
+// b[k], or word k of a's binding when b shares a's memory (offs.w bit 0).
 fn b_at(k: u32) -> f32 {
-    if (p.offs.w != 0u) {
+    if ((p.offs.w & 1u) != 0u) {
         return a_word(k);
     }
     return b[k];
@@ -17,8 +17,9 @@ const TM: u32 = 64u;
 const TN: u32 = 64u;
 const TK: u32 = 16u;
 
-var<workgroup> sa: array<f32, 1024>; // [TK][TM]
-var<workgroup> sb: array<f32, 1024>; // [TK][TN]
+// Tiles as vec4 along m (sa) and n (sb): a thread's 4 values are one conflict-free load.
+var<workgroup> sa: array<vec4<f32>, 256>; // [TK][TM / 4]
+var<workgroup> sb: array<vec4<f32>, 256>; // [TK][TN / 4]
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -32,35 +33,38 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let m0 = wid.x * TM;
     let n0 = wid.y * TN;
     let tid = lid.y * 16u + lid.x;
+    // This thread loads k = k0 + kk for 4 consecutive rows of a (and of b) starting at q * 4;
+    // consecutive threads take consecutive k, along which rows are contiguous.
+    let kk = tid % TK;
+    let q = tid / TK;
     let b_base = p.offs.z + i2 * p.b_nb.z + i3 * p.b_nb.w;
     var acc: array<vec4<f32>, 4>;
     for (var k0 = 0u; k0 < K; k0 += TK) {
-        for (var r = 0u; r < 4u; r++) {
-            // Consecutive threads take consecutive k: rows of a and b are k-contiguous.
-            let e = tid + r * 256u;
-            let kk = e % TK;
-            let mm = e / TK;
-            let k = k0 + kk;
-            var va = 0.0;
-            if (m0 + mm < M && k < K) {
-                va = a_get(vec4<u32>(k, m0 + mm, a2, a3));
+        let k = k0 + kk;
+        var va = vec4<f32>(0.0);
+        var vb = vec4<f32>(0.0);
+        if (k < K) {
+            for (var c = 0u; c < 4u; c++) {
+                let m = m0 + q * 4u + c;
+                if (m < M) {
+                    va[c] = a_get(vec4<u32>(k, m, a2, a3));
+                }
+                let n = n0 + q * 4u + c;
+                if (n < N) {
+                    vb[c] = b_at(b_base + k * p.b_nb.x + n * p.b_nb.y);
+                }
             }
-            sa[kk * TM + mm] = va;
-            var vb = 0.0;
-            if (n0 + mm < N && k < K) {
-                vb = b_at(b_base + k * p.b_nb.x + (n0 + mm) * p.b_nb.y);
-            }
-            sb[kk * TN + mm] = vb;
         }
+        sa[kk * 16u + q] = va;
+        sb[kk * 16u + q] = vb;
         workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk++) {
-            let ia = kk * TM + lid.x * 4u;
-            let ra = vec4<f32>(sa[ia], sa[ia + 1u], sa[ia + 2u], sa[ia + 3u]);
-            let ib = kk * TN + lid.y * 4u;
-            acc[0] += ra * sb[ib];
-            acc[1] += ra * sb[ib + 1u];
-            acc[2] += ra * sb[ib + 2u];
-            acc[3] += ra * sb[ib + 3u];
+        for (var j = 0u; j < TK; j++) {
+            let ra = sa[j * 16u + lid.x];
+            let rb = sb[j * 16u + lid.y];
+            acc[0] += ra * rb.x;
+            acc[1] += ra * rb.y;
+            acc[2] += ra * rb.z;
+            acc[3] += ra * rb.w;
         }
         workgroupBarrier();
     }

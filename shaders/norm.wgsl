@@ -26,6 +26,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let inv = 1.0 / sqrt(wg_sum(s2, lid) / f32(n) + p.f.x);
     for (var i0 = lid; i0 < n; i0 += WG) {
         let i = vec4<u32>(i0, r.y, r.z, r.w);
-        d[p.offs.x + off4(i, p.d_nb)] = (a_get(i) - mean) * inv;
+        d_put(p.offs.x + off4(i, p.d_nb), (a_get(i) - mean) * inv);
     }
 }

@@ -2,9 +2,9 @@
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
-// b[k], or word k of a's binding when b shares a's memory (offs.w = 1).
+// b[k], or word k of a's binding when b shares a's memory (offs.w bit 0).
 fn b_at(k: u32) -> f32 {
-    if (p.offs.w != 0u) {
+    if ((p.offs.w & 1u) != 0u) {
         return a_word(k);
     }
     return b[k];
@@ -36,12 +36,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var i0 = lid; i0 < n; i0 += WG) {
         let i = vec4<u32>(i0, r.y, r.z, r.w);
         let e = exp(value(i) - mx);
-        d[p.offs.x + off4(i, p.d_nb)] = e;
+        d_put(p.offs.x + off4(i, p.d_nb), e);
         s += e;
     }
     s = wg_sum(s, lid);
     for (var i0 = lid; i0 < n; i0 += WG) {
         let o = p.offs.x + off4(vec4<u32>(i0, r.y, r.z, r.w), p.d_nb);
-        d[o] = d[o] / s;
+        d_put(o, d_read(o) / s);
     }
 }

@@ -35,5 +35,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         case 3u: { r = x / (1.0 + exp(-x)); }
         default: { r = max(x, 0.0); }
     }
-    d[p.offs.x + off4(i, p.d_nb)] = r;
+    d_put(p.offs.x + off4(i, p.d_nb), r);
 }

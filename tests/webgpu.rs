@@ -68,6 +68,10 @@ fn leaves(
         }
         let vals = rng.vec(t.numel(), scale);
         let mut bytes = vec![0u8; t.nbytes()];
+        if bytes.is_empty() {
+            out.insert(id, bytes);
+            continue;
+        }
         let row = t.ne[0];
         let row_bytes = t.dtype.row_bytes(row).unwrap();
         for (src, dst) in vals.chunks(row).zip(bytes.chunks_mut(row_bytes)) {
@@ -119,6 +123,21 @@ fn check(name: &str, g: &Graph, leaves: &HashMap<TensorId, Vec<u8>>, tol: f64) {
         assert_eq!(w.len(), o.len(), "{name}: {} length", t.name);
         match t.dtype {
             DType::I32 => assert_eq!(w, o, "{name}: {} differs", t.name),
+            DType::Q8_0 | DType::Q4_0 => {
+                let f = |b: &[u8]| -> Vec<f32> {
+                    let mut v = vec![0f32; t.numel()];
+                    webtensor::graph::row_to_f32(t.dtype, b, &mut v);
+                    v
+                };
+                let e = nmse(&f(o), &f(w));
+                let same = o.iter().zip(w).filter(|(a, b)| a == b).count();
+                eprintln!(
+                    "{name}: {} nmse {e:.3e}, {same}/{} bytes equal",
+                    t.name,
+                    w.len()
+                );
+                assert!(e <= tol.max(1e-5), "{name}: {} nmse {e}", t.name);
+            }
             DType::F16 => {
                 let f = |b: &[u8]| -> Vec<f32> {
                     b.chunks_exact(2)
@@ -270,6 +289,31 @@ fn cpy_matches_reference() {
 }
 
 #[test]
+fn quantizing_cpy_matches_reference() {
+    let mut g = Graph::new();
+    // 5 blocks (odd: the last invocation writes a lone block) from a transposed view.
+    let x = g.input("x", DType::F32, &[5, 32]).unwrap();
+    let xt = g.transpose(x).unwrap();
+    let h = g.input("h", DType::F16, &[64, 3]).unwrap();
+    let outs = [
+        g.cpy(xt, DType::Q8_0).unwrap(),
+        g.cpy(xt, DType::Q4_0).unwrap(),
+        g.cpy(h, DType::Q8_0).unwrap(),
+        g.cpy(h, DType::Q4_0).unwrap(),
+    ];
+    // Quantized cont of row-strided views: every other row of a q8_0 / q4_0 tensor.
+    let q8 = g.input("q8", DType::Q8_0, &[64, 6]).unwrap();
+    let q8v = g.view(q8, &[64, 3], &[34, 4 * 34], 0).unwrap();
+    let q4 = g.input("q4", DType::Q4_0, &[32, 5]).unwrap();
+    let q4v = g.view(q4, &[32, 2], &[18, 36], 18).unwrap();
+    let conts = [g.cont(q8v).unwrap(), g.cont(q4v).unwrap()];
+    for o in outs.into_iter().chain(conts) {
+        g.set_output(o).unwrap();
+    }
+    check("quantize", &g, &leaves(&g, 14, 3.0, &[]), 1e-5);
+}
+
+#[test]
 fn concat_matches_reference() {
     let mut g = Graph::new();
     let a = g.input("a", DType::F32, &[5, 3, 2]).unwrap();
@@ -277,6 +321,13 @@ fn concat_matches_reference() {
     let b1 = g.input("b1", DType::F32, &[3, 5, 2]).unwrap();
     let b1t = g.transpose(b1).unwrap();
     let b2 = g.input("b2", DType::F32, &[5, 3, 1]).unwrap();
+    // An empty operand, and an empty result (nothing to dispatch).
+    let e = g.input("e", DType::F32, &[5, 0, 2]).unwrap();
+    let with_empty = g.concat(a, e, 1).unwrap();
+    let z = g.input("z", DType::F32, &[0, 4]).unwrap();
+    let empty = g.scale(z, 2.0).unwrap();
+    g.set_output(with_empty).unwrap();
+    g.set_output(empty).unwrap();
     let ia = g.input("ia", DType::I32, &[3]).unwrap();
     let ib = g.input("ib", DType::I32, &[2]).unwrap();
     let outs = [
@@ -350,6 +401,9 @@ fn matmul_f32_matches_reference() {
     let w = g.weight("w", DType::F32, &[67, 70]).unwrap();
     let x = g.input("x", DType::F32, &[67, 19]).unwrap();
     let y = g.matmul(w, x).unwrap();
+    let xv = g.input("xv", DType::F32, &[67, 3]).unwrap();
+    let yv = g.matmul(w, xv).unwrap();
+    g.set_output(yv).unwrap();
     // Batched with broadcast weights and a transposed (non-contiguous) activation.
     let wb = g.weight("wb", DType::F32, &[20, 9, 2]).unwrap();
     let xb = g.input("xb", DType::F32, &[5, 20, 4]).unwrap();
@@ -362,18 +416,17 @@ fn matmul_f32_matches_reference() {
 
 #[test]
 fn matmul_f16_and_quantized_match_reference() {
+    // 5 columns run as matrix-vector products, 11 through the tiled kernel.
     for dtype in [DType::F16, DType::Q8_0, DType::Q4_0] {
-        let mut g = Graph::new();
-        let w = g.weight("w", dtype, &[3 * QK, 70]).unwrap();
-        let x = g.input("x", DType::F32, &[3 * QK, 5]).unwrap();
-        let y = g.matmul(w, x).unwrap();
-        g.set_output(y).unwrap();
-        check(
-            &format!("matmul {dtype:?}"),
-            &g,
-            &leaves(&g, 11, 1.0, &[]),
-            5e-4,
-        );
+        for n in [5, 11] {
+            let mut g = Graph::new();
+            let w = g.weight("w", dtype, &[3 * QK, 70]).unwrap();
+            let x = g.input("x", DType::F32, &[3 * QK, n]).unwrap();
+            let y = g.matmul(w, x).unwrap();
+            g.set_output(y).unwrap();
+            let name = format!("matmul {dtype:?} n={n}");
+            check(&name, &g, &leaves(&g, 11, 1.0, &[]), 5e-4);
+        }
     }
 }
 
@@ -405,7 +458,7 @@ fn unsupported_nodes_say_why() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, &[64, 2]).unwrap();
     let q = g.cpy(x, DType::Q8_0).unwrap();
-    assert!(!dev.supports_op(&g, q).is_yes());
+    assert!(dev.supports_op(&g, q).is_yes());
     let big = g.weight("big", DType::F32, &[1 << 20, 2]).unwrap();
     let v = g.input("v", DType::F32, &[1 << 20, 1]).unwrap();
     let mm = g.matmul(big, v).unwrap();
@@ -453,6 +506,13 @@ fn buffers_check_limits_and_ranges() {
         Err(Error::OutOfBounds(_))
     ));
 
+    buf.memset(1, 21, 0).unwrap();
+    want[1..22].fill(0);
+    assert_eq!(block_on(buf.read(0, 23)).unwrap(), want);
+    buf.memset(1, 21, 0).unwrap();
+    buf.write(3, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]).unwrap();
+    want[3..13].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+
     let dst = bt.alloc(16).unwrap();
     dst.clear(0).unwrap();
     assert!(dst.copy_from(&*buf, 4, 8, 8).unwrap());
@@ -497,4 +557,199 @@ fn registry_lists_webgpu_after_cpu() {
         }
         None => assert!(webgpu.unavailable_reason().is_some()),
     }
+}
+
+/// Rough matmul timings (compute + synchronize only) on the adapter at hand. Software
+/// adapters say little about GPUs; this is for comparing kernels on one machine.
+/// `cargo test --release --test webgpu matmul_timing -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn matmul_timing() {
+    use webtensor::backend::TensorMemory;
+    let Some(dev) = gpu() else { return };
+    let backend = dev.clone().create_backend().unwrap();
+    for (dtype, m, k, n) in [
+        (DType::F32, 256, 256, 256),
+        (DType::Q8_0, 256, 256, 256),
+        (DType::F32, 2048, 1024, 1),
+        (DType::Q8_0, 2048, 1024, 1),
+        (DType::Q4_0, 2048, 1024, 1),
+    ] {
+        let mut g = Graph::new();
+        let w = g.weight("w", dtype, &[k, m]).unwrap();
+        let x = g.input("x", DType::F32, &[k, n]).unwrap();
+        let y = g.matmul(w, x).unwrap();
+        g.set_output(y).unwrap();
+        let l = leaves(&g, 13, 1.0, &[]);
+        let bt = dev.buffer_type();
+        let align = bt.alignment();
+        let mut mem = TensorMemory::new();
+        let mut off = 0;
+        let mut places = Vec::new();
+        for (id, t) in g.iter() {
+            places.push((id, off));
+            off += t.nbytes().div_ceil(align) * align;
+        }
+        let buf = bt.alloc(off).unwrap();
+        for (id, o) in places {
+            mem.place(&g, id, buf.clone(), o).unwrap();
+            if let Some(data) = l.get(&id) {
+                buf.write(o, data).unwrap();
+            }
+        }
+        let nodes = g.compute_nodes();
+        backend.compute(&g, &nodes, &mem).unwrap();
+        block_on(backend.synchronize()).unwrap();
+        let reps = 5;
+        let t0 = std::time::Instant::now();
+        for _ in 0..reps {
+            backend.compute(&g, &nodes, &mem).unwrap();
+        }
+        block_on(backend.synchronize()).unwrap();
+        let s = t0.elapsed().as_secs_f64() / reps as f64;
+        eprintln!(
+            "matmul {dtype:?} m={m} k={k} n={n}: {:.2} ms, {:.2} GFLOP/s",
+            s * 1e3,
+            2.0 * (m * k * n) as f64 / s / 1e9
+        );
+    }
+}
+
+#[test]
+fn destroyed_device_fails_cleanly() {
+    let reg = block_on(WebGpuReg::new());
+    let Some(dev) = reg.device() else { return };
+    let backend = dev.clone().create_backend().unwrap();
+    let buf = dev.buffer_type().alloc(64).unwrap();
+    buf.write(0, &[1; 64]).unwrap();
+    dev.destroy();
+    assert!(matches!(buf.write(0, &[2; 8]), Err(Error::Device { .. })));
+    assert!(matches!(
+        block_on(buf.read(0, 8)),
+        Err(Error::Device { .. })
+    ));
+    assert!(matches!(
+        dev.buffer_type().alloc(16),
+        Err(Error::Device { .. })
+    ));
+    assert!(matches!(
+        block_on(backend.synchronize()),
+        Err(Error::Device { .. })
+    ));
+    assert!(dev.clone().create_backend().is_err());
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[4]).unwrap();
+    let y = g.relu(x).unwrap();
+    g.set_output(y).unwrap();
+    let l = leaves(&g, 15, 1.0, &[]);
+    assert!(block_on(run_graph(&backend, &g, &l, 0)).is_err());
+}
+
+/// Runs the single compute node of `g` with its output placed over its first operand (as the
+/// scheduler does for in-place ops) and returns the output, or the compute error.
+fn run_in_place(
+    dev: &Rc<dyn Device>,
+    g: &Graph,
+    l: &HashMap<TensorId, Vec<u8>>,
+) -> webtensor::Result<Vec<u8>> {
+    use webtensor::backend::TensorMemory;
+    let node = *g.compute_nodes().last().unwrap();
+    let src0 = g.storage_of(g.tensor(node).src[0]).0;
+    let bt = dev.buffer_type();
+    let align = bt.alignment();
+    let mut mem = TensorMemory::new();
+    let mut off = align;
+    let mut places = HashMap::new();
+    for (id, t) in g.iter().filter(|(id, t)| !t.is_view() && *id != node) {
+        places.insert(id, off);
+        off += (t.nbytes() + GUARD).div_ceil(align) * align;
+    }
+    places.insert(node, places[&src0]);
+    let buf = bt.alloc(off).unwrap();
+    for (&id, &o) in &places {
+        mem.place(g, id, buf.clone(), o).unwrap();
+    }
+    for (id, data) in l {
+        buf.write(places[id], data).unwrap();
+    }
+    let backend = dev.clone().create_backend().unwrap();
+    backend.compute(g, &g.compute_nodes(), &mem)?;
+    block_on(backend.synchronize())?;
+    block_on(buf.read(places[&node], g.tensor(node).nbytes()))
+}
+
+#[test]
+fn in_place_matches_reference() {
+    let reg = block_on(WebGpuReg::new());
+    let Some(gpu) = reg.device() else { return };
+    let dev: Rc<dyn Device> = gpu.clone();
+    let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Reference));
+    type Build = fn(&mut Graph, TensorId, TensorId) -> TensorId;
+    let cases: [(&str, Build, bool); 8] = [
+        ("add", |g, x, b| g.add(x, b).unwrap(), true),
+        ("mul x x", |g, x, _| g.mul(x, x).unwrap(), true),
+        ("silu", |g, x, _| g.silu(x).unwrap(), true),
+        ("scale", |g, x, _| g.scale(x, 3.0).unwrap(), true),
+        (
+            "softmax",
+            |g, x, b| g.softmax(x, Some(b), 0.5).unwrap(),
+            true,
+        ),
+        ("rms_norm", |g, x, _| g.rms_norm(x, 1e-5).unwrap(), true),
+        ("norm", |g, x, _| g.norm(x, 1e-5).unwrap(), true),
+        ("concat", |g, x, b| g.concat(x, b, 2).unwrap(), false),
+    ];
+    for (name, build, ok) in cases {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, &[300, 5]).unwrap();
+        let b = g.input("b", DType::F32, &[300, 5]).unwrap();
+        let y = build(&mut g, x, b);
+        g.set_output(y).unwrap();
+        assert_eq!(gpu.computes_in_place(&g, y), ok, "{name}");
+        if !ok {
+            continue;
+        }
+        let l = leaves(&g, 16, 2.0, &[]);
+        let want = block_on(run_graph(
+            &cpu.clone().create_backend().unwrap(),
+            &g,
+            &l,
+            GUARD,
+        ))
+        .unwrap();
+        let got = run_in_place(&dev, &g, &l).unwrap();
+        let e = nmse(&to_f32(&got), &to_f32(&want[0]));
+        assert!(e <= EXACT, "{name} in place: nmse {e}");
+    }
+    // RoPE in place (each invocation owns a pair), and an op that cannot be: refused.
+    for mode in [RopeMode::Normal, RopeMode::NeoX] {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, &[10, 2, 3]).unwrap();
+        let pos = g.input("pos", DType::I32, &[3]).unwrap();
+        let p = RopeParams {
+            n_dims: 6,
+            mode,
+            freq_base: 10000.0,
+            freq_scale: 1.0,
+        };
+        let r = g.rope(x, pos, p).unwrap();
+        g.set_output(r).unwrap();
+        assert!(gpu.computes_in_place(&g, r));
+        let l = leaves(&g, 17, 1.0, &[(pos, i32_bytes(&[0, 3, 9]))]);
+        let cpu_backend = cpu.clone().create_backend().unwrap();
+        let want = block_on(run_graph(&cpu_backend, &g, &l, GUARD)).unwrap();
+        let got = run_in_place(&dev, &g, &l).unwrap();
+        let e = nmse(&to_f32(&got), &to_f32(&want[0]));
+        assert!(e <= EXACT, "rope {mode:?} in place: nmse {e}");
+    }
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[8, 3]).unwrap();
+    let b = g.input("b", DType::F32, &[8, 3]).unwrap();
+    let c = g.concat(x, b, 1).unwrap();
+    g.set_output(c).unwrap();
+    let l = leaves(&g, 18, 1.0, &[]);
+    assert!(matches!(
+        run_in_place(&dev, &g, &l),
+        Err(Error::Unsupported { .. })
+    ));
 }

@@ -57,7 +57,12 @@ async fn webgpu_matches_cpu_reference_in_browser() {
     let sq = g.mul(x, x).unwrap();
     let h_in = g.input("h", DType::F16, &[5, 3]).unwrap();
     let h32 = g.cpy(h_in, DType::F32).unwrap();
-    for o in [s, back, rows, sq, h32, am] {
+    // 12 columns: the tiled kernel (5 above run as matrix-vector products).
+    let x12 = g.input("x12", DType::F32, &[64, 12]).unwrap();
+    let y12 = g.matmul(wq, x12).unwrap();
+    let xq = g.cpy(x, DType::Q4_0).unwrap();
+    let xq32 = g.cpy(xq, DType::F32).unwrap();
+    for o in [s, back, rows, sq, h32, xq32, y12, am] {
         g.set_output(o).unwrap();
     }
     for id in g.compute_nodes() {
@@ -91,8 +96,8 @@ async fn webgpu_matches_cpu_reference_in_browser() {
     let got = run_graph(&dev.create_backend().unwrap(), &g, &leaves, 64)
         .await
         .unwrap();
-    assert_eq!(want[5], got[5], "argmax");
-    for k in 0..5 {
+    assert_eq!(want[7], got[7], "argmax");
+    for k in 0..7 {
         let (w, o) = (f32s(&want[k]), f32s(&got[k]));
         let num: f64 = w
             .iter()
@@ -103,4 +108,32 @@ async fn webgpu_matches_cpu_reference_in_browser() {
         console_log!("output {k}: nmse {:.3e}", num / den);
         assert!(num / den < 1e-5, "output {k}: nmse {}", num / den);
     }
+}
+
+/// `x * x` computed over `x` itself (as the scheduler places in-place ops): one binding for
+/// all three, which Dawn's aliasing validation must accept.
+#[wasm_bindgen_test]
+async fn in_place_mul_in_browser() {
+    use webtensor::backend::TensorMemory;
+    let reg = WebGpuReg::new().await;
+    let Some(dev) = reg.device() else {
+        return;
+    };
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[37, 3]).unwrap();
+    let y = g.mul(x, x).unwrap();
+    g.set_output(y).unwrap();
+    assert!(dev.computes_in_place(&g, y));
+    let vals: Vec<f32> = (0..111).map(|i| i as f32 * 0.25 - 9.0).collect();
+    let buf = dev.buffer_type().alloc(1024).unwrap();
+    let mut mem = TensorMemory::new();
+    mem.place(&g, x, buf.clone(), 256).unwrap();
+    mem.place(&g, y, buf.clone(), 256).unwrap();
+    buf.write(256, bytemuck::cast_slice(&vals)).unwrap();
+    let backend = dev.clone().create_backend().unwrap();
+    backend.compute(&g, &g.compute_nodes(), &mem).unwrap();
+    backend.synchronize().await.unwrap();
+    let got = f32s(&buf.read(256, 444).await.unwrap());
+    let want: Vec<f32> = vals.iter().map(|v| v * v).collect();
+    assert_eq!(got, want);
 }

@@ -44,6 +44,7 @@ fn bind_error(op: &str, reason: String) -> Error {
 
 /// The WebGPU buffer holding `id`, `id`'s byte offset in it, and its byte span.
 fn locate<'m>(
+    ctx: &Ctx,
     graph: &Graph,
     mem: &'m TensorMemory,
     id: TensorId,
@@ -56,6 +57,12 @@ fn locate<'m>(
             format!("tensor {} is in a {} buffer", t.name, buf.type_name()),
         )
     })?;
+    if !gb.is_on(ctx) {
+        return Err(bind_error(
+            "access",
+            format!("tensor {} is in another WebGPU device's buffer", t.name),
+        ));
+    }
     let nbytes = t.nbytes();
     check_range(&format!("tensor {}", t.name), off, nbytes, gb.size())?;
     Ok((gb, off, nbytes))
@@ -101,40 +108,125 @@ fn rel_offset(graph: &Graph, id: TensorId, off: usize, b: &Binding<'_>) -> Resul
     Ok((rel_bytes / unit(t.dtype)) as u32)
 }
 
-/// Binds tensor `id` alone.
-fn bind_tensor<'m>(
-    ctx: &Ctx,
+/// Flag bits in `offs.w`: b is read through a's binding; the output is written through it.
+const SHARED_B: u32 = 1;
+const IN_PLACE: u32 = 2;
+
+/// Whether byte ranges `[x, x + nx)` and `[y, y + ny)` of one buffer intersect.
+fn intersect(
+    gx: &WebGpuBuffer,
+    x: usize,
+    nx: usize,
+    gy: &WebGpuBuffer,
+    y: usize,
+    ny: usize,
+) -> bool {
+    std::ptr::eq(gx, gy) && nx > 0 && ny > 0 && x < y + ny && y < x + nx
+}
+
+/// The bindings of one node: dst, a, b (if the shader declares b), and the `offs` block.
+/// Operands sharing bytes are bound once (WebGPU forbids aliasing writable bindings): b is
+/// then read through a's binding, and an output computed in place is written through it.
+fn bind_node<'m>(
+    ctx: &'m Ctx,
     graph: &Graph,
     mem: &'m TensorMemory,
     id: TensorId,
-) -> Result<Binding<'m>> {
-    let (gb, off, n) = locate(graph, mem, id)?;
-    let mut b = bind_span(ctx, gb, off, off + n)?;
-    b.rel = rel_offset(graph, id, off, &b)?;
-    Ok(b)
-}
-
-/// Binds tensors `a` and `b`, which share memory, as one binding (WebGPU forbids aliasing
-/// writable bindings); returns it with `a`'s offset in `rel`, and `b`'s offset.
-fn bind_shared<'m>(
-    ctx: &Ctx,
-    graph: &Graph,
-    mem: &'m TensorMemory,
-    a: TensorId,
-    b: TensorId,
-) -> Result<(Binding<'m>, u32)> {
-    let (ga, oa, na) = locate(graph, mem, a)?;
-    let (gb, ob, nb) = locate(graph, mem, b)?;
-    if !std::ptr::eq(ga, gb) {
+    plan: &NodePlan,
+) -> Result<(Binding<'m>, Binding<'m>, Option<Binding<'m>>, [u32; 4])> {
+    let t = graph.tensor(id);
+    let (gd, od, nd) = locate(ctx, graph, mem, id)?;
+    let (ga, oa, na) = locate(ctx, graph, mem, plan.a)?;
+    let b_place = match plan.b {
+        Some(Some(b)) => Some((b, locate(ctx, graph, mem, b)?)),
+        _ => None,
+    };
+    let in_place = intersect(gd, od, nd, ga, oa, na);
+    if in_place {
+        let ta = graph.tensor(plan.a);
+        // Each invocation must read an element (or its row) before writing it, in one layout.
+        let same = od == oa && ta.dtype == t.dtype && ta.ne == t.ne && ta.nb == t.nb;
+        if !(plan.in_place_ok && same) {
+            return Err(bind_error(
+                "bind",
+                format!(
+                    "output {} overlaps its input in a way this kernel cannot run in place",
+                    t.name
+                ),
+            ));
+        }
+    }
+    if let Some((b, (gb, ob, nb))) = b_place {
+        let b_is_a = b == plan.a;
+        if intersect(gd, od, nd, gb, ob, nb) && !(in_place && b_is_a) {
+            return Err(bind_error(
+                "bind",
+                format!(
+                    "output {} overlaps operand {}",
+                    t.name,
+                    graph.tensor(b).name
+                ),
+            ));
+        }
+    }
+    // a's binding spans every operand that shares it.
+    let (mut lo, mut hi) = (oa, oa + na);
+    if in_place {
+        (lo, hi) = (lo.min(od), hi.max(od + nd));
+    }
+    if plan.shared_b {
+        if let Some((_, (gb, ob, nb))) = b_place {
+            if !std::ptr::eq(ga, gb) {
+                return Err(bind_error(
+                    "bind",
+                    "shared operands in different buffers".into(),
+                ));
+            }
+            (lo, hi) = (lo.min(ob), hi.max(ob + nb));
+        }
+    }
+    let mut a = bind_span(ctx, ga, lo, hi)?;
+    a.rel = rel_offset(graph, plan.a, oa, &a)?;
+    // Unused bindings get disjoint slices of the dummy buffer (two writable bindings of the
+    // same bytes would alias, even there).
+    let slot = ctx.storage_align() as u64;
+    let dummy = |index: u64, rel| Binding {
+        buffer: &ctx.dummy,
+        base: index * slot,
+        size: 16,
+        rel,
+    };
+    let mut flags = 0;
+    let d = if in_place {
+        flags |= IN_PLACE;
+        dummy(0, rel_offset(graph, id, od, &a)?)
+    } else {
+        let mut d = bind_span(ctx, gd, od, od + nd)?;
+        d.rel = rel_offset(graph, id, od, &d)?;
+        d
+    };
+    // Shaders writing f16 or quantized outputs own whole words from the start.
+    if !od.is_multiple_of(4) {
         return Err(bind_error(
             "bind",
-            "shared operands in different buffers".into(),
+            format!("output {} is not 4-byte aligned", t.name),
         ));
     }
-    let mut bind = bind_span(ctx, ga, oa.min(ob), (oa + na).max(ob + nb))?;
-    bind.rel = rel_offset(graph, a, oa, &bind)?;
-    let rel_b = rel_offset(graph, b, ob, &bind)?;
-    Ok((bind, rel_b))
+    let b = match (plan.b, b_place) {
+        (Some(_), Some((b, (_, ob, _)))) if plan.shared_b => {
+            flags |= SHARED_B;
+            Some(dummy(1, rel_offset(graph, b, ob, &a)?))
+        }
+        (Some(_), Some((b, (gb, ob, nb)))) => {
+            let mut bind = bind_span(ctx, gb, ob, ob + nb)?;
+            bind.rel = rel_offset(graph, b, ob, &bind)?;
+            Some(bind)
+        }
+        (Some(_), None) => Some(dummy(1, 0)),
+        (None, _) => None,
+    };
+    let offs = [d.rel, a.rel, b.as_ref().map_or(0, |b| b.rel), flags];
+    Ok((d, a, b, offs))
 }
 
 fn buffer_entry<'a>(binding: u32, b: &'a Binding<'a>) -> wgpu::BindGroupEntry<'a> {
@@ -178,29 +270,8 @@ impl Backend for WebGpuBackend {
         let mut bindings = Vec::with_capacity(plans.len());
         let mut pipelines = Vec::with_capacity(plans.len());
         for (k, (id, plan)) in plans.iter_mut().enumerate() {
-            let d = bind_tensor(ctx, graph, mem, *id)?;
-            let dummy = |rel| Binding {
-                buffer: &ctx.dummy,
-                base: 0,
-                size: ctx.dummy.size(),
-                rel,
-            };
-            let mut shared = 0;
-            let (a, b) = match plan.b {
-                Some(Some(b)) if plan.shared_b => {
-                    // b is read through a's binding (offs.w = 1) at offset rel_b.
-                    let (a, rel_b) = bind_shared(ctx, graph, mem, plan.a, b)?;
-                    shared = 1;
-                    (a, Some(dummy(rel_b)))
-                }
-                Some(Some(b)) => (
-                    bind_tensor(ctx, graph, mem, plan.a)?,
-                    Some(bind_tensor(ctx, graph, mem, b)?),
-                ),
-                Some(None) => (bind_tensor(ctx, graph, mem, plan.a)?, Some(dummy(0))),
-                None => (bind_tensor(ctx, graph, mem, plan.a)?, None),
-            };
-            plan.params.offs = [d.rel, a.rel, b.as_ref().map_or(0, |b| b.rel), shared];
+            let (d, a, b, offs) = bind_node(ctx, graph, mem, *id, plan)?;
+            plan.params.offs = offs;
             uniform_data[k * stride..k * stride + PARAMS_SIZE]
                 .copy_from_slice(bytemuck::bytes_of(&plan.params));
             let key = plan.key;
@@ -237,7 +308,7 @@ impl Backend for WebGpuBackend {
                     }
                     ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: None,
-                        layout: &pipeline.get_bind_group_layout(0),
+                        layout: &pipeline.layout,
                         entries: &entries,
                     })
                 })
@@ -255,7 +326,7 @@ impl Backend for WebGpuBackend {
                 for ((_, plan), (pipeline, group)) in
                     plans.iter().zip(pipelines.iter().zip(&groups))
                 {
-                    pass.set_pipeline(pipeline);
+                    pass.set_pipeline(&pipeline.pipeline);
                     pass.set_bind_group(0, group, &[]);
                     let [x, y, z] = plan.groups;
                     pass.dispatch_workgroups(x, y, z);

@@ -9,8 +9,10 @@ use std::rc::Rc;
 use wgpu::util::DeviceExt;
 
 use super::context::{wgsl, Ctx};
+use super::ops::Kernel;
 use crate::backend::{check_range, Buffer, BufferType, BufferUsage, LocalBoxFuture};
 use crate::error::{Error, Result};
+use crate::graph::DType;
 
 /// The WebGPU buffer type's name.
 pub const WEBGPU_BUFFER_TYPE: &str = "WebGPU";
@@ -86,6 +88,11 @@ impl WebGpuBuffer {
         })
     }
 
+    /// Whether this buffer belongs to the device of `ctx`.
+    pub(super) fn is_on(&self, ctx: &Ctx) -> bool {
+        std::ptr::eq(&*self.ctx, ctx)
+    }
+
     /// The wgpu buffer (for the backend's bind groups).
     pub(super) fn raw(&self) -> &wgpu::Buffer {
         &self.buf
@@ -137,7 +144,7 @@ impl WebGpuBuffer {
         let rel = (word * 4 - base) / 4;
         let pipeline = self
             .ctx
-            .pipeline(("patch", "u32"), || wgsl::PATCH.to_string())?;
+            .pipeline((Kernel::Patch, DType::I32), || wgsl::PATCH.to_string())?;
         self.ctx.scoped(|| {
             let params: [u32; 4] = [rel as u32, mask, value, 0];
             let uniform = self
@@ -153,7 +160,7 @@ impl WebGpuBuffer {
                 .device
                 .create_bind_group(&wgpu::BindGroupDescriptor {
                     label: None,
-                    layout: &pipeline.get_bind_group_layout(0),
+                    layout: &pipeline.layout,
                     entries: &[
                         wgpu::BindGroupEntry {
                             binding: 0,
@@ -175,7 +182,7 @@ impl WebGpuBuffer {
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
             {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-                pass.set_pipeline(&pipeline);
+                pass.set_pipeline(&pipeline.pipeline);
                 pass.set_bind_group(0, &bind, &[]);
                 pass.dispatch_workgroups(1, 1, 1);
             }
@@ -219,6 +226,20 @@ impl Buffer for WebGpuBuffer {
     }
     fn memset(&self, offset: usize, len: usize, value: u8) -> Result<()> {
         check_range("WebGPU buffer memset", offset, len, self.size)?;
+        let (start, end) = (up4(offset), (offset + len) & !3);
+        if value == 0 && end > start {
+            // Zeros need no host copy: clear the aligned middle on the device.
+            self.ctx.scoped(|| {
+                let mut enc = self
+                    .ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+                enc.clear_buffer(&self.buf, start as u64, Some((end - start) as u64));
+                self.ctx.queue.submit([enc.finish()]);
+            })?;
+            self.write_bytes(offset, &vec![0; start - offset])?;
+            return self.write_bytes(end, &vec![0; offset + len - end]);
+        }
         // Chunked so a large clear never needs a host copy of the whole buffer.
         const CHUNK: usize = 1 << 22;
         let fill = vec![value; len.min(CHUNK)];

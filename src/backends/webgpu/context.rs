@@ -10,19 +10,19 @@ use std::task::{Context, Poll, Waker};
 
 use futures_channel::oneshot;
 
+use super::ops::PipelineKey;
 use crate::backend::LocalBoxFuture;
 use crate::error::{Error, Result};
 
 /// The device name everywhere (device, buffer type prefix, errors).
 pub(super) const DEVICE_NAME: &str = "WebGPU";
 
-/// Pipeline cache key: (shader family, source dtype variant, extra variant).
-pub(super) type PipelineKey = (&'static str, &'static str);
-
 /// Shader sources, assembled from a shared prelude, a source-dtype snippet and an op body.
 pub(super) mod wgsl {
     pub const COMMON: &str = include_str!("../../../shaders/common.wgsl");
     pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
+    pub const OUT_F32: &str = include_str!("../../../shaders/out_f32.wgsl");
+    pub const ROW_INDEX: &str = include_str!("../../../shaders/row_index.wgsl");
     pub const SRC_F32: &str = include_str!("../../../shaders/src_a_f32.wgsl");
     pub const SRC_F16: &str = include_str!("../../../shaders/src_a_f16.wgsl");
     pub const SRC_Q8_0: &str = include_str!("../../../shaders/src_a_q8_0.wgsl");
@@ -40,7 +40,19 @@ pub(super) mod wgsl {
     pub const COPY_U32: &str = include_str!("../../../shaders/copy_u32.wgsl");
     pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
+    pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
+    pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
+    pub const DOT_PLAIN: &str = include_str!("../../../shaders/dot_plain.wgsl");
+    pub const DOT_Q8_0: &str = include_str!("../../../shaders/dot_q8_0.wgsl");
+    pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
+    pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
+}
+
+/// A compiled compute pipeline with its (derived) bind group layout.
+pub(super) struct Pipeline {
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: wgpu::BindGroupLayout,
 }
 
 /// Owns the wgpu device and everything created once per device.
@@ -54,8 +66,9 @@ pub(super) struct Ctx {
     failure: Arc<Mutex<Option<String>>>,
     /// Error-scope results not yet known (on the web they resolve later); checked on sync.
     pending: RefCell<Vec<LocalBoxFuture<'static, Option<wgpu::Error>>>>,
-    pipelines: RefCell<HashMap<PipelineKey, Rc<wgpu::ComputePipeline>>>,
-    /// Bound where a shader declares an operand the node does not have (e.g. no mask).
+    pipelines: RefCell<HashMap<PipelineKey, Rc<Pipeline>>>,
+    /// Bound where a shader declares an operand the node does not have (e.g. no mask), or
+    /// one read through another binding: two slots, one storage alignment apart.
     pub dummy: wgpu::Buffer,
 }
 
@@ -82,6 +95,24 @@ impl Ctx {
                 }
             })?;
         let info = adapter.get_info();
+        // A GLES/WebGL adapter may lack compute shaders or enough storage buffers: treat it
+        // as no adapter rather than fail at the first pipeline.
+        let downlevel = adapter.get_downlevel_capabilities();
+        if !downlevel
+            .flags
+            .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+        {
+            return Err(format!(
+                "WebGPU adapter {} ({:?}) has no compute shaders",
+                info.name, info.backend
+            ));
+        }
+        if adapter.limits().max_storage_buffers_per_shader_stage < 3 {
+            return Err(format!(
+                "WebGPU adapter {} allows fewer than 3 storage buffers per shader",
+                info.name
+            ));
+        }
         let has_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
         let required_features = if has_f16 {
             wgpu::Features::SHADER_F16
@@ -115,7 +146,7 @@ impl Ctx {
         }));
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("webtensor dummy"),
-            size: 16,
+            size: 2 * (limits.min_storage_buffer_offset_alignment as u64).max(16),
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
@@ -151,11 +182,26 @@ impl Ctx {
         }
     }
 
+    /// Destroys the wgpu device now (its memory is freed); every later call fails.
+    pub fn destroy(&self) {
+        let _ = self.fail("device destroyed".into());
+        self.device.destroy();
+    }
+
     fn fail(&self, msg: String) -> Error {
         if let Ok(mut f) = self.failure.lock() {
             f.get_or_insert_with(|| msg.clone());
         }
         Self::device_error(msg)
+    }
+
+    /// An error caught in a scope: running out of memory leaves the device usable (the caller
+    /// may retry smaller); anything else is a bug or a broken device and fails it for good.
+    fn report(&self, e: wgpu::Error) -> Error {
+        match e {
+            wgpu::Error::OutOfMemory { .. } => Self::device_error(format!("out of memory: {e}")),
+            _ => self.fail(e.to_string()),
+        }
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes. Errors already known (native
@@ -179,7 +225,7 @@ impl Ctx {
             }
         }
         match first {
-            Some(e) => Err(self.fail(e.to_string())),
+            Some(e) => Err(self.report(e)),
             None => Ok(out),
         }
     }
@@ -190,7 +236,7 @@ impl Ctx {
         let pending = std::mem::take(&mut *self.pending.borrow_mut());
         for fut in pending {
             if let Some(e) = fut.await {
-                return Err(self.fail(e.to_string()));
+                return Err(self.report(e));
             }
         }
         self.check()
@@ -264,19 +310,20 @@ impl Ctx {
         &self,
         key: PipelineKey,
         source: impl FnOnce() -> String,
-    ) -> Result<Rc<wgpu::ComputePipeline>> {
+    ) -> Result<Rc<Pipeline>> {
         if let Some(p) = self.pipelines.borrow().get(&key) {
             return Ok(p.clone());
         }
-        let label = format!("{}:{}", key.0, key.1);
-        let pipeline = self.scoped(|| {
+        let label = format!("{:?}:{}", key.0, key.1.name());
+        let (pipeline, layout) = self.scoped(|| {
             let module = self
                 .device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(&label),
                     source: wgpu::ShaderSource::Wgsl(source().into()),
                 });
-            self.device
+            let pipeline = self
+                .device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(&label),
                     layout: None,
@@ -284,9 +331,11 @@ impl Ctx {
                     entry_point: Some("main"),
                     compilation_options: Default::default(),
                     cache: None,
-                })
+                });
+            let layout = pipeline.get_bind_group_layout(0);
+            (pipeline, layout)
         })?;
-        let pipeline = Rc::new(pipeline);
+        let pipeline = Rc::new(Pipeline { pipeline, layout });
         self.pipelines.borrow_mut().insert(key, pipeline.clone());
         Ok(pipeline)
     }

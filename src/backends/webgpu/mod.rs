@@ -4,6 +4,13 @@
 //!
 //! Having no adapter is a normal outcome (most browsers without the flag, machines without
 //! Vulkan): the family then has no device and says why.
+//!
+//! Files: `context` (device, queue, limits, pipeline cache, error scopes, readback and
+//! completion futures), `buffer` (buffer type and buffers), `ops` (what runs and how: one
+//! `ops::plan` per node, which `supports_op` also answers from), `backend` (bindings and
+//! the one-submit encoder). Every operand is bound read-write, since WebGPU forbids a
+//! buffer being both read-only and writable in one dispatch; operands sharing bytes are
+//! bound once (a second operand, or an in-place output, goes through the first's binding).
 
 mod backend;
 mod buffer;
@@ -77,6 +84,21 @@ impl BackendReg for WebGpuReg {
 pub struct WebGpuDevice {
     ctx: Rc<Ctx>,
     buffer_type: Rc<WebGpuBufferType>,
+}
+
+impl WebGpuDevice {
+    /// Whether `node` may be computed into its first operand's memory (same layout):
+    /// element-wise ops and row-wise softmax/norms, whose invocations read before they write.
+    /// (The device API's `supports_inplace`, where the trait has it.)
+    pub fn computes_in_place(&self, graph: &Graph, node: TensorId) -> bool {
+        matches!(ops::plan(&self.ctx, graph, node), Ok(Some(p)) if p.in_place_ok)
+    }
+
+    /// Releases the GPU device at once (like a lost device): every later call on it, its
+    /// buffers and backends fails with `Error::Device` rather than panicking.
+    pub fn destroy(&self) {
+        self.ctx.destroy();
+    }
 }
 
 impl Device for WebGpuDevice {

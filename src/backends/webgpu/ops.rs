@@ -1,10 +1,10 @@
 //! Which nodes the WebGPU device runs, and how each becomes one compute dispatch: the shader
-//! (family + source dtype variant), the parameter block, the operands and the grid.
+//! ([`Kernel`] + source dtype), the parameter block, the operands and the grid.
 //!
 //! [`plan`] is the single source of truth: `supports_op` answers from it, so the device never
 //! claims a node its shaders cannot run.
 
-use super::context::{wgsl, Ctx, PipelineKey};
+use super::context::{wgsl, Ctx};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, UnaryOp, MAX_DIMS};
 
@@ -12,6 +12,52 @@ use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, Unary
 const WG: usize = 256;
 /// Output tile edge of the matmul shader.
 const MATMUL_TILE: usize = 64;
+/// Rows of `a` per workgroup of the matvec shader.
+const MATVEC_ROWS: usize = 4;
+/// Up to this many columns of `b`, matmul runs as matrix-vector products (a 64x64 tile
+/// would leave most of its threads idle).
+const MATVEC_MAX_N: usize = 8;
+
+/// A compute shader: an op family with its output variant. With the dtype of source `a`
+/// (which picks the snippet `a_get` reads it through) it keys the pipeline cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Kernel {
+    Binary,
+    Unary,
+    SoftMax,
+    Norm,
+    SumRows,
+    Argmax,
+    Rope,
+    /// Converting copy to f32.
+    Cpy,
+    /// Converting copy to f16.
+    CpyF16,
+    /// Converting copy to q8_0 / q4_0.
+    Quantize,
+    /// Bit-exact 32-bit copy and concat.
+    CopyU32,
+    /// Byte copy of packed rows (quantized cont).
+    CopyBytes,
+    GetRows,
+    /// Register-tiled matmul.
+    MatMul,
+    /// Matrix-vector products (few columns).
+    MatVec,
+    /// Byte patch of one word (buffer writes).
+    Patch,
+}
+
+/// Whether a kernel can compute into its first operand's memory (`d_put` in its shader).
+pub(super) fn in_place_kernel(k: Kernel) -> bool {
+    matches!(
+        k,
+        Kernel::Binary | Kernel::Unary | Kernel::SoftMax | Kernel::Norm | Kernel::Rope
+    )
+}
+
+/// Pipeline cache key: the kernel and the dtype of source `a`.
+pub(super) type PipelineKey = (Kernel, DType);
 
 /// The parameter block every shader reads (`Params` in common.wgsl).
 #[repr(C)]
@@ -44,6 +90,9 @@ pub(super) struct NodePlan {
     pub groups: [u32; 3],
     /// `a` and `b` share memory: bind them as one binding and read `b` through `a`'s.
     pub shared_b: bool,
+    /// The kernel may write its output over `a` (same layout): each invocation reads its
+    /// elements (or its workgroup its row) before writing them.
+    pub in_place_ok: bool,
 }
 
 fn unsupported(reason: impl Into<String>) -> Error {
@@ -68,49 +117,57 @@ pub(super) fn granularity(dt: DType) -> usize {
     unit(dt).max(if dt.is_quantized() { 2 } else { 1 })
 }
 
-/// The source snippet that reads `a` of `dt` through `a_get`.
-fn src_variant(dt: DType) -> Option<&'static str> {
-    match dt {
-        DType::F32 => Some("f32"),
-        DType::F16 => Some("f16"),
-        DType::Q8_0 => Some("q8_0"),
-        DType::Q4_0 => Some("q4_0"),
-        DType::I32 => None,
-    }
-}
-
-/// WGSL source for a pipeline key.
+/// WGSL source for a pipeline key: the shared prelude, the snippet reading `a`, the row
+/// reductions where needed, and the kernel's body.
 pub(super) fn shader_source(key: PipelineKey) -> String {
-    let (family, variant) = key;
-    let src = match variant {
-        "f16" => wgsl::SRC_F16,
-        "q8_0" => wgsl::SRC_Q8_0,
-        "q4_0" => wgsl::SRC_Q4_0,
-        "u32" => wgsl::SRC_U32,
-        _ => wgsl::SRC_F32,
+    let (kernel, dtype) = key;
+    let body = match kernel {
+        Kernel::Binary => wgsl::BINARY,
+        Kernel::Unary => wgsl::UNARY,
+        Kernel::SoftMax => wgsl::SOFTMAX,
+        Kernel::Norm => wgsl::NORM,
+        Kernel::SumRows => wgsl::SUM_ROWS,
+        Kernel::Argmax => wgsl::ARGMAX,
+        Kernel::Rope => wgsl::ROPE,
+        Kernel::Cpy => wgsl::CPY,
+        Kernel::CpyF16 => wgsl::CPY_F16,
+        Kernel::Quantize => wgsl::QUANTIZE,
+        Kernel::CopyU32 => wgsl::COPY_U32,
+        Kernel::CopyBytes => wgsl::COPY_BYTES,
+        Kernel::GetRows => wgsl::GET_ROWS,
+        Kernel::MatMul => wgsl::MATMUL,
+        Kernel::MatVec => wgsl::MATVEC,
+        Kernel::Patch => return wgsl::PATCH.to_string(),
     };
-    let (reduce, body) = match family {
-        "binary" => (false, wgsl::BINARY),
-        "unary" => (false, wgsl::UNARY),
-        "softmax" => (true, wgsl::SOFTMAX),
-        "norm" => (true, wgsl::NORM),
-        "sum_rows" => (true, wgsl::SUM_ROWS),
-        "argmax" => (false, wgsl::ARGMAX),
-        "rope" => (false, wgsl::ROPE),
-        "cpy" => (false, wgsl::CPY),
-        "cpy_f16" => (false, wgsl::CPY_F16),
-        "copy_u32" => (false, wgsl::COPY_U32),
-        "get_rows" => (false, wgsl::GET_ROWS),
-        _ => (false, wgsl::MATMUL),
+    let src = match (kernel, dtype) {
+        (Kernel::CopyU32 | Kernel::CopyBytes, _) | (_, DType::I32) => wgsl::SRC_U32,
+        (_, DType::F16) => wgsl::SRC_F16,
+        (_, DType::Q8_0) => wgsl::SRC_Q8_0,
+        (_, DType::Q4_0) => wgsl::SRC_Q4_0,
+        (_, DType::F32) => wgsl::SRC_F32,
     };
     let mut s = String::with_capacity(8192);
     s.push_str(wgsl::COMMON);
     s.push_str(src);
-    if reduce {
+    if matches!(
+        kernel,
+        Kernel::SoftMax | Kernel::Norm | Kernel::SumRows | Kernel::Argmax
+    ) {
+        s.push_str(wgsl::ROW_INDEX);
+    }
+    // argmax has its own (value, index) reduction.
+    if matches!(kernel, Kernel::SoftMax | Kernel::Norm | Kernel::SumRows) {
         s.push_str(wgsl::ROW_REDUCE);
-    } else if family == "argmax" {
-        // argmax has its own reduction but shares row_index.
-        s.push_str(&wgsl::ROW_REDUCE[wgsl::ROW_REDUCE.find("// (i1, i2, i3)").unwrap_or(0)..]);
+    }
+    if in_place_kernel(kernel) {
+        s.push_str(wgsl::OUT_F32);
+    }
+    if kernel == Kernel::MatVec {
+        s.push_str(match dtype {
+            DType::Q8_0 => wgsl::DOT_Q8_0,
+            DType::Q4_0 => wgsl::DOT_Q4_0,
+            _ => wgsl::DOT_PLAIN,
+        });
     }
     s.push_str(body);
     s
@@ -229,7 +286,6 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
     let n = t.numel();
     let nrows = srcs[0].nrows();
     params.u[1] = to_u32(n, "element count")?;
-    let a_var = src_variant(srcs[0].dtype);
     let (key, b, groups): (PipelineKey, Option<Option<TensorId>>, [u32; 3]) = match t.op {
         Op::Leaf | Op::View => return Ok(None),
         Op::Binary(op) => {
@@ -241,7 +297,7 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
                 BinaryOp::Mul => 2,
                 BinaryOp::Div => 3,
             };
-            (("binary", "f32"), Some(b), grid(ctx, n, false)?)
+            ((Kernel::Binary, DType::F32), Some(b), grid(ctx, n, false)?)
         }
         Op::Scale(_) | Op::Unary(_) => {
             need(srcs[0], &[DType::F32], "operand")?;
@@ -255,7 +311,7 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             if let Op::Scale(s) = t.op {
                 params.f[0] = s;
             }
-            (("unary", "f32"), None, grid(ctx, n, false)?)
+            ((Kernel::Unary, DType::F32), None, grid(ctx, n, false)?)
         }
         Op::SoftMax { scale } => {
             need(srcs[0], &[DType::F32], "softmax input")?;
@@ -265,25 +321,29 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             params.u[1] = to_u32(nrows, "row count")?;
             params.u[2] = u32::from(srcs.len() > 1);
             params.f[0] = scale;
-            (("softmax", "f32"), Some(b), grid(ctx, nrows, true)?)
+            (
+                (Kernel::SoftMax, DType::F32),
+                Some(b),
+                grid(ctx, nrows, true)?,
+            )
         }
         Op::Norm { eps } | Op::RmsNorm { eps } => {
             need(srcs[0], &[DType::F32], "norm input")?;
             params.u[0] = u32::from(matches!(t.op, Op::RmsNorm { .. }));
             params.u[1] = to_u32(nrows, "row count")?;
             params.f[0] = eps;
-            (("norm", "f32"), None, grid(ctx, nrows, true)?)
+            ((Kernel::Norm, DType::F32), None, grid(ctx, nrows, true)?)
         }
         Op::SumRows | Op::Mean => {
             need(srcs[0], &[DType::F32], "reduction input")?;
             params.u[0] = u32::from(matches!(t.op, Op::Mean));
             params.u[1] = to_u32(nrows, "row count")?;
-            (("sum_rows", "f32"), None, grid(ctx, nrows, true)?)
+            ((Kernel::SumRows, DType::F32), None, grid(ctx, nrows, true)?)
         }
         Op::Argmax => {
             need(srcs[0], &[DType::F32], "argmax input")?;
             params.u[1] = to_u32(nrows, "row count")?;
-            (("argmax", "f32"), None, grid(ctx, nrows, true)?)
+            ((Kernel::Argmax, DType::F32), None, grid(ctx, nrows, true)?)
         }
         Op::Rope(rp) => {
             need(srcs[0], &[DType::F32], "rope input")?;
@@ -292,21 +352,55 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             params.u[2] = to_u32(rp.n_dims, "n_dims")?;
             params.f[0] = rp.freq_base;
             params.f[1] = rp.freq_scale;
-            (("rope", "f32"), Some(b), grid(ctx, n, false)?)
+            // One invocation per rotated pair or passed-through element.
+            let slots = nrows * (t.ne[0] - rp.n_dims / 2);
+            params.u[1] = to_u32(slots, "invocation count")?;
+            (
+                (Kernel::Rope, DType::F32),
+                Some(b),
+                grid(ctx, slots, false)?,
+            )
         }
         Op::Cpy => match (srcs[0].dtype, t.dtype) {
-            (DType::I32, DType::I32) => (("copy_u32", "u32"), Some(None), grid(ctx, n, false)?),
+            (DType::I32, DType::I32) => (
+                (Kernel::CopyU32, DType::I32),
+                Some(None),
+                grid(ctx, n, false)?,
+            ),
             (s, DType::F32 | DType::F16) if s != DType::I32 => {
-                let variant = a_var.unwrap_or("f32");
                 if t.dtype == DType::F32 {
-                    (("cpy", variant), None, grid(ctx, n, false)?)
+                    ((Kernel::Cpy, srcs[0].dtype), None, grid(ctx, n, false)?)
                 } else {
-                    (("cpy_f16", variant), None, grid(ctx, n.div_ceil(2), false)?)
+                    (
+                        (Kernel::CpyF16, srcs[0].dtype),
+                        None,
+                        grid(ctx, n.div_ceil(2), false)?,
+                    )
                 }
+            }
+            (DType::F32 | DType::F16, DType::Q8_0 | DType::Q4_0) => {
+                let blocks = n / crate::graph::QK;
+                params.u[0] = u32::from(t.dtype == DType::Q4_0);
+                params.u[1] = to_u32(blocks, "block count")?;
+                (
+                    (Kernel::Quantize, srcs[0].dtype),
+                    None,
+                    grid(ctx, blocks.div_ceil(2), false)?,
+                )
+            }
+            (s, d) if s == d && s.is_quantized() && srcs[0].rows_contiguous() => {
+                let bytes = t.nbytes();
+                params.u[0] = to_u32(s.row_bytes(t.ne[0])?, "row bytes")?;
+                params.u[1] = to_u32(bytes, "byte count")?;
+                (
+                    (Kernel::CopyBytes, DType::I32),
+                    None,
+                    grid(ctx, bytes.div_ceil(4), false)?,
+                )
             }
             (s, d) => {
                 return Err(unsupported(format!(
-                    "cpy {} -> {} (quantizing copies run on the CPU)",
+                    "cpy {} -> {} (requantizing copies run on the CPU)",
                     s.name(),
                     d.name()
                 )))
@@ -316,16 +410,24 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             need(srcs[0], &[DType::F32, DType::I32], "concat operand")?;
             params.u[0] = to_u32(dim, "dim")?;
             params.u[2] = 1;
-            (("copy_u32", "u32"), Some(b), grid(ctx, n, false)?)
+            ((Kernel::CopyU32, DType::I32), Some(b), grid(ctx, n, false)?)
         }
         Op::GetRows => {
             need(srcs[1], &[DType::I32], "get_rows indices")?;
-            let variant = a_var.ok_or_else(|| unsupported("get_rows of i32 rows"))?;
-            (("get_rows", variant), Some(b), grid(ctx, n, false)?)
+            if srcs[0].dtype == DType::I32 {
+                return Err(unsupported("get_rows of i32 rows"));
+            }
+            (
+                (Kernel::GetRows, srcs[0].dtype),
+                Some(b),
+                grid(ctx, n, false)?,
+            )
         }
         Op::MatMul => {
             need(srcs[1], &[DType::F32], "matmul activations")?;
-            let variant = a_var.ok_or_else(|| unsupported("matmul of i32 weights"))?;
+            if srcs[0].dtype == DType::I32 {
+                return Err(unsupported("matmul of i32 weights"));
+            }
             let (ta, tb) = (srcs[0], srcs[1]);
             if ta.ne[2] == 0 || ta.ne[3] == 0 {
                 return Ok(None);
@@ -333,11 +435,17 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             params.u[0] = to_u32(tb.ne[2] / ta.ne[2], "batch ratio")?;
             params.u[1] = to_u32(tb.ne[3] / ta.ne[3], "batch ratio")?;
             let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
-            let g = [
-                t.ne[0].div_ceil(MATMUL_TILE),
-                t.ne[1].div_ceil(MATMUL_TILE),
-                t.ne[2] * t.ne[3],
-            ];
+            let batch = t.ne[2] * t.ne[3];
+            let matvec = t.ne[1] <= MATVEC_MAX_N && t.ne[0].div_ceil(MATVEC_ROWS) <= max;
+            let (kernel, g) = if matvec {
+                (
+                    Kernel::MatVec,
+                    [t.ne[0].div_ceil(MATVEC_ROWS), t.ne[1], batch],
+                )
+            } else {
+                let m = t.ne[0].div_ceil(MATMUL_TILE);
+                (Kernel::MatMul, [m, t.ne[1].div_ceil(MATMUL_TILE), batch])
+            };
             if g.iter().any(|&x| x > max) {
                 return Err(unsupported(
                     "matmul grid exceeds maxComputeWorkgroupsPerDimension",
@@ -348,7 +456,7 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
                 return Err(unsupported("adapter limits too small for the tiled matmul"));
             }
             (
-                ("matmul", variant),
+                (kernel, srcs[0].dtype),
                 Some(b),
                 [g[0] as u32, g[1] as u32, g[2] as u32],
             )
@@ -371,5 +479,6 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
         b,
         groups,
         shared_b,
+        in_place_ok: in_place_kernel(key.0) && (!shared_b || t.src[0] == t.src[1]),
     }))
 }

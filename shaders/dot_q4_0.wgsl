@@ -1,0 +1,12 @@
+// One Q4_0 block of a (row i.yzw, block at element i.x) dotted with 32 values of b: the
+// scale is read once, each byte gives elements j and j + 16.
+fn a_dot32(i: vec4<u32>, bk: u32) -> f32 {
+    let blk = p.offs.y + (i.x / 32u) * p.a_nb.x + i.y * p.a_nb.y + i.z * p.a_nb.z + i.w * p.a_nb.w;
+    var s = 0.0;
+    for (var j = 0u; j < 16u; j++) {
+        let byte = a_byte(blk + 2u + j);
+        s += (f32(byte & 15u) - 8.0) * b_at(bk + j * p.b_nb.x);
+        s += (f32(byte >> 4u) - 8.0) * b_at(bk + (j + 16u) * p.b_nb.x);
+    }
+    return a_half(blk) * s;
+}
