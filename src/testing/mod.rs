@@ -332,8 +332,7 @@ pub async fn run_case(
     }
     if let Some(&out) = g.outputs().first().filter(|_| case.in_place) {
         if !device.supports_inplace(g, out) {
-            let why =
-                "the device does not compute in place (WebGPU forbids aliased writable bindings)";
+            let why = "the device does not compute this op in place";
             return (
                 Outcome::Skipped(format!("{}: {why}", g.tensor(out).name)),
                 None,

@@ -189,6 +189,9 @@ impl Device for WebGpuDevice {
                 .is_some_and(|w| w.role == Role::Weight && w.numel() >= OFFLOAD_MIN_ELEMENTS);
         heavy_weight && self.supports_op(graph, node).is_yes()
     }
+    fn supports_inplace(&self, graph: &Graph, node: TensorId) -> bool {
+        self.computes_in_place(graph, node)
+    }
     fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
         self.ctx.check()?;
         Ok(Rc::new(WebGpuBackend::new(self)))
