@@ -165,14 +165,14 @@ pub unsafe fn dot_f32(a: *const f32, b: *const f32, k: usize) -> f32 {
         let (mut s0, mut s1, mut s2, mut s3) = (z, z, z, z);
         let mut i = 0;
         while i + 16 <= k {
-            s0 = s0 + F32x4::load(a.add(i)) * F32x4::load(b.add(i));
-            s1 = s1 + F32x4::load(a.add(i + 4)) * F32x4::load(b.add(i + 4));
-            s2 = s2 + F32x4::load(a.add(i + 8)) * F32x4::load(b.add(i + 8));
-            s3 = s3 + F32x4::load(a.add(i + 12)) * F32x4::load(b.add(i + 12));
+            s0 = s0.mul_add(F32x4::load(a.add(i)), F32x4::load(b.add(i)));
+            s1 = s1.mul_add(F32x4::load(a.add(i + 4)), F32x4::load(b.add(i + 4)));
+            s2 = s2.mul_add(F32x4::load(a.add(i + 8)), F32x4::load(b.add(i + 8)));
+            s3 = s3.mul_add(F32x4::load(a.add(i + 12)), F32x4::load(b.add(i + 12)));
             i += 16;
         }
         while i + 4 <= k {
-            s0 = s0 + F32x4::load(a.add(i)) * F32x4::load(b.add(i));
+            s0 = s0.mul_add(F32x4::load(a.add(i)), F32x4::load(b.add(i)));
             i += 4;
         }
         let mut s = ((s0 + s1) + (s2 + s3)).hsum();
@@ -244,8 +244,8 @@ unsafe fn micro_tile(kc: usize, a: *const f32, b: *const f32) -> [[F32x4; 2]; NR
             let bp = b.add(p * NR);
             for (j, cj) in c.iter_mut().enumerate() {
                 let bj = F32x4::splat(*bp.add(j));
-                cj[0] = cj[0] + a0 * bj;
-                cj[1] = cj[1] + a1 * bj;
+                cj[0] = cj[0].mul_add(a0, bj);
+                cj[1] = cj[1].mul_add(a1, bj);
             }
         }
     }

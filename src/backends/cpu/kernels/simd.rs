@@ -15,6 +15,19 @@ mod imp {
     pub struct F32x4(v128);
 
     impl F32x4 {
+        /// `self + a * b`: one fused multiply-add with relaxed SIMD (`+relaxed-simd`, opt-in;
+        /// rounding may then differ in the last bit), a multiply and an add otherwise.
+        #[inline(always)]
+        pub fn mul_add(self, a: Self, b: Self) -> Self {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                Self(f32x4_relaxed_madd(a.0, b.0, self.0))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                Self(f32x4_add(self.0, f32x4_mul(a.0, b.0)))
+            }
+        }
         /// All lanes `x`.
         #[inline(always)]
         pub fn splat(x: f32) -> Self {
@@ -184,6 +197,11 @@ mod imp {
     }
 
     impl F32x4 {
+        /// `self + a * b` (a multiply and an add, as on wasm without relaxed SIMD).
+        #[inline(always)]
+        pub fn mul_add(self, a: Self, b: Self) -> Self {
+            self + a * b
+        }
         /// All lanes `x`.
         #[inline(always)]
         pub fn splat(x: f32) -> Self {
