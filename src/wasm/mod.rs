@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Object};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::backend::{Device, DeviceKind};
 use convert::{set, to_js_error};
@@ -50,7 +51,11 @@ pub async fn devices() -> Result<Array, JsError> {
     for r in reg.backend_regs() {
         let devs = r.devices();
         for d in &devs {
-            out.push(&device_object(d)?.into());
+            let o = device_object(d)?;
+            if d.kind() != DeviceKind::Cpu {
+                add_browser_adapter_info(&o).await;
+            }
+            out.push(&o.into());
         }
         if devs.is_empty() {
             let o = Object::new();
@@ -64,6 +69,45 @@ pub async fn devices() -> Result<Array, JsError> {
         }
     }
     Ok(out)
+}
+
+/// wgpu's adapter info is nearly empty on the web; the browser's own `GPUAdapter.info`
+/// (vendor, architecture, isFallbackAdapter, ...) goes into `properties` as `adapter.*`.
+/// Best effort: anything missing is simply left out.
+async fn add_browser_adapter_info(device: &Object) {
+    use js_sys::{Function, Promise, Reflect};
+    let get = |o: &JsValue, k: &str| {
+        Reflect::get(o, &k.into())
+            .ok()
+            .filter(|v| !v.is_undefined() && !v.is_null())
+    };
+    let Some(gpu) = get(&js_sys::global(), "navigator").and_then(|n| get(&n, "gpu")) else {
+        return;
+    };
+    let Some(request) = get(&gpu, "requestAdapter").and_then(|f| f.dyn_into::<Function>().ok())
+    else {
+        return;
+    };
+    let Ok(promise) = request.call0(&gpu).and_then(|p| p.dyn_into::<Promise>()) else {
+        return;
+    };
+    let Ok(adapter) = wasm_bindgen_futures::JsFuture::from(promise).await else {
+        return;
+    };
+    let (Some(info), Some(props)) = (get(&adapter, "info"), get(device, "properties")) else {
+        return;
+    };
+    for key in [
+        "vendor",
+        "architecture",
+        "device",
+        "description",
+        "isFallbackAdapter",
+    ] {
+        if let Some(v) = get(&info, key) {
+            let _ = Reflect::set(&props, &format!("adapter.{key}").into(), &v);
+        }
+    }
 }
 
 /// `a + b` computed on the device called `device` ("CPU", "WebGPU").

@@ -56,6 +56,7 @@ test('demo page lists the devices and computes on each', async () => {
     assert.equal(await gpu.locator('.result').getAttribute('data-values'), '11,22,33,44');
     const props = await gpu.locator('.properties').textContent();
     assert.match(props, /maxStorageBufferBindingSize/);
+    assert.match(props, /adapter\.isFallbackAdapter/);
   }
   const sched = page.locator('#scheduler');
   const maxDiff = Number(await sched.locator('.result').getAttribute('data-max-diff'));
