@@ -1,7 +1,7 @@
 // CPU matmul benchmark core, shared by the Node runner and the browser page: webtensor's CPU
 // kernels (SIMD128, 1 thread) beside onnxruntime-web (wasm, 1 thread) and tfjs-backend-wasm
 // (XNNPACK, 1 thread), same shapes, same process, plus a probe of the wasm SIMD f32 peak.
-// Times are medians of REPS runs after a warm-up; GFLOP/s = 2·m·n·k / time.
+// Times are medians of REPS runs after a warm-up (3 runs and at least 0.3 s); GFLOP/s = 2·m·n·k / time.
 import { matmulModel } from './onnx-matmul.mjs';
 
 export const CASES = [
@@ -23,7 +23,9 @@ function randn(len, seed) {
 }
 
 async function time(fn, reps) {
-  await fn();
+  // Warm up past V8's tier-up (Liftoff → TurboFan compiles in the background): 3 runs and 0.3 s.
+  const w0 = performance.now();
+  for (let i = 0; i < 3 || performance.now() - w0 < 300; i++) await fn();
   const ts = [];
   for (let i = 0; i < reps; i++) { const t0 = performance.now(); await fn(); ts.push(performance.now() - t0); }
   return median(ts);
