@@ -35,7 +35,7 @@ fn device_object(d: &Rc<dyn Device>) -> Result<Object, JsError> {
     set(&o, "description", &d.description().into())?;
     set(&o, "available", &true.into())?;
     let props = Object::new();
-    for (k, v) in d.properties() {
+    for (k, v) in d.properties().into_iter().filter(|(_, v)| !v.is_empty()) {
         set(&props, &k, &v.into())?;
     }
     set(&o, "properties", &props)?;
