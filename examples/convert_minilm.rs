@@ -250,7 +250,7 @@ fn convert(args: &Args) -> Res<()> {
         let ne: Vec<usize> = t.shape.iter().rev().copied().collect();
         let is_matmul = to.starts_with("blk.") && to.ends_with(".weight") && ne.len() == 2;
         let dtype = match args.dtype {
-            DType::Q8_0 | DType::Q4_0 if is_matmul && ne[0] % 32 == 0 => args.dtype,
+            DType::Q8_0 | DType::Q4_0 if is_matmul && ne[0].is_multiple_of(32) => args.dtype,
             DType::F16 if is_matmul => DType::F16,
             _ => DType::F32,
         };
