@@ -20,6 +20,8 @@ use crate::model::gguf::Gguf;
 pub const MAX_CHARS_PER_WORD: usize = 100;
 /// The prefix of word pieces that continue a word.
 const CONTINUATION: &str = "##";
+/// Special tokens matched whole in raw text.
+const SPECIALS: [&str; 5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
 /// llama.cpp's converter marks word starts with this (and drops `##`) in GGUF vocabularies.
 const PHANTOM_SPACE: char = '\u{2581}';
 
@@ -143,12 +145,31 @@ impl WordPiece {
         self.unk
     }
 
-    /// Token ids of `text` without special tokens.
+    /// Token ids of `text` without added `[CLS]`/`[SEP]`. Special tokens written in the
+    /// text itself (`[CLS]`, `[SEP]`, `[PAD]`, `[UNK]`, `[MASK]`, exact spelling) are kept
+    /// whole, as Hugging Face's added-token matching does before normalization.
     pub fn tokenize(&self, text: &str) -> Vec<u32> {
-        let normalized = normalize(text);
         let mut out = Vec::new();
-        for word in pre_tokenize(&normalized) {
-            self.word_pieces(word, &mut out);
+        let mut rest = text;
+        while !rest.is_empty() {
+            let next = SPECIALS
+                .iter()
+                .filter_map(|s| Some((rest.find(s)?, *s, self.id(s)?)))
+                .min_by_key(|&(at, s, _)| (at, std::cmp::Reverse(s.len())));
+            let (plain, special) = match next {
+                Some((at, s, id)) => (&rest[..at], Some((s, id))),
+                None => (rest, None),
+            };
+            for word in pre_tokenize(&normalize(plain)) {
+                self.word_pieces(word, &mut out);
+            }
+            match special {
+                Some((s, id)) => {
+                    out.push(id);
+                    rest = &rest[plain.len() + s.len()..];
+                }
+                None => break,
+            }
         }
         out
     }
@@ -348,6 +369,17 @@ mod tests {
         assert_eq!(toks(&wp, &ids), ["[CLS]", "hello", "hello", "[SEP]"]);
         assert_eq!(wp.encode("", 2).unwrap(), [wp.cls_id(), wp.sep_id()]);
         assert!(wp.encode("x", 1).is_err());
+    }
+
+    #[test]
+    fn special_tokens_in_text_stay_whole() {
+        let wp = vocab();
+        let ids = wp.tokenize("hello[SEP]a [cls] [UNK]");
+        assert_eq!(
+            toks(&wp, &ids),
+            ["hello", "[SEP]", "a", "[UNK]", "[UNK]", "[UNK]", "[UNK]"]
+        );
+        assert_eq!(toks(&wp, &wp.tokenize("[CLS][CLS]")), ["[CLS]", "[CLS]"]);
     }
 
     #[test]
