@@ -48,3 +48,24 @@ fn bert_bge_vectors_match() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The vocabulary the MiniLM converter writes (llama.cpp spelling) reads back as vocab.txt.
+#[test]
+fn converted_minilm_vocab_round_trips() {
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let (Ok(txt), Ok(gguf)) = (
+        std::fs::read_to_string(models.join("minilm/vocab.txt")),
+        std::fs::read(models.join("minilm-q4_0.gguf")),
+    ) else {
+        println!("skipped: run scripts/fetch-model.sh");
+        return;
+    };
+    let from_txt = WordPiece::from_vocab_txt(&txt).unwrap();
+    let from_gguf = WordPiece::from_gguf(&Gguf::parse(&gguf).unwrap()).unwrap();
+    assert_eq!(from_txt.len(), from_gguf.len());
+    for id in 0..from_txt.len() as u32 {
+        assert_eq!(from_txt.token(id), from_gguf.token(id), "token {id}");
+    }
+    let text = "Héllo, wörld! [MASK] tokenization 東京 🦙";
+    assert_eq!(from_txt.tokenize(text), from_gguf.tokenize(text));
+}
