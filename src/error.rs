@@ -41,6 +41,9 @@ pub enum Error {
     /// No device of the requested kind or name exists.
     #[error("no such device: {0}")]
     NoDevice(String),
+    /// A file (GGUF model, vocabulary, ...) is malformed: truncated, inconsistent or unsupported.
+    #[error("invalid {format} file: {msg}")]
+    Format { format: &'static str, msg: String },
     /// Bad caller input that fits no other kind.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -285,6 +285,11 @@ impl Runtime {
         Ok(self.session(p)?.0.explain())
     }
 
+    /// Frees the session of one program (its device memory); a later run plans it again.
+    pub fn release(&self, p: &Program) {
+        self.sessions.borrow_mut().remove(&p.uid);
+    }
+
     /// Frees every session (device memory of every program run so far).
     pub fn clear(&self) {
         self.sessions.borrow_mut().clear();

@@ -3,4 +3,7 @@
 //! Models build graphs and hand them to the runtime; they never talk to a device's
 //! internals directly.
 
+pub mod bert;
+pub mod gguf;
 pub mod smoke;
+pub mod tokenizer;

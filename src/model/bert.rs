@@ -1,0 +1,639 @@
+//! BERT sentence embeddings (all-MiniLM-L6-v2 and its kin) from a GGUF file in llama.cpp's
+//! `bert` layout: WordPiece tokens → encoder graph → mean pooling over real tokens → L2
+//! normalization, the sentence-transformers recipe.
+//!
+//! Texts are tokenized on the host, sorted by length and run in batches of at most
+//! [`MAX_BATCH`] sequences padded to a bucketed length (a power of two ≥ 8), so only a
+//! few graph shapes exist; each shape's [`Program`] is built once and cached (at most
+//! [`MAX_CACHED_SHAPES`], the oldest released from the runtime when a new one comes).
+//! Padding is masked out of attention with a large negative score and out of pooling with
+//! zero weights, so a text's embedding does not depend on what it is batched with.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::error::{Error, Result};
+use crate::graph::{DType, Graph, TensorId};
+use crate::model::gguf::Gguf;
+use crate::model::tokenizer::WordPiece;
+use crate::runtime::{Program, Runtime};
+
+/// Sequences per encoder run; longer lists are split (the last batch padded with short
+/// dummy sequences, so the shape repeats).
+pub const MAX_BATCH: usize = 8;
+/// Graph shapes kept built at once.
+pub const MAX_CACHED_SHAPES: usize = 4;
+/// Added to attention scores of padding keys: exp() of it underflows to exactly 0.
+const MASKED: f32 = -1e9;
+/// Shortest padded sequence length.
+const MIN_SEQ: usize = 8;
+
+fn format_err(msg: impl Into<String>) -> Error {
+    Error::Format {
+        format: "BERT GGUF",
+        msg: msg.into(),
+    }
+}
+
+/// BERT's hyper-parameters, from the GGUF's `bert.*` keys.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BertConfig {
+    /// Encoder layers (`bert.block_count`).
+    pub n_layer: usize,
+    /// Hidden size (`bert.embedding_length`).
+    pub n_embd: usize,
+    /// Attention heads (`bert.attention.head_count`).
+    pub n_head: usize,
+    /// Feed-forward size (`bert.feed_forward_length`, else from `ffn_up`'s shape).
+    pub n_ff: usize,
+    /// Position embeddings (`bert.context_length`).
+    pub n_ctx: usize,
+    /// Layer norm epsilon (`bert.attention.layer_norm_epsilon`).
+    pub eps: f32,
+    /// Vocabulary size (rows of `token_embd`).
+    pub n_vocab: usize,
+}
+
+/// One weight's name, dtype, shape and bytes (ggml layout).
+#[derive(Clone, Debug)]
+struct WeightData {
+    name: String,
+    dtype: DType,
+    ne: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+/// A cached encoder graph for one (batch, sequence length) shape.
+struct Shape {
+    key: (usize, usize),
+    program: Rc<Program>,
+}
+
+/// Sentence embeddings from a BERT GGUF: tokenizer, weights and per-shape encoder graphs.
+pub struct SentenceEmbedder {
+    config: BertConfig,
+    tokenizer: WordPiece,
+    weights: Vec<WeightData>,
+    max_tokens: usize,
+    shapes: RefCell<Vec<Shape>>,
+}
+
+impl std::fmt::Debug for SentenceEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentenceEmbedder")
+            .field("config", &self.config)
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Names of layer `i`'s weights, in the order the graph builder uses them.
+fn layer_names(i: usize) -> [String; 16] {
+    [
+        "attn_q.weight",
+        "attn_q.bias",
+        "attn_k.weight",
+        "attn_k.bias",
+        "attn_v.weight",
+        "attn_v.bias",
+        "attn_output.weight",
+        "attn_output.bias",
+        "attn_output_norm.weight",
+        "attn_output_norm.bias",
+        "ffn_up.weight",
+        "ffn_up.bias",
+        "ffn_down.weight",
+        "ffn_down.bias",
+        "layer_output_norm.weight",
+        "layer_output_norm.bias",
+    ]
+    .map(|s| format!("blk.{i}.{s}"))
+}
+
+impl SentenceEmbedder {
+    /// Loads a GGUF file (`general.architecture` = `bert`, a WordPiece vocabulary).
+    pub fn load(bytes: &[u8]) -> Result<Self> {
+        let g = Gguf::parse(bytes)?;
+        let arch = g.get_str("general.architecture")?;
+        if arch != "bert" {
+            return Err(Error::Unsupported {
+                device: "SentenceEmbedder".into(),
+                op: format!("architecture {arch:?}"),
+                reason: "only \"bert\" is supported".into(),
+            });
+        }
+        let tokenizer = WordPiece::from_gguf(&g)?;
+        let tensor = |name: &str| {
+            g.tensor(name)
+                .ok_or_else(|| format_err(format!("tensor {name} is missing")))
+        };
+        let embd = tensor("token_embd.weight")?;
+        let n_embd = g.get_usize("bert.embedding_length")?;
+        let n_vocab = *embd.ne.get(1).unwrap_or(&1);
+        let ff = tensor("blk.0.ffn_up.weight")?;
+        let config = BertConfig {
+            n_layer: g.get_usize("bert.block_count")?,
+            n_embd,
+            n_head: g.get_usize("bert.attention.head_count")?,
+            n_ff: g
+                .get_usize("bert.feed_forward_length")
+                .unwrap_or(*ff.ne.get(1).unwrap_or(&0)),
+            n_ctx: g.get_usize("bert.context_length")?,
+            eps: g.get_f32("bert.attention.layer_norm_epsilon")?,
+            n_vocab,
+        };
+        let (h, ff, ctx) = (config.n_embd, config.n_ff, config.n_ctx);
+        if config.n_layer == 0 || config.n_head == 0 || h == 0 || h % config.n_head != 0 {
+            return Err(format_err(format!(
+                "{} heads do not divide hidden size {h} (or a size is 0)",
+                config.n_head
+            )));
+        }
+        if n_vocab != tokenizer.len() {
+            return Err(format_err(format!(
+                "token_embd has {n_vocab} rows, the vocabulary {} tokens",
+                tokenizer.len()
+            )));
+        }
+        let mut expected: Vec<(String, Vec<usize>)> = vec![
+            ("token_embd.weight".into(), vec![h, n_vocab]),
+            ("position_embd.weight".into(), vec![h, ctx]),
+            ("token_types.weight".into(), vec![h, 0]),
+            ("token_embd_norm.weight".into(), vec![h]),
+            ("token_embd_norm.bias".into(), vec![h]),
+        ];
+        for i in 0..config.n_layer {
+            let shapes = [
+                vec![h, h],
+                vec![h],
+                vec![h, h],
+                vec![h],
+                vec![h, h],
+                vec![h],
+                vec![h, h],
+                vec![h],
+                vec![h],
+                vec![h],
+                vec![h, ff],
+                vec![ff],
+                vec![ff, h],
+                vec![h],
+                vec![h],
+                vec![h],
+            ];
+            expected.extend(layer_names(i).into_iter().zip(shapes));
+        }
+        let mut weights = Vec::with_capacity(expected.len());
+        for (name, want) in expected {
+            let t = tensor(&name)?;
+            // token_types: any number of types (0 in `want` matches any count ≥ 1).
+            let fits = t.ne.len() == want.len()
+                && t.ne
+                    .iter()
+                    .zip(&want)
+                    .all(|(&a, &b)| a == b || (b == 0 && a > 0));
+            if !fits {
+                return Err(format_err(format!(
+                    "tensor {name} has shape {:?}, expected {want:?}",
+                    t.ne
+                )));
+            }
+            let is_matmul = name.starts_with("blk.") && want.len() == 2;
+            if !is_matmul && t.dtype != DType::F32 && !name.ends_with("embd.weight") {
+                return Err(format_err(format!(
+                    "tensor {name} is {:?}; biases and norms must be f32",
+                    t.dtype
+                )));
+            }
+            let mut bytes = g.tensor_data(t)?.to_vec();
+            let mut ne = t.ne.clone();
+            if name == "token_types.weight" {
+                // Only type 0 is used: keep its row as a vector added to every token.
+                bytes.truncate(t.dtype.row_bytes(h)?);
+                ne = vec![h];
+            }
+            weights.push(WeightData {
+                name,
+                dtype: t.dtype,
+                ne,
+                bytes,
+            });
+        }
+        if weights
+            .iter()
+            .any(|w| w.name == "token_types.weight" && w.dtype != DType::F32)
+        {
+            return Err(format_err("token_types.weight must be f32"));
+        }
+        let max_tokens = g
+            .get_usize("sentence_transformers.max_seq_length")
+            .unwrap_or(ctx)
+            .clamp(2, ctx.max(2));
+        Ok(Self {
+            config,
+            tokenizer,
+            weights,
+            max_tokens,
+            shapes: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// The model's hyper-parameters.
+    pub fn config(&self) -> &BertConfig {
+        &self.config
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &WordPiece {
+        &self.tokenizer
+    }
+
+    /// Embedding size.
+    pub fn dim(&self) -> usize {
+        self.config.n_embd
+    }
+
+    /// Tokens per text, `[CLS]` and `[SEP]` included: longer texts keep their first
+    /// `max_tokens - 2` word pieces. Defaults to the file's
+    /// `sentence_transformers.max_seq_length` (256 for all-MiniLM-L6-v2), else the context.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// Sets [`Self::max_tokens`] (2 to the context length).
+    pub fn set_max_tokens(&mut self, n: usize) -> Result<()> {
+        if n < 2 || n > self.config.n_ctx {
+            return Err(Error::InvalidArgument(format!(
+                "max_tokens must be 2 to {}, got {n}",
+                self.config.n_ctx
+            )));
+        }
+        self.max_tokens = n;
+        Ok(())
+    }
+
+    /// Token ids of each text: `[CLS] pieces [SEP]`, truncated to [`Self::max_tokens`].
+    pub fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
+        texts
+            .iter()
+            .map(|t| self.tokenizer.encode(t, self.max_tokens))
+            .collect()
+    }
+
+    /// L2-normalized sentence embeddings of `texts`, one per text, in order.
+    pub async fn embed(&self, rt: &Runtime, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Err(Error::InvalidArgument(
+                "embed needs at least one text".into(),
+            ));
+        }
+        let ids = self.encode(texts)?;
+        self.embed_tokens(rt, &ids).await
+    }
+
+    /// Embeddings of token sequences (each `[CLS] ... [SEP]`, 1 to context length ids).
+    pub async fn embed_tokens(&self, rt: &Runtime, seqs: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        if seqs.is_empty() {
+            return Err(Error::InvalidArgument(
+                "embed needs at least one sequence".into(),
+            ));
+        }
+        for (i, s) in seqs.iter().enumerate() {
+            if s.is_empty() || s.len() > self.config.n_ctx {
+                return Err(Error::InvalidArgument(format!(
+                    "sequence {i} has {} tokens; 1 to {} fit",
+                    s.len(),
+                    self.config.n_ctx
+                )));
+            }
+            if let Some(&bad) = s.iter().find(|&&t| t as usize >= self.config.n_vocab) {
+                return Err(Error::InvalidArgument(format!(
+                    "sequence {i} holds token {bad}, beyond the {}-token vocabulary",
+                    self.config.n_vocab
+                )));
+            }
+        }
+        // Similar lengths together: less padding.
+        let mut order: Vec<usize> = (0..seqs.len()).collect();
+        order.sort_by_key(|&i| seqs[i].len());
+        let batch = seqs.len().min(MAX_BATCH);
+        let mut out = vec![Vec::new(); seqs.len()];
+        for chunk in order.chunks(batch) {
+            let longest = chunk.iter().map(|&i| seqs[i].len()).max().unwrap_or(1);
+            let seq = longest
+                .next_power_of_two()
+                .max(MIN_SEQ)
+                .min(self.config.n_ctx.max(longest));
+            let members: Vec<&[u32]> = chunk.iter().map(|&i| seqs[i].as_slice()).collect();
+            let embs = self.run_batch(rt, &members, batch, seq).await?;
+            for (&i, e) in chunk.iter().zip(embs) {
+                out[i] = e;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs up to `batch` sequences padded to `seq` tokens; returns their embeddings.
+    async fn run_batch(
+        &self,
+        rt: &Runtime,
+        members: &[&[u32]],
+        batch: usize,
+        seq: usize,
+    ) -> Result<Vec<Vec<f32>>> {
+        let program = self.program(rt, batch, seq)?;
+        let dummy = [self.tokenizer.cls_id(), self.tokenizer.sep_id()];
+        let mut tokens = vec![self.tokenizer.pad_id() as i32; seq * batch];
+        let mut mask = vec![MASKED; seq * batch];
+        let mut pool = vec![0f32; seq * batch];
+        for b in 0..batch {
+            let s: &[u32] = members.get(b).copied().unwrap_or(&dummy);
+            let w = 1.0 / s.len() as f32;
+            for (j, &t) in s.iter().enumerate() {
+                tokens[b * seq + j] = t as i32;
+                mask[b * seq + j] = 0.0;
+                pool[b * seq + j] = w;
+            }
+        }
+        let inputs = HashMap::from([
+            ("tokens".to_string(), bytemuck::cast_slice(&tokens).to_vec()),
+            (
+                "attn_mask".to_string(),
+                bytemuck::cast_slice(&mask).to_vec(),
+            ),
+            ("pool".to_string(), bytemuck::cast_slice(&pool).to_vec()),
+        ]);
+        let outs = rt.run(&program, &inputs).await?;
+        let (_, _, bytes) = outs
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Graph("the encoder graph has no output".into()))?;
+        let h = self.config.n_embd;
+        if bytes.len() != h * batch * 4 {
+            return Err(Error::Graph(format!(
+                "encoder output has {} bytes, expected {}",
+                bytes.len(),
+                h * batch * 4
+            )));
+        }
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Ok(values
+            .chunks_exact(h)
+            .take(members.len())
+            .map(<[f32]>::to_vec)
+            .collect())
+    }
+
+    /// The cached program of a shape, built (and the oldest released) when missing.
+    fn program(&self, rt: &Runtime, batch: usize, seq: usize) -> Result<Rc<Program>> {
+        let key = (batch, seq);
+        let mut shapes = self.shapes.borrow_mut();
+        if let Some(pos) = shapes.iter().position(|s| s.key == key) {
+            let s = shapes.remove(pos);
+            let p = s.program.clone();
+            shapes.push(s);
+            return Ok(p);
+        }
+        let program = Rc::new(self.build(batch, seq)?);
+        if shapes.len() >= MAX_CACHED_SHAPES {
+            let old = shapes.remove(0);
+            rt.release(&old.program);
+        }
+        shapes.push(Shape {
+            key,
+            program: program.clone(),
+        });
+        Ok(program)
+    }
+
+    /// The encoder graph for `batch` sequences of `seq` tokens, with its weights.
+    ///
+    /// Inputs: `tokens` (I32 `[seq, batch]`), `attn_mask` (f32 `[seq, 1, 1, batch]`: 0 for
+    /// tokens, a large negative value for padding), `pool` (f32 `[seq, 1, batch]`: 1/len for
+    /// tokens, 0 for padding). Output: `embeddings` (f32 `[n_embd, 1, batch]`).
+    fn build(&self, batch: usize, seq: usize) -> Result<Program> {
+        let c = &self.config;
+        let (h, nh) = (c.n_embd, c.n_head);
+        let hd = h / nh;
+        if seq > c.n_ctx {
+            return Err(Error::InvalidArgument(format!(
+                "{seq} tokens exceed the context of {}",
+                c.n_ctx
+            )));
+        }
+        let mut p = Program::new();
+        let mut w: HashMap<&str, TensorId> = HashMap::new();
+        for wd in &self.weights {
+            let id = p.weight_bytes(&wd.name, wd.dtype, &wd.ne, wd.bytes.clone())?;
+            w.insert(wd.name.as_str(), id);
+        }
+        let positions: Vec<i32> = (0..seq as i32).collect();
+        let pos = p.weight_bytes(
+            "positions",
+            DType::I32,
+            &[seq],
+            bytemuck::cast_slice(&positions).to_vec(),
+        )?;
+        let get = |name: &str| {
+            w.get(name)
+                .copied()
+                .ok_or_else(|| Error::Graph(format!("weight {name} not loaded")))
+        };
+        let g = p.graph_mut();
+        let tokens = g.input("tokens", DType::I32, &[seq, batch])?;
+        let mask = g.input("attn_mask", DType::F32, &[seq, 1, 1, batch])?;
+        let pool = g.input("pool", DType::F32, &[seq, 1, batch])?;
+
+        let mut x = g.get_rows(get("token_embd.weight")?, tokens)?;
+        let pe = g.get_rows(get("position_embd.weight")?, pos)?;
+        x = g.add(x, pe)?;
+        x = g.add(x, get("token_types.weight")?)?;
+        x = layer_norm(
+            g,
+            x,
+            get("token_embd_norm.weight")?,
+            get("token_embd_norm.bias")?,
+            c.eps,
+        )?;
+        let scale = 1.0 / (hd as f32).sqrt();
+        for i in 0..c.n_layer {
+            let n = layer_names(i);
+            let lw: Vec<TensorId> = n.iter().map(|s| get(s)).collect::<Result<_>>()?;
+            let linear = |g: &mut Graph, wi: usize, x: TensorId| -> Result<TensorId> {
+                let y = g.matmul(lw[wi], x)?;
+                g.add(y, lw[wi + 1])
+            };
+            // [h, seq, batch] → heads [hd, nh, seq, batch].
+            let q = linear(g, 0, x)?;
+            let q = g.reshape(q, &[hd, nh, seq, batch])?;
+            let q = g.permute(q, [0, 2, 1, 3])?;
+            let q = g.cont(q)?; // [hd, seq, nh, batch]
+            let k = linear(g, 2, x)?;
+            let k = g.reshape(k, &[hd, nh, seq, batch])?;
+            let k = g.permute(k, [0, 2, 1, 3])?;
+            let k = g.cont(k)?; // [hd, seq, nh, batch]
+            let v = linear(g, 4, x)?;
+            let v = g.reshape(v, &[hd, nh, seq, batch])?;
+            let v = g.permute(v, [1, 2, 0, 3])?;
+            let v = g.cont(v)?; // [seq, hd, nh, batch]
+            let scores = g.matmul(k, q)?; // [seq_k, seq_q, nh, batch]
+            let scores = g.add(scores, mask)?;
+            let attn = g.softmax(scores, None, scale)?;
+            let ctx = g.matmul(v, attn)?; // [hd, seq_q, nh, batch]
+            let ctx = g.permute(ctx, [0, 2, 1, 3])?;
+            let ctx = g.cont(ctx)?; // [hd, nh, seq, batch]
+            let ctx = g.reshape(ctx, &[h, seq, batch])?;
+            let o = linear(g, 6, ctx)?;
+            let o = g.add(o, x)?;
+            x = layer_norm(g, o, lw[8], lw[9], c.eps)?;
+            let up = linear(g, 10, x)?;
+            let up = g.gelu_erf(up)?;
+            let down = linear(g, 12, up)?;
+            let down = g.add(down, x)?;
+            x = layer_norm(g, down, lw[14], lw[15], c.eps)?;
+        }
+        // Mean over real tokens: [seq, h, batch] · pool weights [seq, 1, batch] → [h, 1, batch].
+        let xt = g.transpose(x)?;
+        let xt = g.cont(xt)?;
+        let pooled = g.matmul(xt, pool)?;
+        // L2 normalization: rms_norm divides by sqrt(mean of squares); 1/sqrt(h) makes it the norm.
+        let normed = g.rms_norm(pooled, 1e-12 / h as f32)?;
+        let emb = g.scale(normed, 1.0 / (h as f32).sqrt())?;
+        g.set_name(emb, "embeddings")?;
+        g.set_output(emb)?;
+        Ok(p)
+    }
+}
+
+/// Layer norm with affine weight and bias.
+fn layer_norm(g: &mut Graph, x: TensorId, w: TensorId, b: TensorId, eps: f32) -> Result<TensorId> {
+    let n = g.norm(x, eps)?;
+    let n = g.mul(n, w)?;
+    g.add(n, b)
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::model::gguf::{GgufWriter, Value, ValueType};
+    use crate::runtime::DeviceChoice;
+    use crate::testing::Rng;
+
+    /// A tiny random BERT (2 layers, hidden 32, 2 heads) as GGUF bytes.
+    fn tiny_bert(arch: &str, skip: Option<&str>) -> Vec<u8> {
+        let (h, ff, ctx, layers) = (32, 64, 16, 2);
+        let vocab = [
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "##s", "!",
+        ];
+        let mut w = GgufWriter::new();
+        let s = |v: &str| Value::String(v.into());
+        w.set("general.architecture", s(arch)).unwrap();
+        w.set("bert.block_count", Value::U32(layers)).unwrap();
+        w.set("bert.embedding_length", Value::U32(h as u32))
+            .unwrap();
+        w.set("bert.feed_forward_length", Value::U32(ff as u32))
+            .unwrap();
+        w.set("bert.attention.head_count", Value::U32(2)).unwrap();
+        w.set("bert.context_length", Value::U32(ctx as u32))
+            .unwrap();
+        w.set("bert.attention.layer_norm_epsilon", Value::F32(1e-12))
+            .unwrap();
+        w.set("tokenizer.ggml.model", s("bert")).unwrap();
+        let toks = vocab.iter().map(|t| s(t)).collect();
+        w.set(
+            "tokenizer.ggml.tokens",
+            Value::Array(ValueType::String, toks),
+        )
+        .unwrap();
+        let mut rng = Rng::new(3);
+        let mut add = |name: &str, ne: &[usize]| {
+            if Some(name) == skip {
+                return;
+            }
+            let n: usize = ne.iter().product();
+            let norm_w = name.ends_with("norm.weight");
+            let vals: Vec<u8> = (0..n)
+                .map(|_| if norm_w { 1.0 } else { rng.uniform(-0.3, 0.3) })
+                .flat_map(f32::to_le_bytes)
+                .collect();
+            w.add_tensor(name, DType::F32, ne, vals).unwrap();
+        };
+        add("token_embd.weight", &[h, vocab.len()]);
+        add("position_embd.weight", &[h, ctx]);
+        add("token_types.weight", &[h, 2]);
+        add("token_embd_norm.weight", &[h]);
+        add("token_embd_norm.bias", &[h]);
+        for i in 0..layers as usize {
+            let shapes: [&[usize]; 16] = [
+                &[h, h],
+                &[h],
+                &[h, h],
+                &[h],
+                &[h, h],
+                &[h],
+                &[h, h],
+                &[h],
+                &[h],
+                &[h],
+                &[h, ff],
+                &[ff],
+                &[ff, h],
+                &[h],
+                &[h],
+                &[h],
+            ];
+            for (n, ne) in layer_names(i).iter().zip(shapes) {
+                add(n, ne);
+            }
+        }
+        w.to_bytes()
+    }
+
+    #[test]
+    fn padding_and_batching_do_not_change_embeddings() {
+        let e = SentenceEmbedder::load(&tiny_bert("bert", None)).unwrap();
+        let rt = pollster::block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+        let texts = ["hello", "hello worlds!", "world hello hello world", "!"];
+        let all = pollster::block_on(e.embed(&rt, &texts)).unwrap();
+        for (i, t) in texts.iter().enumerate() {
+            let one = pollster::block_on(e.embed(&rt, &[t])).unwrap();
+            let dot: f32 = one[0].iter().zip(&all[i]).map(|(a, b)| a * b).sum();
+            assert!(dot > 1.0 - 1e-5, "text {i}: cosine {dot}");
+            let norm: f32 = all[i].iter().map(|v| v * v).sum();
+            assert!((norm - 1.0).abs() < 1e-4, "norm² {norm}");
+        }
+        // Different texts, different embeddings.
+        let dot: f32 = all[0].iter().zip(&all[3]).map(|(a, b)| a * b).sum();
+        assert!(dot < 0.999);
+    }
+
+    #[test]
+    fn bad_files_and_calls_are_clear_errors() {
+        let err = SentenceEmbedder::load(&tiny_bert("llama", None)).unwrap_err();
+        assert!(err.to_string().contains("architecture"), "{err}");
+        let err =
+            SentenceEmbedder::load(&tiny_bert("bert", Some("blk.1.ffn_down.bias"))).unwrap_err();
+        assert!(
+            err.to_string().contains("blk.1.ffn_down.bias is missing"),
+            "{err}"
+        );
+        let mut e = SentenceEmbedder::load(&tiny_bert("bert", None)).unwrap();
+        let rt = pollster::block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+        assert!(pollster::block_on(e.embed(&rt, &[])).is_err());
+        assert!(pollster::block_on(e.embed_tokens(&rt, &[vec![2, 99, 3]])).is_err());
+        assert!(e.set_max_tokens(17).is_err());
+        e.set_max_tokens(4).unwrap();
+        let ids = e.encode(&["hello hello hello"]).unwrap();
+        assert_eq!(ids[0], [2, 4, 4, 3]);
+        // Over-long texts are truncated, not refused.
+        let long = ["hello "; 40].concat();
+        assert_eq!(
+            pollster::block_on(e.embed(&rt, &[&long])).unwrap()[0].len(),
+            32
+        );
+    }
+}
