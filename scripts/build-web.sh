@@ -14,3 +14,11 @@ if [ ! -d node_modules/webpack ] || [ package-lock.json -nt node_modules/.packag
 fi
 say "webpack → www/dist"
 npx webpack --mode production
+# The demo's models (scripts/fetch-model.sh makes them), linked rather than copied.
+if ls models/minilm-*.gguf >/dev/null 2>&1; then
+  mkdir -p www/dist/models
+  for f in models/minilm-*.gguf; do ln -f "$f" "www/dist/models/" 2>/dev/null || cp "$f" www/dist/models/; done
+  say "models → www/dist/models"
+else
+  say "no models/minilm-*.gguf (run scripts/fetch-model.sh): the demo's model section will say so"
+fi

@@ -28,7 +28,7 @@ fi
 for t in f32 f16 q8_0 q4_0; do
   out=models/minilm-$t.gguf
   if [ -f "$out" ]; then say "cached $out"; continue; fi
-  cargo run --quiet --release --example convert_minilm -- \
+  cargo run --quiet --example convert_minilm -- \
     --model-dir models/minilm --type "$t" --out "$out.tmp"
   mv "$out.tmp" "$out"
 done

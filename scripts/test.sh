@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- the whole test run, from a fresh machine; stops at the first failure.
 #   setup → fmt → clippy (native, wasm32) → native tests (CPU; WebGPU on lavapipe) →
-#   wasm tests in Node → wasm tests in headless Chromium (WebGPU on SwiftShader) →
-#   end-to-end page test (pkg/ + webpack bundle served, driven by playwright-core).
+#   model files (MiniLM GGUFs, tokenizer vectors) → wasm tests in Node → wasm tests in
+#   headless Chromium (WebGPU on SwiftShader) → end-to-end page test (pkg/ + webpack bundle
+#   + the model served, driven by playwright-core).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 T0=$(date +%s)
@@ -30,6 +31,12 @@ wasm_clippy() {
   fi
 }
 step "clippy (wasm32)" wasm_clippy
+model_files() {  # the real model, tokenizer vectors and numpy for the reference check
+  bash scripts/fetch-model.sh
+  bash scripts/fetch-test-vectors.sh
+  python3 -c 'import numpy' 2>/dev/null || python3 -m pip install --quiet numpy
+}
+step "model files (fetch-model, test vectors, numpy)" model_files
 step "native tests (cargo test)" cargo test
 step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --test web_node
 step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-unknown --test web_browser

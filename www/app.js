@@ -1,4 +1,5 @@
 import * as webtensor from 'webtensor';
+import { modelDemo } from './embed.js';
 
 const A = [1, 2, 3, 4];
 const B = [10, 20, 30, 40];
@@ -48,6 +49,7 @@ async function main() {
     }
   }
   await schedulerDemo();
+  await modelDemo();
   status.textContent = 'ready';
   status.dataset.state = 'ready';
 }

@@ -273,6 +273,22 @@ impl SentenceEmbedder {
         Ok(())
     }
 
+    /// The plan of the most recently run graph shape (splits, devices, memory), or a note
+    /// that nothing has run yet.
+    pub fn explain(&self, rt: &Runtime) -> Result<String> {
+        let last = self
+            .shapes
+            .borrow()
+            .last()
+            .map(|s| (s.key, s.program.clone()));
+        match last {
+            Some(((batch, seq), p)) => {
+                Ok(format!("batch {batch} × {seq} tokens\n{}", rt.explain(&p)?))
+            }
+            None => Ok("nothing embedded yet".into()),
+        }
+    }
+
     /// Token ids of each text: `[CLS] pieces [SEP]`, truncated to [`Self::max_tokens`].
     pub fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
         texts

@@ -3,6 +3,7 @@
 
 mod bench;
 mod convert;
+mod model;
 mod runtime;
 
 use std::rc::Rc;
@@ -104,7 +105,7 @@ async fn add_browser_adapter_info(device: &Object) {
         "description",
         "isFallbackAdapter",
     ] {
-        if let Some(v) = get(&info, key) {
+        if let Some(v) = get(&info, key).filter(|v| v.as_string().is_none_or(|s| !s.is_empty())) {
             let _ = Reflect::set(&props, &format!("adapter.{key}").into(), &v);
         }
     }

@@ -65,3 +65,36 @@ test('demo page lists the devices and computes on each', async () => {
   assert.match(await sched.locator('.explain').textContent(), /memory:/);
   assert.deepEqual(errors, []);
 });
+
+const score = async (page, i, j) =>
+  Number(await page.locator(`#model table.similarity tr:nth-child(${i + 2}) td:nth-child(${j + 2})`).getAttribute('data-score'));
+
+test('the model demo embeds sentences, compares them, and searches', async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(base);
+  await page.waitForSelector('#status[data-state="ready"], #status[data-state="error"]', { timeout: 300_000 });
+  const model = page.locator('#model');
+  assert.equal(await model.getAttribute('data-state'), 'done', await model.locator('.model-status').textContent());
+  assert.match(await model.locator('.model-status').textContent(), /loaded in [\d.]+ ms on /);
+  // the two guitar sentences are closer to each other than to the stock market
+  const [guitar, stock, diag] = [await score(page, 0, 1), await score(page, 0, 2), await score(page, 0, 0)];
+  assert.ok(Math.abs(diag - 1) < 1e-3, `self-similarity ${diag}`);
+  assert.ok(guitar > stock + 0.2, `guitar/guitar ${guitar} vs guitar/stocks ${stock}`);
+  assert.equal(await model.getAttribute('data-same'), 'true', 'two runs of the same input differ');
+  assert.match(await model.locator('.results li').first().textContent(), /guitar/);
+  assert.match(await model.locator('.explain').textContent(), /plan: \d+ nodes/);
+
+  // type new sentences and run again
+  await model.locator('textarea').fill('I love pizza.\nPizza is my favourite food.\nThe train leaves at noon.');
+  await model.locator('input.query').fill('what should we eat');
+  await model.locator('button.run').click();
+  await page.waitForFunction(() => document.querySelector('#model').dataset.state === 'done'
+    && document.querySelectorAll('#model table.similarity tr').length === 4, null, { timeout: 120_000 });
+  const [food, train] = [await score(page, 0, 1), await score(page, 0, 2)];
+  assert.ok(food > train, `pizza/pizza ${food} vs pizza/train ${train}`);
+  assert.match(await model.locator('.results li').first().textContent(), /[Pp]izza/);
+  await page.screenshot({ path: path.join(SHOTS, 'model.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+});

@@ -1,0 +1,166 @@
+//! `SentenceEmbedder` for JS: load a BERT GGUF (URL with progress, or bytes), embed texts,
+//! explain the placement, dispose. Thin wrapper over `crate::model::bert`.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use js_sys::{Array, Float32Array, Function, Promise, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::convert::to_js_error;
+use crate::runtime::{DeviceChoice, Runtime};
+
+#[wasm_bindgen(module = "/js/fetch_progress.js")]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = fetchWithProgress)]
+    async fn fetch_with_progress(url: &str, on_progress: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_EMBEDDER: &'static str = r#"
+/** Options of `SentenceEmbedder.load`. */
+export interface EmbedderOptions extends RuntimeOptions {
+  /** Called as the model arrives ("download") and is prepared ("parse", "devices"). */
+  onProgress?: (stage: string, loaded: number, total: number) => void;
+}
+"#;
+
+fn option(options: &JsValue, key: &str) -> Option<JsValue> {
+    Reflect::get(options, &key.into())
+        .ok()
+        .filter(|v| !v.is_undefined() && !v.is_null())
+}
+
+/// Sentence embeddings (all-MiniLM-L6-v2 and other BERT GGUFs) on WebGPU and/or the CPU.
+#[wasm_bindgen]
+pub struct SentenceEmbedder {
+    rt: Rc<Runtime>,
+    model: Rc<crate::model::bert::SentenceEmbedder>,
+    disposed: Rc<Cell<bool>>,
+}
+
+#[wasm_bindgen]
+impl SentenceEmbedder {
+    /// Loads a model from a URL (fetched with progress) or a `Uint8Array` of GGUF bytes:
+    /// `await SentenceEmbedder.load("models/minilm-q8_0.gguf", { devices: "auto", onProgress })`.
+    pub async fn load(
+        #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] source: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "EmbedderOptions")] options: JsValue,
+    ) -> Result<SentenceEmbedder, JsError> {
+        let progress = option(&options, "onProgress").and_then(|f| f.dyn_into::<Function>().ok());
+        let report = |stage: &str, loaded: f64, total: f64| {
+            if let Some(f) = &progress {
+                let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());
+            }
+        };
+        let bytes = if let Some(url) = source.as_string() {
+            let cb = progress.clone();
+            let on_chunk = Closure::<dyn FnMut(f64, f64)>::new(move |loaded: f64, total: f64| {
+                if let Some(f) = &cb {
+                    let _ = f.call3(
+                        &JsValue::NULL,
+                        &"download".into(),
+                        &loaded.into(),
+                        &total.into(),
+                    );
+                }
+            });
+            let data = fetch_with_progress(&url, on_chunk.as_ref())
+                .await
+                .map_err(|e| {
+                    JsError::new(
+                        &e.as_string()
+                            .unwrap_or_else(|| format!("cannot fetch {url}: {e:?}")),
+                    )
+                })?;
+            Uint8Array::new(&data).to_vec()
+        } else if let Some(a) = source.dyn_ref::<Uint8Array>() {
+            a.to_vec()
+        } else {
+            return Err(JsError::new("source must be a URL string or a Uint8Array"));
+        };
+        let n = bytes.len() as f64;
+        report("parse", 0.0, n);
+        let model = crate::model::bert::SentenceEmbedder::load(&bytes).map_err(to_js_error)?;
+        drop(bytes);
+        report("devices", n, n);
+        let devices = option(&options, "devices")
+            .and_then(|v| v.as_string())
+            .unwrap_or_else(|| "auto".into());
+        let choice: DeviceChoice = devices.parse().map_err(to_js_error)?;
+        let cost_model = option(&options, "costModel")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true);
+        let rt = Runtime::new(choice, cost_model)
+            .await
+            .map_err(to_js_error)?;
+        Ok(SentenceEmbedder {
+            rt: Rc::new(rt),
+            model: Rc::new(model),
+            disposed: Rc::new(Cell::new(false)),
+        })
+    }
+
+    /// L2-normalized embeddings, one `Float32Array` per text.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array[]>")]
+    pub fn embed(&self, texts: Vec<String>) -> Promise {
+        let (rt, model, disposed) = (self.rt.clone(), self.model.clone(), self.disposed.clone());
+        wasm_bindgen_futures::future_to_promise(async move {
+            if disposed.get() {
+                return Err(JsError::new("this SentenceEmbedder was disposed").into());
+            }
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let embs = model
+                .embed(&rt, &refs)
+                .await
+                .map_err(|e| JsValue::from(to_js_error(e)))?;
+            let out = Array::new();
+            for e in embs {
+                out.push(&Float32Array::from(e.as_slice()));
+            }
+            Ok(out.into())
+        })
+    }
+
+    /// Token ids of a text, as the model sees it (`[CLS] ... [SEP]`, truncated).
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, JsError> {
+        let mut ids = self.model.encode(&[text]).map_err(to_js_error)?;
+        Ok(ids.pop().unwrap_or_default())
+    }
+
+    /// Which device runs what for the last batch shape embedded.
+    pub fn explain(&self) -> Result<String, JsError> {
+        self.model.explain(&self.rt).map_err(to_js_error)
+    }
+
+    /// Embedding size (384 for MiniLM).
+    #[wasm_bindgen(getter)]
+    pub fn dim(&self) -> usize {
+        self.model.dim()
+    }
+
+    /// Tokens per text at most (longer texts are truncated).
+    #[wasm_bindgen(getter, js_name = maxTokens)]
+    pub fn max_tokens(&self) -> usize {
+        self.model.max_tokens()
+    }
+
+    /// Devices in use, in priority order.
+    #[wasm_bindgen(getter)]
+    pub fn devices(&self) -> Vec<String> {
+        self.rt.device_names()
+    }
+
+    /// Why devices are missing (e.g. no WebGPU adapter).
+    #[wasm_bindgen(getter)]
+    pub fn notes(&self) -> Vec<String> {
+        self.rt.notes().to_vec()
+    }
+
+    /// Frees device memory; later calls fail with an `Error`.
+    pub fn dispose(&self) {
+        self.disposed.set(true);
+        self.rt.clear();
+    }
+}

@@ -1,0 +1,129 @@
+// The model demo: all-MiniLM-L6-v2 sentence embeddings (GGUF, converted by
+// scripts/fetch-model.sh) on "auto" devices: a progress bar while the model loads, which
+// device runs what, a similarity matrix of the sentences typed, a semantic search over
+// them, and timings per stage.
+import * as webtensor from 'webtensor';
+
+export const EXAMPLES = [
+  'A man is playing a guitar.',
+  'Someone is strumming a guitar on stage.',
+  'The stock market fell sharply today.',
+  'Shares dropped after the earnings report.',
+  'A cat sleeps on the windowsill.',
+  'The kitten is napping in the sun by the window.',
+];
+
+const $ = (sel) => document.querySelector(sel);
+const fmt = (ms) => `${ms.toFixed(1)} ms`;
+
+function dot(a, b) {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+}
+
+function similarityTable(texts, embs) {
+  const table = document.createElement('table');
+  table.className = 'similarity';
+  const head = table.insertRow();
+  head.insertCell().textContent = '';
+  texts.forEach((_, j) => { head.insertCell().textContent = `#${j + 1}`; });
+  texts.forEach((t, i) => {
+    const row = table.insertRow();
+    const label = row.insertCell();
+    label.textContent = `#${i + 1} ${t.length > 40 ? t.slice(0, 40) + '…' : t}`;
+    label.className = 'label';
+    texts.forEach((_, j) => {
+      const s = dot(embs[i], embs[j]);
+      const cell = row.insertCell();
+      cell.textContent = s.toFixed(3);
+      cell.dataset.score = String(s);
+      cell.style.background = `rgba(40, 110, 220, ${Math.max(0, s) * 0.6})`;
+    });
+  });
+  return table;
+}
+
+export async function modelDemo() {
+  const section = $('#model');
+  const bar = section.querySelector('progress');
+  const status = section.querySelector('.model-status');
+  const select = section.querySelector('select');
+  let embedder = null;
+
+  async function load() {
+    embedder?.dispose();
+    embedder = null;
+    const url = `models/minilm-${select.value}.gguf`;
+    status.textContent = `loading ${url}…`;
+    section.dataset.state = 'loading';
+    const t0 = performance.now();
+    try {
+      embedder = await webtensor.SentenceEmbedder.load(url, {
+        devices: 'auto',
+        onProgress: (stage, loaded, total) => {
+          if (total > 0) { bar.max = total; bar.value = loaded; }
+          status.textContent = `${stage}: ${(loaded / 1048576).toFixed(1)} / ${(total / 1048576).toFixed(1)} MiB`;
+        },
+      });
+    } catch (e) {
+      status.textContent = `error: ${e.message}`;
+      section.dataset.state = 'error';
+      return;
+    }
+    const ms = performance.now() - t0;
+    bar.value = bar.max;
+    const notes = embedder.notes.length ? ` — ${embedder.notes.join('; ')}` : '';
+    status.textContent = `loaded in ${fmt(ms)} on ${embedder.devices.join(' → ')}${notes}`;
+    section.querySelector('.timings').dataset.loadMs = String(ms);
+    section.dataset.state = 'loaded';
+    await run();
+  }
+
+  async function run() {
+    if (!embedder) return;
+    const texts = section.querySelector('textarea').value.split('\n').map((s) => s.trim()).filter(Boolean);
+    const out = section.querySelector('.matrix');
+    const timings = section.querySelector('.timings');
+    section.dataset.state = 'running';
+    try {
+      const t0 = performance.now();
+      const embs = await embedder.embed(texts);
+      const t1 = performance.now();
+      const again = await embedder.embed(texts);
+      const t2 = performance.now();
+      out.replaceChildren(similarityTable(texts, embs));
+      timings.textContent = `embed ${texts.length} sentences: first ${fmt(t1 - t0)} (plans the graph), then ${fmt(t2 - t1)}` +
+        ` — ${embedder.dim}-d embeddings`;
+      timings.dataset.embedMs = String(t2 - t1);
+      section.querySelector('.explain').textContent = embedder.explain();
+      section.dataset.same = String(again.every((e, i) => e.every((v, k) => v === embs[i][k])));
+      await search(texts, embs);
+      section.dataset.state = 'done';
+    } catch (e) {
+      out.textContent = `error: ${e.message}`;
+      section.dataset.state = 'error';
+    }
+  }
+
+  async function search(texts, embs) {
+    const q = section.querySelector('input.query').value.trim();
+    const list = section.querySelector('ol.results');
+    list.replaceChildren();
+    if (!q) return;
+    const [qe] = await embedder.embed([q]);
+    texts.map((t, i) => ({ t, s: dot(qe, embs[i]) }))
+      .sort((a, b) => b.s - a.s)
+      .forEach(({ t, s }) => {
+        const li = document.createElement('li');
+        li.textContent = `${s.toFixed(3)}  ${t}`;
+        li.dataset.score = String(s);
+        list.append(li);
+      });
+  }
+
+  section.querySelector('textarea').value = EXAMPLES.join('\n');
+  section.querySelector('button.run').addEventListener('click', run);
+  select.addEventListener('change', load);
+  await load();
+}
