@@ -9,6 +9,8 @@ module.exports = {
     filename: '[name].[contenthash].js',
     clean: true,
   },
+  // The package wasm-pack just built, imported as 'webtensor' (as an npm user would).
+  resolve: { alias: { webtensor: path.resolve(__dirname, 'pkg') } },
   experiments: { asyncWebAssembly: true },
   performance: { hints: false },
   plugins: [new HtmlWebpackPlugin({ template: './www/index.html' })],
