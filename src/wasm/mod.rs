@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::backend::{Device, DeviceKind};
-use convert::{set, to_js_error};
+use convert::{prop, set, to_js_error};
 
 /// Installs the panic hook (panics then reach the console with a message).
 #[wasm_bindgen(start)]
@@ -77,15 +77,10 @@ pub async fn devices() -> Result<Array, JsError> {
 /// Best effort: anything missing is simply left out.
 async fn add_browser_adapter_info(device: &Object) {
     use js_sys::{Function, Promise, Reflect};
-    let get = |o: &JsValue, k: &str| {
-        Reflect::get(o, &k.into())
-            .ok()
-            .filter(|v| !v.is_undefined() && !v.is_null())
-    };
-    let Some(gpu) = get(&js_sys::global(), "navigator").and_then(|n| get(&n, "gpu")) else {
+    let Some(gpu) = prop(&js_sys::global(), "navigator").and_then(|n| prop(&n, "gpu")) else {
         return;
     };
-    let Some(request) = get(&gpu, "requestAdapter").and_then(|f| f.dyn_into::<Function>().ok())
+    let Some(request) = prop(&gpu, "requestAdapter").and_then(|f| f.dyn_into::<Function>().ok())
     else {
         return;
     };
@@ -95,7 +90,7 @@ async fn add_browser_adapter_info(device: &Object) {
     let Ok(adapter) = wasm_bindgen_futures::JsFuture::from(promise).await else {
         return;
     };
-    let (Some(info), Some(props)) = (get(&adapter, "info"), get(device, "properties")) else {
+    let (Some(info), Some(props)) = (prop(&adapter, "info"), prop(device, "properties")) else {
         return;
     };
     for key in [
@@ -105,7 +100,7 @@ async fn add_browser_adapter_info(device: &Object) {
         "description",
         "isFallbackAdapter",
     ] {
-        if let Some(v) = get(&info, key).filter(|v| v.as_string().is_none_or(|s| !s.is_empty())) {
+        if let Some(v) = prop(&info, key).filter(|v| v.as_string().is_none_or(|s| !s.is_empty())) {
             let _ = Reflect::set(&props, &format!("adapter.{key}").into(), &v);
         }
     }

@@ -4,12 +4,12 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use js_sys::{Array, Float32Array, Function, Promise, Reflect, Uint8Array};
+use js_sys::{Array, Float32Array, Function, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::convert::to_js_error;
-use crate::runtime::{DeviceChoice, Runtime};
+use super::convert::{prop, runtime_options, to_js_error};
+use crate::runtime::Runtime;
 
 #[wasm_bindgen(module = "/js/fetch_progress.js")]
 extern "C" {
@@ -25,12 +25,6 @@ export interface EmbedderOptions extends RuntimeOptions {
   onProgress?: (stage: string, loaded: number, total: number) => void;
 }
 "#;
-
-fn option(options: &JsValue, key: &str) -> Option<JsValue> {
-    Reflect::get(options, &key.into())
-        .ok()
-        .filter(|v| !v.is_undefined() && !v.is_null())
-}
 
 /// Sentence embeddings (all-MiniLM-L6-v2 and other BERT GGUFs) on WebGPU and/or the CPU.
 #[wasm_bindgen]
@@ -48,7 +42,7 @@ impl SentenceEmbedder {
         #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "EmbedderOptions")] options: JsValue,
     ) -> Result<SentenceEmbedder, JsError> {
-        let progress = option(&options, "onProgress").and_then(|f| f.dyn_into::<Function>().ok());
+        let progress = prop(&options, "onProgress").and_then(|f| f.dyn_into::<Function>().ok());
         let report = |stage: &str, loaded: f64, total: f64| {
             if let Some(f) = &progress {
                 let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());
@@ -85,13 +79,7 @@ impl SentenceEmbedder {
         let model = crate::model::bert::SentenceEmbedder::load(&bytes).map_err(to_js_error)?;
         drop(bytes);
         report("devices", n, n);
-        let devices = option(&options, "devices")
-            .and_then(|v| v.as_string())
-            .unwrap_or_else(|| "auto".into());
-        let choice: DeviceChoice = devices.parse().map_err(to_js_error)?;
-        let cost_model = option(&options, "costModel")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(true);
+        let (choice, cost_model) = runtime_options(&options)?;
         let rt = Runtime::new(choice, cost_model)
             .await
             .map_err(to_js_error)?;

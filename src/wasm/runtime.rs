@@ -9,9 +9,9 @@ use js_sys::{Float32Array, Int32Array, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::convert::{set, to_js_error};
+use super::convert::{runtime_options, set, to_js_error};
 use crate::graph::{DType, RopeMode, RopeParams, TensorId};
-use crate::runtime::{DeviceChoice, Program};
+use crate::runtime::Program;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
@@ -33,12 +33,6 @@ fn parse_dtype(s: &str) -> Result<DType, JsError> {
         .into_iter()
         .find(|d| d.name() == s.to_ascii_lowercase())
         .ok_or_else(|| JsError::new(&format!("unknown dtype {s:?} (f32, f16, i32, q8_0, q4_0)")))
-}
-
-fn get(obj: &JsValue, key: &str) -> Option<JsValue> {
-    Reflect::get(obj, &key.into())
-        .ok()
-        .filter(|v| !v.is_undefined() && !v.is_null())
 }
 
 /// Bytes of a typed array given for a tensor of `dtype`.
@@ -335,13 +329,7 @@ impl JsRuntime {
     pub async fn create(
         #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] options: JsValue,
     ) -> Result<JsRuntime, JsError> {
-        let devices = get(&options, "devices")
-            .and_then(|v| v.as_string())
-            .unwrap_or_else(|| "auto".into());
-        let choice: DeviceChoice = devices.parse().map_err(to_js_error)?;
-        let cost_model = get(&options, "costModel")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(true);
+        let (choice, cost_model) = runtime_options(&options)?;
         let rt = crate::runtime::Runtime::new(choice, cost_model)
             .await
             .map_err(to_js_error)?;
