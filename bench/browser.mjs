@@ -1,5 +1,6 @@
 // Browser runner: serves bench/ and runs index.html in headless Chromium (playwright-core,
-// resolved from the repository's node_modules). node bench/browser.mjs [out.json]
+// resolved from the repository's node_modules). node bench/browser.mjs [out.json] [page]
+// (page: index.html, the CPU matmul benchmark, or minilm.html; BENCH_QUERY adds URL parameters)
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -7,10 +8,12 @@ import { startServer } from '../scripts/serve.mjs';
 
 const require = createRequire(path.resolve(import.meta.dirname, '../package.json'));
 const { chromium } = require('playwright-core');
-const server = await startServer(import.meta.dirname, 0);
+// Served from the repository root, so bench pages reach models/ too.
+const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
+const pageName = process.argv[3] || 'index.html';
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update',
+  args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update',
     '--disable-sync', '--disable-quic', '--no-first-run'],
 });
 try {
@@ -19,7 +22,8 @@ try {
   const q = new URLSearchParams();
   if (process.env.BENCH_ONLY) q.set('only', process.env.BENCH_ONLY);
   if (process.env.BENCH_REPS) q.set('reps', process.env.BENCH_REPS);
-  await page.goto(`http://127.0.0.1:${server.address().port}/index.html?${q}`);
+  for (const [k, v] of new URLSearchParams(process.env.BENCH_QUERY || '')) q.set(k, v);
+  await page.goto(`http://127.0.0.1:${server.address().port}/bench/${pageName}?${q}`);
   await page.waitForFunction(() => window.benchResult, null, { timeout: 600_000 });
   const result = await page.evaluate(() => window.benchResult);
   if (result.error) throw new Error(result.error);
