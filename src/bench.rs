@@ -28,19 +28,12 @@ impl MatmulProblem {
         let bt = device.buffer_type();
         let align = bt.alignment().max(1);
         let mut mem = TensorMemory::new();
-        let mut seed = 0x9E37_79B9u32;
+        let mut rng = crate::testing::Rng::new(0x9E37_79B9);
         for id in [w, x, out] {
             let t = g.tensor(id);
             let buf = bt.alloc(bt.alloc_size(t).div_ceil(align) * align)?;
             if id != out {
-                let vals: Vec<f32> = (0..t.numel())
-                    .map(|_| {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 17;
-                        seed ^= seed << 5;
-                        (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
-                    })
-                    .collect();
+                let vals: Vec<f32> = (0..t.numel()).map(|_| rng.uniform(-1.0, 1.0)).collect();
                 let mut bytes = vec![0u8; t.nbytes()];
                 let row = t.ne[0];
                 let rb = t.dtype.row_bytes(row)?;
