@@ -17,8 +17,8 @@ pub trait BackendReg {
     }
 }
 
-/// All registered families and their devices (cloning shares them).
-#[derive(Clone, Default)]
+/// All registered families and their devices.
+#[derive(Default)]
 pub struct Registry {
     regs: Vec<Rc<dyn BackendReg>>,
 }
