@@ -234,6 +234,9 @@ fn convert(args: &Args) -> Res<()> {
         "tokenizer.ggml.token_type",
         Value::Array(ValueType::I32, types),
     )?;
+    // Rows of token_types.weight; llama.cpp's bert loader refuses a file without it
+    // ("bert model needs to define token type count").
+    set("tokenizer.ggml.token_type_count", n("type_vocab_size")?)?;
     set("tokenizer.ggml.unknown_token_id", id_of("[UNK]")?)?;
     set("tokenizer.ggml.cls_token_id", id_of("[CLS]")?)?;
     set("tokenizer.ggml.seperator_token_id", id_of("[SEP]")?)?;

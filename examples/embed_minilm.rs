@@ -31,8 +31,8 @@ mod native {
                 "A man is riding a horse.",
             ];
         }
-        let embedder = SentenceEmbedder::load(&std::fs::read(path)?)?;
         let rt = block_on(Runtime::new(device, false))?;
+        let embedder = SentenceEmbedder::load(&rt, &std::fs::read(path)?)?;
         println!("devices: {:?} {:?}", rt.device_names(), rt.notes());
         let t0 = Instant::now();
         let embs = block_on(embedder.embed(&rt, &texts))?;

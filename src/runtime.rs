@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::sched::CostModel;
-use crate::backend::{Device, DeviceKind, PlanOptions, Scheduler, Session};
+use crate::backend::{Buffer, BufferUsage, Device, DeviceKind, PlanOptions, Scheduler, Session};
 use crate::error::{Error, Result};
 use crate::graph::{row_from_f32, DType, Graph, Role, TensorId};
 
@@ -38,11 +38,92 @@ impl std::str::FromStr for DeviceChoice {
 
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 
-/// A graph with its weight values: what a runtime runs.
+/// Where bytes come from, read a piece at a time: a slice in memory, or (in the browser) a
+/// JS array outside wasm memory, so that weights reach device buffers without a second full
+/// copy of the file.
+pub trait ByteSource {
+    /// Total bytes.
+    fn len(&self) -> usize;
+    /// Whether there are no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies `out.len()` bytes from `offset` into `out`.
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()>;
+}
+
+impl<T: AsRef<[u8]>> ByteSource for T {
+    fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        let bytes = self.as_ref();
+        let src = offset
+            .checked_add(out.len())
+            .and_then(|end| bytes.get(offset..end))
+            .ok_or_else(|| {
+                Error::OutOfBounds(format!(
+                    "read of {} bytes at {offset} from {} bytes",
+                    out.len(),
+                    bytes.len()
+                ))
+            })?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// One weight to store: which device keeps it, its dtype and shape, where its bytes are.
+#[derive(Clone, Debug)]
+pub struct WeightSpec {
+    /// Index of the device (in the runtime's priority order, see [`Runtime::device_names`]).
+    pub device: usize,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape, innermost first.
+    pub ne: Vec<usize>,
+    /// Its bytes in the source.
+    pub range: std::ops::Range<usize>,
+}
+
+/// A weight value stored once in a device buffer of one runtime, shared by every program that
+/// binds it ([`Program::weight_stored`]): graphs of several shapes over one model keep one copy
+/// of the weights. Freed when the last holder drops it.
+#[derive(Clone)]
+pub struct StoredWeight {
+    runtime: u64,
+    device: usize,
+    buffer: Rc<dyn Buffer>,
+    offset: usize,
+    dtype: DType,
+    ne: Vec<usize>,
+}
+
+impl std::fmt::Debug for StoredWeight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredWeight")
+            .field("device", &self.device)
+            .field("offset", &self.offset)
+            .field("dtype", &self.dtype)
+            .field("ne", &self.ne)
+            .finish()
+    }
+}
+
+impl StoredWeight {
+    /// Index of the device keeping it.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+}
+
+/// A graph with its weight values (owned bytes, or weights stored on the runtime's devices):
+/// what a runtime runs.
 #[derive(Clone, Debug)]
 pub struct Program {
     graph: Graph,
     weights: HashMap<TensorId, Vec<u8>>,
+    stored: HashMap<TensorId, StoredWeight>,
     uid: u64,
     version: u64,
 }
@@ -59,6 +140,7 @@ impl Program {
         Self {
             graph: Graph::new(),
             weights: HashMap::new(),
+            stored: HashMap::new(),
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             version: 0,
         }
@@ -95,6 +177,14 @@ impl Program {
         Ok(id)
     }
 
+    /// Adds a weight whose value is stored on a device ([`Runtime::store_weights`]); runs of
+    /// this program read it there (ops on it run on that device unless another offloads them).
+    pub fn weight_stored(&mut self, name: &str, w: &StoredWeight) -> Result<TensorId> {
+        let id = self.graph_mut().weight(name, w.dtype, &w.ne)?;
+        self.stored.insert(id, w.clone());
+        Ok(id)
+    }
+
     /// Adds a weight from f32 values, converted (or quantized) to `dtype`.
     pub fn weight_f32(
         &mut self,
@@ -127,8 +217,12 @@ impl Program {
     }
 }
 
+/// Bytes copied from a [`ByteSource`] to a device at a time.
+const STORE_CHUNK: usize = 1 << 20;
+
 /// Devices, a scheduler over them, and the sessions of the programs it ran.
 pub struct Runtime {
+    uid: u64,
     sched: Scheduler,
     notes: Vec<String>,
     sessions: RefCell<HashMap<u64, CachedSession>>,
@@ -191,6 +285,7 @@ impl Runtime {
             sched.set_cost_model(Some(CostModel::calibrate(sched.devices()).await?));
         }
         Ok(Self {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             sched,
             notes,
             sessions: RefCell::new(HashMap::new()),
@@ -211,14 +306,133 @@ impl Runtime {
         &self.notes
     }
 
+    /// The device each weight of `graph` would be kept on: the first (highest-priority)
+    /// device running an op that reads it, when the weights are stored nowhere yet and the cost
+    /// model is off (weights go where their ops can run, not where one small shape is cheapest).
+    pub fn weight_homes(&self, graph: &Graph) -> Result<HashMap<TensorId, usize>> {
+        let mut sched = Scheduler::new(self.sched.devices().to_vec())?;
+        sched.set_cost_model(None);
+        let plan = sched.plan(graph, &PlanOptions::default())?;
+        Ok(graph
+            .iter()
+            .filter(|(_, t)| t.role == Role::Weight)
+            .filter_map(|(id, _)| {
+                let devs = &plan.weight_devices[id.0];
+                devs.iter().min().map(|&d| (id, d))
+            })
+            .collect())
+    }
+
+    /// Stores weights on their devices, reading `src` a chunk at a time (never a second full
+    /// copy of it), packed into as few buffers per device as the device's size limit allows.
+    /// `progress(done, total)` is called in bytes.
+    pub fn store_weights(
+        &self,
+        specs: &[WeightSpec],
+        src: &dyn ByteSource,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<StoredWeight>> {
+        let devices = self.sched.devices();
+        let mut probe = Graph::new();
+        let mut placed = Vec::with_capacity(specs.len()); // (buffer index, offset) per spec
+                                                          // Per device: the buffers' sizes, then the buffers.
+        let mut sizes: Vec<Vec<usize>> = vec![Vec::new(); devices.len()];
+        for (i, s) in specs.iter().enumerate() {
+            let dev = devices
+                .get(s.device)
+                .ok_or_else(|| Error::NoDevice(format!("weight {i} is for device {}", s.device)))?;
+            let t = probe.weight(&format!("w{i}"), s.dtype, &s.ne)?;
+            let t = probe.tensor(t);
+            if s.range.len() != t.nbytes() || s.range.end > src.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "weight {i} ({:?} {:?}) needs {} bytes, its range {:?} holds {} of a \
+                     {}-byte source",
+                    s.dtype,
+                    s.ne,
+                    t.nbytes(),
+                    s.range,
+                    s.range.len(),
+                    src.len()
+                )));
+            }
+            let bt = dev.buffer_type();
+            let (align, max) = (bt.alignment().max(1), bt.max_size());
+            let size = bt.alloc_size(t);
+            if size > max {
+                return Err(Error::AllocTooLarge {
+                    size,
+                    max,
+                    buffer_type: bt.name().to_string(),
+                });
+            }
+            let bufs = &mut sizes[s.device];
+            let fits = |used: usize| used.next_multiple_of(align) + size <= max;
+            if !bufs.last().is_some_and(|&u| fits(u)) {
+                bufs.push(0);
+            }
+            let used = bufs.last_mut().expect("a buffer was just pushed");
+            let off = used.next_multiple_of(align);
+            *used = off + size;
+            placed.push((bufs.len() - 1, off));
+        }
+        let mut buffers: Vec<Vec<Rc<dyn Buffer>>> = Vec::with_capacity(devices.len());
+        for (dev, sizes) in devices.iter().zip(&sizes) {
+            let mut bufs = Vec::with_capacity(sizes.len());
+            for &size in sizes {
+                let b = dev.buffer_type().alloc(size)?;
+                b.set_usage(BufferUsage::Weights);
+                bufs.push(b);
+            }
+            buffers.push(bufs);
+        }
+        let total: usize = specs.iter().map(|s| s.range.len()).sum();
+        let mut done = 0;
+        let mut stage = vec![0u8; STORE_CHUNK.min(total)];
+        let mut out = Vec::with_capacity(specs.len());
+        for (s, &(b, off)) in specs.iter().zip(&placed) {
+            let buffer = buffers[s.device][b].clone();
+            let mut at = 0;
+            while at < s.range.len() {
+                let n = (s.range.len() - at).min(STORE_CHUNK);
+                src.read_into(s.range.start + at, &mut stage[..n])?;
+                buffer.write(off + at, &stage[..n])?;
+                at += n;
+                done += n;
+                progress(done, total);
+            }
+            out.push(StoredWeight {
+                runtime: self.uid,
+                device: s.device,
+                buffer,
+                offset: off,
+                dtype: s.dtype,
+                ne: s.ne.clone(),
+            });
+        }
+        Ok(out)
+    }
+
     fn session(&self, p: &Program) -> Result<(Rc<Session>, Rc<Cell<bool>>)> {
         if let Some(c) = self.sessions.borrow().get(&p.uid) {
             if c.version == p.version {
                 return Ok((c.session.clone(), c.busy.clone()));
             }
         }
-        let plan = self.sched.plan(&p.graph, &PlanOptions::default())?;
-        let mut session = Session::new(&self.sched, &p.graph, plan)?;
+        let mut opts = PlanOptions::default();
+        let mut external = HashMap::new();
+        let names = self.device_names();
+        for (&id, w) in &p.stored {
+            if w.runtime != self.uid {
+                return Err(Error::InvalidArgument(format!(
+                    "weight {} is stored on another runtime's devices",
+                    p.graph.tensor(id).name
+                )));
+            }
+            opts.resident.insert(id, names[w.device].clone());
+            external.insert(id, (w.buffer.clone(), w.offset));
+        }
+        let plan = self.sched.plan(&p.graph, &opts)?;
+        let mut session = Session::new(&self.sched, &p.graph, plan, &external)?;
         session.set_weights(&p.weights)?;
         let (session, busy) = (Rc::new(session), Rc::new(Cell::new(false)));
         let cached = CachedSession {

@@ -122,11 +122,11 @@ fn minilm_matches_reference() {
         println!("skipped: python3 with numpy is needed (pip install numpy)");
         return;
     }
-    let e = SentenceEmbedder::load(&f32_bytes).expect("load f32");
+    let cpu = block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+    let e = SentenceEmbedder::load(&cpu, &f32_bytes).expect("load f32");
     let ids = e.encode(&TEXTS).unwrap();
     let want = reference(&ids).expect("reference embeddings");
 
-    let cpu = block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
     let c = min_cosine(&e, &cpu, &want);
     println!("f32 CPU: min cosine {c:.9}");
     assert!(c >= 1.0 - 1e-4, "f32 on the CPU drifts: min cosine {c}");
@@ -138,6 +138,7 @@ fn minilm_matches_reference() {
 
     match block_on(Runtime::new(DeviceChoice::WebGpu, false)) {
         Ok(gpu) => {
+            let e = SentenceEmbedder::load(&gpu, &f32_bytes).expect("load f32 on WebGPU");
             let c = min_cosine(&e, &gpu, &want);
             println!("f32 WebGPU ({:?}): min cosine {c:.9}", gpu.device_names());
             assert!(c >= 1.0 - 1e-4, "f32 on WebGPU drifts: min cosine {c}");
@@ -155,9 +156,12 @@ fn minilm_matches_reference() {
             println!("{t}: skipped (no models/minilm-{t}.gguf)");
             continue;
         };
-        let got = embed(&SentenceEmbedder::load(&bytes).expect("load"), &cpu);
+        let got = embed(&SentenceEmbedder::load(&cpu, &bytes).expect("load"), &cpu);
         let c = min_cosine_of(&got, &want);
-        let dq = embed(&SentenceEmbedder::load(&dequantized(&bytes)).unwrap(), &cpu);
+        let dq = embed(
+            &SentenceEmbedder::load(&cpu, &dequantized(&bytes)).unwrap(),
+            &cpu,
+        );
         let dq: Vec<Vec<f64>> = dq
             .iter()
             .map(|v| v.iter().map(|&x| x as f64).collect())

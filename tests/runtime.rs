@@ -85,3 +85,92 @@ fn bad_calls_are_clear_errors() {
     assert!(err.contains("needs 8 bytes"), "{err}");
     assert!("tpu".parse::<DeviceChoice>().is_err());
 }
+
+/// Weights stored once on a device and bound by programs of two shapes: both read the same
+/// buffers (no weight memory in their plans), ops the device cannot run get the weight copied
+/// in, and a weight from another runtime or an out-of-range source is refused.
+#[test]
+fn stored_weights_are_shared_by_programs() {
+    use std::rc::Rc;
+    use webtensor::backend::{Device, DeviceKind, RestrictedDevice};
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    use webtensor::graph::OpKind;
+    use webtensor::runtime::WeightSpec;
+
+    let cpu = || -> Rc<dyn Device> { Rc::new(CpuDevice::new(KernelSet::Fast)) };
+    // A "GPU" that cannot add: the bias, stored on it, is copied to the CPU for the add.
+    let gpu: Rc<dyn Device> = Rc::new(RestrictedDevice::new(
+        cpu(),
+        "GPU",
+        DeviceKind::Gpu,
+        vec![OpKind::Add],
+    ));
+    let rt = block_on(Runtime::with_devices(vec![gpu, cpu()], false, vec![])).unwrap();
+    let (w, b) = ([1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [10.0f32, 20.0]);
+    let mut src = bytes(&w);
+    src.extend(bytes(&b));
+    let specs = [
+        WeightSpec {
+            device: 0,
+            dtype: DType::F32,
+            ne: vec![3, 2],
+            range: 0..24,
+        },
+        WeightSpec {
+            device: 0,
+            dtype: DType::F32,
+            ne: vec![2],
+            range: 24..32,
+        },
+    ];
+    let mut seen = Vec::new();
+    let stored = rt
+        .store_weights(&specs, &src, &mut |done, total| seen.push((done, total)))
+        .unwrap();
+    assert_eq!(seen.last(), Some(&(32, 32)));
+    drop(src); // the programs read the device copies only
+
+    let program = |cols: usize| {
+        let mut p = Program::new();
+        let wt = p.weight_stored("w", &stored[0]).unwrap();
+        let bt = p.weight_stored("b", &stored[1]).unwrap();
+        let x = p.graph_mut().input("x", DType::F32, &[3, cols]).unwrap();
+        let y = p.graph_mut().matmul(wt, x).unwrap();
+        let y = p.graph_mut().add(y, bt).unwrap();
+        p.graph_mut().set_output(y).unwrap();
+        p
+    };
+    let (p1, p2) = (program(1), program(2));
+    let out = block_on(rt.run(&p1, &HashMap::from([("x".into(), bytes(&[1.0, 0.0, 1.0]))])));
+    assert_eq!(f32s(&out.unwrap()[0].2), [14.0, 30.0]);
+    let x2 = bytes(&[1.0, 1.0, 1.0, 0.0, 0.0, 2.0]);
+    let out = block_on(rt.run(&p2, &HashMap::from([("x".into(), x2)]))).unwrap();
+    assert_eq!(f32s(&out[0].2), [16.0, 35.0, 16.0, 32.0]);
+    for p in [&p1, &p2] {
+        let plan = rt.explain(p).unwrap();
+        assert!(plan.contains("GPU"), "{plan}");
+        let mem: Vec<&str> = plan.lines().filter(|l| l.contains("weights ")).collect();
+        assert_eq!(mem.len(), 2, "{plan}");
+        for line in mem {
+            assert!(
+                line.ends_with("weights 0 B"),
+                "weight memory planned: {plan}"
+            );
+        }
+    }
+
+    // Another runtime cannot run a program bound to these weights.
+    let other = block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+    let err = block_on(other.run(&p1, &HashMap::from([("x".into(), bytes(&[1.0; 3]))])));
+    assert!(err.unwrap_err().to_string().contains("another runtime"));
+    // A range outside the source, or one that does not fit the shape: refused.
+    let short = [0u8; 16];
+    assert!(rt
+        .store_weights(&specs[..1], &short, &mut |_, _| {})
+        .is_err());
+    let mut wrong = specs[1].clone();
+    wrong.ne = vec![3];
+    assert!(rt
+        .store_weights(&[wrong], &[0u8; 64], &mut |_, _| {})
+        .is_err());
+}

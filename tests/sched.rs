@@ -220,7 +220,7 @@ fn bad_plans_fail_before_running() {
     assert!(err.contains("TPU"), "{err}");
 
     let plan = sched.plan(&g, &PlanOptions::default()).unwrap();
-    let mut session = Session::new(&sched, &g, plan).unwrap();
+    let mut session = Session::new(&sched, &g, plan, &HashMap::new()).unwrap();
     let err = block_on(session.run(&HashMap::new()))
         .unwrap_err()
         .to_string();

@@ -63,7 +63,8 @@ export async function modelDemo() {
         devices: 'auto',
         onProgress: (stage, loaded, total) => {
           if (total > 0) { bar.max = total; bar.value = loaded; }
-          status.textContent = `${stage}: ${(loaded / 1048576).toFixed(1)} / ${(total / 1048576).toFixed(1)} MiB`;
+          status.textContent = stage === 'devices' ? 'starting devices…'
+            : `${stage}: ${(loaded / 1048576).toFixed(1)} / ${(total / 1048576).toFixed(1)} MiB`;
         },
       });
     } catch (e) {

@@ -8,6 +8,10 @@
 //! [`MAX_CACHED_SHAPES`], the oldest released from the runtime when a new one comes).
 //! Padding is masked out of attention with a large negative score and out of pooling with
 //! zero weights, so a text's embedding does not depend on what it is batched with.
+//!
+//! Loading stores the weights once on the runtime's devices, read straight from the file a
+//! chunk at a time ([`Runtime::store_weights`]); every shape's program binds those same
+//! buffers, so the model's memory is one copy of its weights plus each shape's activations.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -17,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::graph::{DType, Graph, TensorId};
 use crate::model::gguf::Gguf;
 use crate::model::tokenizer::WordPiece;
-use crate::runtime::{Program, Runtime};
+use crate::runtime::{ByteSource, Program, Runtime, StoredWeight, WeightSpec};
 
 /// Sequences per encoder run; longer lists are split (the last batch padded with short
 /// dummy sequences, so the shape repeats).
@@ -28,6 +32,8 @@ pub const MAX_CACHED_SHAPES: usize = 4;
 const MASKED: f32 = -1e9;
 /// Shortest padded sequence length.
 const MIN_SEQ: usize = 8;
+/// Bytes read first to parse a GGUF header (more are read when the header is longer).
+const HEADER_PREFIX: usize = 1 << 20;
 
 fn format_err(msg: impl Into<String>) -> Error {
     Error::Format {
@@ -55,13 +61,13 @@ pub struct BertConfig {
     pub n_vocab: usize,
 }
 
-/// One weight's name, dtype, shape and bytes (ggml layout).
+/// One weight as the file has it: name, dtype, shape and where its bytes are.
 #[derive(Clone, Debug)]
-struct WeightData {
+struct WeightInfo {
     name: String,
     dtype: DType,
     ne: Vec<usize>,
-    bytes: Vec<u8>,
+    range: std::ops::Range<usize>,
 }
 
 /// A cached encoder graph for one (batch, sequence length) shape.
@@ -74,7 +80,8 @@ struct Shape {
 pub struct SentenceEmbedder {
     config: BertConfig,
     tokenizer: WordPiece,
-    weights: Vec<WeightData>,
+    /// Each weight's name and its value stored on a device of the runtime it was loaded on.
+    weights: Vec<(String, StoredWeight)>,
     max_tokens: usize,
     shapes: RefCell<Vec<Shape>>,
 }
@@ -112,9 +119,32 @@ fn layer_names(i: usize) -> [String; 16] {
 }
 
 impl SentenceEmbedder {
-    /// Loads a GGUF file (`general.architecture` = `bert`, a WordPiece vocabulary).
-    pub fn load(bytes: &[u8]) -> Result<Self> {
-        let g = Gguf::parse(bytes)?;
+    /// Loads a GGUF file (`general.architecture` = `bert`, a WordPiece vocabulary) onto
+    /// `rt`'s devices; embed with the same runtime.
+    pub fn load(rt: &Runtime, bytes: &[u8]) -> Result<Self> {
+        Self::load_from(rt, &bytes, &mut |_, _| {})
+    }
+
+    /// Loads from any [`ByteSource`]: its header is parsed from its first bytes, then each
+    /// weight is copied a chunk at a time into the device buffer that keeps it (the device
+    /// running the ops that read it), with `progress(done, total)` in weight bytes.
+    pub fn load_from(
+        rt: &Runtime,
+        src: &dyn ByteSource,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Self> {
+        let len = src.len();
+        let mut n = HEADER_PREFIX.min(len);
+        let prefix = loop {
+            let mut prefix = vec![0u8; n];
+            src.read_into(0, &mut prefix)?;
+            if n == len || Gguf::parse_header(&prefix, len)?.is_some() {
+                break prefix;
+            }
+            n = n.saturating_mul(4).min(len);
+        };
+        let g = Gguf::parse_header(&prefix, len)?
+            .ok_or_else(|| format_err("the header does not fit in the file"))?;
         let arch = g.get_str("general.architecture")?;
         if arch != "bert" {
             return Err(Error::Unsupported {
@@ -206,18 +236,18 @@ impl SentenceEmbedder {
                     t.dtype
                 )));
             }
-            let mut bytes = g.tensor_data(t)?.to_vec();
+            let mut range = g.tensor_range(t);
             let mut ne = t.ne.clone();
             if name == "token_types.weight" {
                 // Only type 0 is used: keep its row as a vector added to every token.
-                bytes.truncate(t.dtype.row_bytes(h)?);
+                range.end = range.start + t.dtype.row_bytes(h)?;
                 ne = vec![h];
             }
-            weights.push(WeightData {
+            weights.push(WeightInfo {
                 name,
                 dtype: t.dtype,
                 ne,
-                bytes,
+                range,
             });
         }
         if weights
@@ -230,10 +260,31 @@ impl SentenceEmbedder {
             .get_usize("sentence_transformers.max_seq_length")
             .unwrap_or(ctx)
             .clamp(2, ctx.max(2));
+        // Each weight lives on the device that runs the ops reading it (a small shape's plan,
+        // without the cost model), stored there once.
+        let mut probe = Program::new();
+        let ids = weights
+            .iter()
+            .map(|w| probe.graph_mut().weight(&w.name, w.dtype, &w.ne))
+            .collect::<Result<Vec<_>>>()?;
+        build_encoder(&config, &mut probe, &ids, 1, MIN_SEQ)?;
+        let homes = rt.weight_homes(probe.graph())?;
+        let cpu = rt.device_names().len() - 1;
+        let specs: Vec<WeightSpec> = weights
+            .iter()
+            .zip(&ids)
+            .map(|(w, id)| WeightSpec {
+                device: homes.get(id).copied().unwrap_or(cpu),
+                dtype: w.dtype,
+                ne: w.ne.clone(),
+                range: w.range.clone(),
+            })
+            .collect();
+        let stored = rt.store_weights(&specs, src, progress)?;
         Ok(Self {
             config,
             tokenizer,
-            weights,
+            weights: weights.into_iter().map(|w| w.name).zip(stored).collect(),
             max_tokens,
             shapes: RefCell::new(Vec::new()),
         })
@@ -426,103 +477,119 @@ impl SentenceEmbedder {
         Ok(program)
     }
 
-    /// The encoder graph for `batch` sequences of `seq` tokens, with its weights.
-    ///
-    /// Inputs: `tokens` (I32 `[seq, batch]`), `attn_mask` (f32 `[seq, 1, 1, batch]`: 0 for
-    /// tokens, a large negative value for padding), `pool` (f32 `[seq, 1, batch]`: 1/len for
-    /// tokens, 0 for padding). Output: `embeddings` (f32 `[n_embd, 1, batch]`).
+    /// The encoder graph for `batch` sequences of `seq` tokens, bound to the stored weights.
     fn build(&self, batch: usize, seq: usize) -> Result<Program> {
-        let c = &self.config;
-        let (h, nh) = (c.n_embd, c.n_head);
-        let hd = h / nh;
-        if seq > c.n_ctx {
-            return Err(Error::InvalidArgument(format!(
-                "{seq} tokens exceed the context of {}",
-                c.n_ctx
-            )));
-        }
         let mut p = Program::new();
-        let mut w: HashMap<&str, TensorId> = HashMap::new();
-        for wd in &self.weights {
-            let id = p.weight_bytes(&wd.name, wd.dtype, &wd.ne, wd.bytes.clone())?;
-            w.insert(wd.name.as_str(), id);
-        }
-        let positions: Vec<i32> = (0..seq as i32).collect();
-        let pos = p.weight_bytes(
-            "positions",
-            DType::I32,
-            &[seq],
-            bytemuck::cast_slice(&positions).to_vec(),
-        )?;
-        let get = |name: &str| {
-            w.get(name)
-                .copied()
-                .ok_or_else(|| Error::Graph(format!("weight {name} not loaded")))
-        };
-        let g = p.graph_mut();
-        let tokens = g.input("tokens", DType::I32, &[seq, batch])?;
-        let mask = g.input("attn_mask", DType::F32, &[seq, 1, 1, batch])?;
-        let pool = g.input("pool", DType::F32, &[seq, 1, batch])?;
-
-        let mut x = g.get_rows(get("token_embd.weight")?, tokens)?;
-        let pe = g.get_rows(get("position_embd.weight")?, pos)?;
-        x = g.add(x, pe)?;
-        x = g.add(x, get("token_types.weight")?)?;
-        x = layer_norm(
-            g,
-            x,
-            get("token_embd_norm.weight")?,
-            get("token_embd_norm.bias")?,
-            c.eps,
-        )?;
-        let scale = 1.0 / (hd as f32).sqrt();
-        for i in 0..c.n_layer {
-            let n = layer_names(i);
-            let lw: Vec<TensorId> = n.iter().map(|s| get(s)).collect::<Result<_>>()?;
-            let linear = |g: &mut Graph, wi: usize, x: TensorId| -> Result<TensorId> {
-                let y = g.matmul(lw[wi], x)?;
-                g.add(y, lw[wi + 1])
-            };
-            // [h, seq, batch] → heads [hd, nh, seq, batch].
-            let q = linear(g, 0, x)?;
-            let q = g.reshape(q, &[hd, nh, seq, batch])?;
-            let q = g.permute(q, [0, 2, 1, 3])?;
-            let q = g.cont(q)?; // [hd, seq, nh, batch]
-            let k = linear(g, 2, x)?;
-            let k = g.reshape(k, &[hd, nh, seq, batch])?;
-            let k = g.permute(k, [0, 2, 1, 3])?;
-            let k = g.cont(k)?; // [hd, seq, nh, batch]
-            let v = linear(g, 4, x)?;
-            let v = g.reshape(v, &[hd, nh, seq, batch])?;
-            let v = g.permute(v, [1, 2, 0, 3])?;
-            let v = g.cont(v)?; // [seq, hd, nh, batch]
-            let scores = g.matmul(k, q)?; // [seq_k, seq_q, nh, batch]
-            let scores = g.add(scores, mask)?;
-            let attn = g.softmax(scores, None, scale)?;
-            let ctx = g.matmul(v, attn)?; // [hd, seq_q, nh, batch]
-            let ctx = g.permute(ctx, [0, 2, 1, 3])?;
-            let ctx = g.cont(ctx)?; // [hd, nh, seq, batch]
-            let ctx = g.reshape(ctx, &[h, seq, batch])?;
-            let o = linear(g, 6, ctx)?;
-            let o = g.add(o, x)?;
-            x = layer_norm(g, o, lw[8], lw[9], c.eps)?;
-            let up = linear(g, 10, x)?;
-            let up = g.gelu_erf(up)?;
-            let down = linear(g, 12, up)?;
-            let down = g.add(down, x)?;
-            x = layer_norm(g, down, lw[14], lw[15], c.eps)?;
-        }
-        // Mean over real tokens: [seq, h, batch] · pool weights [seq, 1, batch] → [h, 1, batch].
-        let xt = g.transpose(x)?;
-        let xt = g.cont(xt)?;
-        let pooled = g.matmul(xt, pool)?;
-        // L2 normalization: rms_norm divides by sqrt(mean of squares); 1/sqrt(h) makes it the norm.
-        let normed = g.rms_norm(pooled, 1e-12 / h as f32)?;
-        let emb = g.scale(normed, 1.0 / (h as f32).sqrt())?;
-        g.set_name(emb, "embeddings")?;
-        g.set_output(emb)?;
+        let ids = self
+            .weights
+            .iter()
+            .map(|(name, w)| p.weight_stored(name, w))
+            .collect::<Result<Vec<_>>>()?;
+        build_encoder(&self.config, &mut p, &ids, batch, seq)?;
         Ok(p)
     }
+}
+
+/// Adds the encoder graph for `batch` sequences of `seq` tokens to `p`, whose weight tensors
+/// `ids` are in the loader's order (embeddings, then each layer's [`layer_names`]).
+///
+/// Inputs: `tokens` (I32 `[seq, batch]`), `attn_mask` (f32 `[seq, 1, 1, batch]`: 0 for
+/// tokens, a large negative value for padding), `pool` (f32 `[seq, 1, batch]`: 1/len for
+/// tokens, 0 for padding). Output: `embeddings` (f32 `[n_embd, 1, batch]`).
+fn build_encoder(
+    c: &BertConfig,
+    p: &mut Program,
+    ids: &[TensorId],
+    batch: usize,
+    seq: usize,
+) -> Result<()> {
+    let (h, nh) = (c.n_embd, c.n_head);
+    let hd = h / nh;
+    if seq > c.n_ctx {
+        return Err(Error::InvalidArgument(format!(
+            "{seq} tokens exceed the context of {}",
+            c.n_ctx
+        )));
+    }
+    let w: HashMap<String, TensorId> = ids
+        .iter()
+        .map(|&id| (p.graph().tensor(id).name.clone(), id))
+        .collect();
+    let positions: Vec<i32> = (0..seq as i32).collect();
+    let pos = p.weight_bytes(
+        "positions",
+        DType::I32,
+        &[seq],
+        bytemuck::cast_slice(&positions).to_vec(),
+    )?;
+    let get = |name: &str| {
+        w.get(name)
+            .copied()
+            .ok_or_else(|| Error::Graph(format!("weight {name} not loaded")))
+    };
+    let g = p.graph_mut();
+    let tokens = g.input("tokens", DType::I32, &[seq, batch])?;
+    let mask = g.input("attn_mask", DType::F32, &[seq, 1, 1, batch])?;
+    let pool = g.input("pool", DType::F32, &[seq, 1, batch])?;
+
+    let mut x = g.get_rows(get("token_embd.weight")?, tokens)?;
+    let pe = g.get_rows(get("position_embd.weight")?, pos)?;
+    x = g.add(x, pe)?;
+    x = g.add(x, get("token_types.weight")?)?;
+    x = layer_norm(
+        g,
+        x,
+        get("token_embd_norm.weight")?,
+        get("token_embd_norm.bias")?,
+        c.eps,
+    )?;
+    let scale = 1.0 / (hd as f32).sqrt();
+    for i in 0..c.n_layer {
+        let n = layer_names(i);
+        let lw: Vec<TensorId> = n.iter().map(|s| get(s)).collect::<Result<_>>()?;
+        let linear = |g: &mut Graph, wi: usize, x: TensorId| -> Result<TensorId> {
+            let y = g.matmul(lw[wi], x)?;
+            g.add(y, lw[wi + 1])
+        };
+        // [h, seq, batch] → heads [hd, nh, seq, batch].
+        let q = linear(g, 0, x)?;
+        let q = g.reshape(q, &[hd, nh, seq, batch])?;
+        let q = g.permute(q, [0, 2, 1, 3])?;
+        let q = g.cont(q)?; // [hd, seq, nh, batch]
+        let k = linear(g, 2, x)?;
+        let k = g.reshape(k, &[hd, nh, seq, batch])?;
+        let k = g.permute(k, [0, 2, 1, 3])?;
+        let k = g.cont(k)?; // [hd, seq, nh, batch]
+        let v = linear(g, 4, x)?;
+        let v = g.reshape(v, &[hd, nh, seq, batch])?;
+        let v = g.permute(v, [1, 2, 0, 3])?;
+        let v = g.cont(v)?; // [seq, hd, nh, batch]
+        let scores = g.matmul(k, q)?; // [seq_k, seq_q, nh, batch]
+        let scores = g.add(scores, mask)?;
+        let attn = g.softmax(scores, None, scale)?;
+        let ctx = g.matmul(v, attn)?; // [hd, seq_q, nh, batch]
+        let ctx = g.permute(ctx, [0, 2, 1, 3])?;
+        let ctx = g.cont(ctx)?; // [hd, nh, seq, batch]
+        let ctx = g.reshape(ctx, &[h, seq, batch])?;
+        let o = linear(g, 6, ctx)?;
+        let o = g.add(o, x)?;
+        x = layer_norm(g, o, lw[8], lw[9], c.eps)?;
+        let up = linear(g, 10, x)?;
+        let up = g.gelu_erf(up)?;
+        let down = linear(g, 12, up)?;
+        let down = g.add(down, x)?;
+        x = layer_norm(g, down, lw[14], lw[15], c.eps)?;
+    }
+    // Mean over real tokens: [seq, h, batch] · pool weights [seq, 1, batch] → [h, 1, batch].
+    let xt = g.transpose(x)?;
+    let xt = g.cont(xt)?;
+    let pooled = g.matmul(xt, pool)?;
+    // L2 normalization: rms_norm divides by sqrt(mean of squares); 1/sqrt(h) makes it the norm.
+    let normed = g.rms_norm(pooled, 1e-12 / h as f32)?;
+    let emb = g.scale(normed, 1.0 / (h as f32).sqrt())?;
+    g.set_name(emb, "embeddings")?;
+    g.set_output(emb)?;
+    Ok(())
 }
 
 /// Layer norm with affine weight and bias.
@@ -611,8 +678,8 @@ mod tests {
 
     #[test]
     fn padding_and_batching_do_not_change_embeddings() {
-        let e = SentenceEmbedder::load(&tiny_bert("bert", None)).unwrap();
         let rt = pollster::block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+        let e = SentenceEmbedder::load(&rt, &tiny_bert("bert", None)).unwrap();
         let texts = ["hello", "hello worlds!", "world hello hello world", "!"];
         let all = pollster::block_on(e.embed(&rt, &texts)).unwrap();
         for (i, t) in texts.iter().enumerate() {
@@ -629,16 +696,24 @@ mod tests {
 
     #[test]
     fn bad_files_and_calls_are_clear_errors() {
-        let err = SentenceEmbedder::load(&tiny_bert("llama", None)).unwrap_err();
+        let rt = pollster::block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+        let err = SentenceEmbedder::load(&rt, &tiny_bert("llama", None)).unwrap_err();
         assert!(err.to_string().contains("architecture"), "{err}");
-        let err =
-            SentenceEmbedder::load(&tiny_bert("bert", Some("blk.1.ffn_down.bias"))).unwrap_err();
+        let err = SentenceEmbedder::load(&rt, &tiny_bert("bert", Some("blk.1.ffn_down.bias")))
+            .unwrap_err();
         assert!(
             err.to_string().contains("blk.1.ffn_down.bias is missing"),
             "{err}"
         );
-        let mut e = SentenceEmbedder::load(&tiny_bert("bert", None)).unwrap();
-        let rt = pollster::block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+        // Truncated anywhere (header or data): an error, never a panic.
+        let good = tiny_bert("bert", None);
+        for n in [0, 3, 40, good.len() / 2, good.len() - 1] {
+            assert!(
+                SentenceEmbedder::load(&rt, &good[..n]).is_err(),
+                "{n} bytes"
+            );
+        }
+        let mut e = SentenceEmbedder::load(&rt, &good).unwrap();
         assert!(pollster::block_on(e.embed(&rt, &[])).is_err());
         assert!(pollster::block_on(e.embed_tokens(&rt, &[vec![2, 99, 3]])).is_err());
         assert!(e.set_max_tokens(17).is_err());

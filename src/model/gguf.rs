@@ -250,7 +250,8 @@ pub struct TensorInfo {
     pub nbytes: usize,
 }
 
-/// A parsed GGUF file borrowing its bytes.
+/// A parsed GGUF file borrowing its bytes (or, from [`Gguf::parse_header`], only its header:
+/// tensor infos checked against the file size, the data left where it is).
 #[derive(Clone, Debug)]
 pub struct Gguf<'a> {
     version: u32,
@@ -261,22 +262,32 @@ pub struct Gguf<'a> {
     data: &'a [u8],
 }
 
-/// A bounds-checked little-endian reader over the file.
+/// A bounds-checked little-endian reader over the first `bytes.len()` of a `file_len`-byte file.
 struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
+    file_len: usize,
+    /// Set when a read ran past `bytes` but not past the file: more of the file is needed.
+    short: bool,
 }
 
 impl<'a> Cursor<'a> {
+    /// Bytes left in the file (not only in the part at hand).
     fn remaining(&self) -> usize {
-        self.bytes.len() - self.pos
+        self.file_len - self.pos
     }
 
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
             return Err(bad(format!(
                 "truncated: {what} needs {n} bytes at offset {}, the file has {}",
-                self.pos,
+                self.pos, self.file_len
+            )));
+        }
+        if n > self.bytes.len() - self.pos {
+            self.short = true;
+            return Err(bad(format!(
+                "the header goes on past the first {} bytes",
                 self.bytes.len()
             )));
         }
@@ -363,7 +374,35 @@ impl<'a> Cursor<'a> {
 impl<'a> Gguf<'a> {
     /// Parses a whole GGUF file (versions 2 and 3, little-endian).
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
-        let mut c = Cursor { bytes, pos: 0 };
+        Self::parse_header(bytes, bytes.len())?
+            .ok_or_else(|| bad("the header does not fit in the file"))
+    }
+
+    /// Parses the header of a `file_len`-byte GGUF file from its first bytes, `prefix`: every
+    /// tensor is checked to lie inside the file, but only data inside `prefix` can be borrowed
+    /// ([`Gguf::tensor_data`]); use [`Gguf::tensor_range`] to read the rest from elsewhere.
+    /// `Ok(None)` when the header goes on past `prefix` (read more and try again).
+    pub fn parse_header(prefix: &'a [u8], file_len: usize) -> Result<Option<Self>> {
+        if prefix.len() > file_len {
+            return Err(Error::InvalidArgument(format!(
+                "{} bytes read from a {file_len}-byte file",
+                prefix.len()
+            )));
+        }
+        let mut c = Cursor {
+            bytes: prefix,
+            pos: 0,
+            file_len,
+            short: false,
+        };
+        match Self::parse_cursor(&mut c) {
+            Err(_) if c.short => Ok(None),
+            r => r.map(Some),
+        }
+    }
+
+    fn parse_cursor(c: &mut Cursor<'a>) -> Result<Self> {
+        let (bytes, file_len) = (c.bytes, c.file_len);
         if &c.array::<4>("magic")? != MAGIC {
             return Err(bad("not a GGUF file (bad magic)"));
         }
@@ -448,27 +487,23 @@ impl<'a> Gguf<'a> {
             .pos
             .checked_next_multiple_of(alignment)
             .ok_or_else(|| bad("data offset overflows"))?;
-        let data = match bytes.get(data_offset..) {
-            Some(d) => d,
-            None if tensors.is_empty() => &[],
+        let data_len = match file_len.checked_sub(data_offset) {
+            Some(n) => n,
+            None if tensors.is_empty() => 0,
             None => {
                 return Err(bad(format!(
-                    "truncated: data section starts at {data_offset}, the file has {} bytes",
-                    bytes.len()
+                    "truncated: data section starts at {data_offset}, the file has {file_len} bytes"
                 )))
             }
         };
+        let data = bytes.get(data_offset..).unwrap_or(&[]);
         let mut spans: Vec<(usize, usize, &str)> = Vec::with_capacity(tensors.len());
         for t in &tensors {
-            let end = t.offset.checked_add(t.nbytes).filter(|&e| e <= data.len());
+            let end = t.offset.checked_add(t.nbytes).filter(|&e| e <= data_len);
             let end = end.ok_or_else(|| {
                 bad(format!(
                     "truncated: tensor {:?} needs bytes {}..{}+{} of a {}-byte data section",
-                    t.name,
-                    t.offset,
-                    t.offset,
-                    t.nbytes,
-                    data.len()
+                    t.name, t.offset, t.offset, t.nbytes, data_len
                 ))
             })?;
             spans.push((t.offset, end, &t.name));
@@ -567,7 +602,13 @@ impl<'a> Gguf<'a> {
         t.offset
             .checked_add(t.nbytes)
             .and_then(|end| self.data.get(t.offset..end))
-            .ok_or_else(|| bad(format!("tensor {:?} is not in this file", t.name)))
+            .ok_or_else(|| bad(format!("tensor {:?} is not in the bytes at hand", t.name)))
+    }
+
+    /// Where a tensor's data lies in the file (checked against the file size when parsed).
+    pub fn tensor_range(&self, t: &TensorInfo) -> std::ops::Range<usize> {
+        let start = self.data_offset + t.offset;
+        start..start + t.nbytes
     }
 }
 

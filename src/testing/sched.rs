@@ -117,7 +117,8 @@ pub async fn check_scheduled(
     let plan = sched
         .plan(g, &PlanOptions::default())
         .map_err(|e| e.to_string())?;
-    let mut session = Session::new(&sched, g, plan.clone()).map_err(|e| e.to_string())?;
+    let mut session =
+        Session::new(&sched, g, plan.clone(), &HashMap::new()).map_err(|e| e.to_string())?;
     session.set_weights(&weights).map_err(|e| e.to_string())?;
     let got = session.run(&inputs).await.map_err(|e| e.to_string())?;
     let again = session.run(&inputs).await.map_err(|e| e.to_string())?;

@@ -9,7 +9,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{prop, runtime_options, to_js_error};
-use crate::runtime::Runtime;
+use crate::runtime::{ByteSource, Runtime};
 
 #[wasm_bindgen(module = "/js/fetch_progress.js")]
 extern "C" {
@@ -21,7 +21,8 @@ extern "C" {
 const TS_EMBEDDER: &'static str = r#"
 /** Options of `SentenceEmbedder.load`. */
 export interface EmbedderOptions extends RuntimeOptions {
-  /** Called as the model arrives ("download") and is prepared ("parse", "devices"). */
+  /** Called as the model arrives ("download", in bytes), the devices start ("devices", 0 then
+   * 1) and the weights are copied to the devices that keep them ("weights", in bytes). */
   onProgress?: (stage: string, loaded: number, total: number) => void;
 }
 "#;
@@ -68,20 +69,23 @@ impl SentenceEmbedder {
                             .unwrap_or_else(|| format!("cannot fetch {url}: {e:?}")),
                     )
                 })?;
-            Uint8Array::new(&data).to_vec()
+            JsBytes(Uint8Array::new(&data))
         } else if let Some(a) = source.dyn_ref::<Uint8Array>() {
-            a.to_vec()
+            JsBytes(a.clone())
         } else {
             return Err(JsError::new("source must be a URL string or a Uint8Array"));
         };
-        let n = bytes.len() as f64;
-        report("parse", 0.0, n);
-        let model = crate::model::bert::SentenceEmbedder::load(&bytes).map_err(to_js_error)?;
-        drop(bytes);
-        report("devices", n, n);
+        report("devices", 0.0, 1.0);
         let (choice, cost_model) = runtime_options(&options)?;
         let rt = Runtime::new(choice, cost_model)
             .await
+            .map_err(to_js_error)?;
+        report("devices", 1.0, 1.0);
+        // The file stays in JS memory; each weight is copied from it to its device buffer.
+        let model =
+            crate::model::bert::SentenceEmbedder::load_from(&rt, &bytes, &mut |done, total| {
+                report("weights", done as f64, total as f64)
+            })
             .map_err(to_js_error)?;
         Ok(SentenceEmbedder {
             rt: Rc::new(rt),
@@ -150,5 +154,28 @@ impl SentenceEmbedder {
     pub fn dispose(&self) {
         self.disposed.set(true);
         self.rt.clear();
+    }
+}
+
+/// GGUF bytes held by JS (outside wasm memory), read a piece at a time.
+struct JsBytes(Uint8Array);
+
+impl ByteSource for JsBytes {
+    fn len(&self) -> usize {
+        self.0.length() as usize
+    }
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> crate::error::Result<()> {
+        let end = offset
+            .checked_add(out.len())
+            .filter(|&e| e <= self.len())
+            .ok_or_else(|| {
+                crate::error::Error::OutOfBounds(format!(
+                    "read of {} bytes at {offset} from {} bytes",
+                    out.len(),
+                    self.len()
+                ))
+            })?;
+        self.0.subarray(offset as u32, end as u32).copy_to(out);
+        Ok(())
     }
 }

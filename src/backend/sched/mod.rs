@@ -29,7 +29,8 @@ use plan::Slot;
 pub struct PlanOptions {
     /// Nodes the caller pins to a device (by device name).
     pub pins: HashMap<TensorId, String>,
-    /// Weights already stored on a device (by name); ops on them run there unless offloaded.
+    /// Weights already stored on a device (by name), outside the plan's memory: ops on them run
+    /// there unless offloaded (then they are copied per run); [`Session::new`] binds their memory.
     pub resident: HashMap<TensorId, String>,
 }
 
@@ -110,7 +111,14 @@ pub struct Session {
 
 impl Session {
     /// Allocates every device's arenas for `plan` of `graph` on `scheduler`'s devices.
-    pub fn new(scheduler: &Scheduler, graph: &Graph, plan: Plan) -> Result<Self> {
+    /// `external` gives the memory (buffer, offset) of each weight the plan was told is
+    /// resident; those count as set.
+    pub fn new(
+        scheduler: &Scheduler,
+        graph: &Graph,
+        plan: Plan,
+        external: &HashMap<TensorId, (Rc<dyn Buffer>, usize)>,
+    ) -> Result<Self> {
         let devices = scheduler.devices();
         let mut backends = Vec::new();
         let mut mems = Vec::new();
@@ -134,12 +142,35 @@ impl Session {
             }
             mems.push(mem);
         }
+        let mut weights_set = HashSet::new();
+        for (w, devs) in plan.weight_devices.iter().enumerate() {
+            let id = TensorId(w);
+            for &d in devs {
+                if plan.location.get(d, id).is_some() {
+                    continue;
+                }
+                let (buf, off) = external.get(&id).ok_or_else(|| {
+                    Error::Graph(format!(
+                        "resident weight {} has no memory bound",
+                        graph.tensor(id).name
+                    ))
+                })?;
+                if buf.size() < off + devices[d].buffer_type().alloc_size(graph.tensor(id)) {
+                    return Err(Error::OutOfBounds(format!(
+                        "weight {} does not fit its bound buffer",
+                        graph.tensor(id).name
+                    )));
+                }
+                mems[d].place(graph, id, buf.clone(), *off)?;
+                weights_set.insert(id);
+            }
+        }
         Ok(Self {
             graph: graph.clone(),
             plan,
             backends,
             mems,
-            weights_set: HashSet::new(),
+            weights_set,
         })
     }
 

@@ -101,8 +101,8 @@ pub struct Plan {
     pub(crate) location: PerDevice<Option<Slot>>,
 }
 
-/// Builds splits and plans memory. `resident` weights stay on their device (others are stored
-/// on every device that reads them); `inplace(dev, node)` says whether a device may compute a
+/// Builds splits and plans memory. `resident` weights stay on their device, in memory the
+/// session binds (others are stored in the plan's weight arena of every device that reads them); `inplace(dev, node)` says whether a device may compute a
 /// node into its first input's memory.
 pub(crate) fn build(
     graph: &Graph,
@@ -225,6 +225,9 @@ pub(crate) fn build(
     let size_on = |d: usize, id: TensorId| devices[d].buffer_type().alloc_size(graph.tensor(id));
     for (w, devs) in weight_devices.iter().enumerate() {
         for &d in devs {
+            if resident.get(&TensorId(w)) == Some(&d) {
+                continue; // stored outside the plan; the session binds its memory
+            }
             let off = weights[d].alloc(size_on(d, TensorId(w)));
             *location.get_mut(d, TensorId(w)) = Some(Slot::Weights(off));
         }
