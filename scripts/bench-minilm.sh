@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# scripts/bench-minilm.sh -- all-MiniLM-L6-v2 embedding latency in headless Chromium (a
-# benchmark, not a test): 8/32/128 tokens and a batch of 16, on the CPU (SIMD128, 1 thread) and
-# on WebGPU with BENCH_QUERY="devices=cpu,webgpu" (SwiftShader here: seconds per run, says
-# nothing about GPU speed), f32 and q8_0, with load times.
-# Writes target/bench/minilm-chromium.json. BENCH_QUERY="types=f32&devices=cpu&reps=9" narrows it.
-# The peers of issue 6 (onnxruntime-web with a MiniLM ONNX export, wllama) are not wired yet.
+# scripts/bench-minilm.sh -- all-MiniLM-L6-v2 sentence-embedding latency in headless Chromium
+# (a benchmark, not a test), issue 6: 8/32/128 tokens and a batch of 16 × 32 tokens, 1 thread,
+# webtensor (SIMD128 build, and its relaxed-SIMD build) beside onnxruntime-web 1.30 (wasm EP,
+# on models/minilm.onnx exported by scripts/export-onnx.py from the same safetensors) and
+# wllama (llama.cpp in wasm, on the same GGUF files), one fresh browser context per runtime;
+# load time, wasm memory, JS heap, and each runtime's cosine to webtensor f32.
+# Writes target/bench/minilm-chromium.json.
+#   MINILM_RUNS="webtensor:f32:cpu,ort:f32:webgpu"  other runs (runner:weights:device; WebGPU
+#                                                   here is SwiftShader: seconds per run)
+#   BENCH_REPS=9                                    repetitions per case (median)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 bash scripts/setup.sh >/dev/null
 # shellcheck source=/dev/null
 source scripts/.env.sh
 bash scripts/fetch-model.sh
+python3 scripts/export-onnx.py  # pip-installs `onnx` itself when it has to export
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+( cd bench && { [ -d node_modules/onnxruntime-web ] && [ -d node_modules/@wllama/wllama ] || npm ci --no-audit --no-fund; } )
 wasm wasm-pack build --release --target web --out-dir bench/.pkg-web >/dev/null 2>&1
-node bench/browser.mjs target/bench/minilm-chromium.json minilm.html
+RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
+  wasm wasm-pack build --release --target web --out-dir bench/.pkg-web-relaxed >/dev/null 2>&1
+node bench/minilm.mjs target/bench/minilm-chromium.json

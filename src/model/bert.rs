@@ -3,8 +3,9 @@
 //! normalization, the sentence-transformers recipe.
 //!
 //! Texts are tokenized on the host, sorted by length and run in batches of at most
-//! [`MAX_BATCH`] sequences padded to a bucketed length (a power of two ≥ 8), so only a
-//! few graph shapes exist; each shape's [`Program`] is built once and cached (at most
+//! [`MAX_BATCH`] sequences padded to a bucketed length (8, or a multiple of [`SEQ_STEP`]: at
+//! most 15 padding tokens, where powers of two padded 129 tokens to 256), so only a few
+//! graph shapes exist; each shape's [`Program`] is built once and cached (at most
 //! [`MAX_CACHED_SHAPES`], the oldest released from the runtime when a new one comes).
 //! Padding is masked out of attention with a large negative score and out of pooling with
 //! zero weights, so a text's embedding does not depend on what it is batched with.
@@ -27,11 +28,13 @@ use crate::runtime::{ByteSource, Program, Runtime, StoredWeight, WeightSpec};
 /// dummy sequences, so the shape repeats).
 pub const MAX_BATCH: usize = 8;
 /// Graph shapes kept built at once.
-pub const MAX_CACHED_SHAPES: usize = 4;
+pub const MAX_CACHED_SHAPES: usize = 8;
 /// Added to attention scores of padding keys: exp() of it underflows to exactly 0.
 const MASKED: f32 = -1e9;
 /// Shortest padded sequence length.
 const MIN_SEQ: usize = 8;
+/// Longer sequences are padded to a multiple of this.
+pub const SEQ_STEP: usize = 16;
 /// Bytes read first to parse a GGUF header (more are read when the header is longer).
 const HEADER_PREFIX: usize = 1 << 20;
 
@@ -389,8 +392,11 @@ impl SentenceEmbedder {
         for chunk in order.chunks(batch) {
             let longest = chunk.iter().map(|&i| seqs[i].len()).max().unwrap_or(1);
             let seq = longest
-                .next_power_of_two()
-                .max(MIN_SEQ)
+                .next_multiple_of(if longest <= MIN_SEQ {
+                    MIN_SEQ
+                } else {
+                    SEQ_STEP
+                })
                 .min(self.config.n_ctx.max(longest));
             let members: Vec<&[u32]> = chunk.iter().map(|&i| seqs[i].as_slice()).collect();
             let embs = self.run_batch(rt, &members, batch, seq).await?;

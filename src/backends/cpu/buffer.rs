@@ -1,8 +1,12 @@
 //! Host memory buffers: 64-byte aligned, bounds-checked, zero-size allowed.
 
 use std::any::Any;
-use std::cell::{Cell, UnsafeCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::collections::HashMap;
 use std::rc::Rc;
+
+use super::kernels::gemm::PackedWeights;
+use super::TensorView;
 
 use crate::backend::{check_range, Buffer, BufferType, BufferUsage, LocalBoxFuture};
 use crate::error::{Error, Result};
@@ -63,6 +67,9 @@ pub struct CpuBuffer {
     data: UnsafeCell<Vec<Line>>,
     size: usize,
     usage: Cell<BufferUsage>,
+    /// Weights buffers: matmul weights packed for the GEMM, by (offset, rows, row length,
+    /// row stride); dropped whenever the buffer's bytes change.
+    packed: RefCell<HashMap<[usize; 4], Rc<PackedWeights>>>,
 }
 
 impl CpuBuffer {
@@ -84,7 +91,29 @@ impl CpuBuffer {
             data: UnsafeCell::new(v),
             size,
             usage: Cell::new(BufferUsage::Any),
+            packed: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// `view` (a tensor at `offset` in this buffer) packed for the GEMM, made on first use
+    /// and kept while the bytes do not change; `None` unless this is a weights buffer and
+    /// the tensor an f32 matrix.
+    pub fn packed_weights(&self, offset: usize, view: &TensorView) -> Option<Rc<PackedWeights>> {
+        if self.usage.get() != BufferUsage::Weights {
+            return None;
+        }
+        let key = [offset, view.ne[1], view.ne[0], view.nb[1]];
+        if let Some(p) = self.packed.borrow().get(&key) {
+            return Some(p.clone());
+        }
+        let p = Rc::new(PackedWeights::new(view)?);
+        self.packed.borrow_mut().insert(key, p.clone());
+        Some(p)
+    }
+
+    /// Bytes held by packed weights.
+    pub fn packed_bytes(&self) -> usize {
+        self.packed.borrow().values().map(|p| p.bytes()).sum()
     }
 
     /// Base pointer of the memory (valid for `size()` bytes while the buffer lives).
@@ -117,6 +146,7 @@ impl Buffer for CpuBuffer {
     }
     fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
         check_range("write", offset, data.len(), self.size)?;
+        self.packed.borrow_mut().clear();
         self.bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
         Ok(())
     }
@@ -127,6 +157,7 @@ impl Buffer for CpuBuffer {
     }
     fn memset(&self, offset: usize, len: usize, value: u8) -> Result<()> {
         check_range("memset", offset, len, self.size)?;
+        self.packed.borrow_mut().clear();
         self.bytes_mut()[offset..offset + len].fill(value);
         Ok(())
     }
@@ -142,6 +173,7 @@ impl Buffer for CpuBuffer {
         };
         check_range("copy source", src_off, len, src.size)?;
         check_range("copy destination", dst_off, len, self.size)?;
+        self.packed.borrow_mut().clear();
         unsafe {
             std::ptr::copy(
                 src.base_ptr().add(src_off),
@@ -153,5 +185,56 @@ impl Buffer for CpuBuffer {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backends::cpu::kernels::gemm;
+    use crate::graph::{DType, Graph};
+    use crate::testing::Rng;
+
+    /// A weight packed once gives the same product as packing per call (sizes crossing the
+    /// K slice and M block edges), and any write to the buffer drops the packed copy.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn packed_weights_match_and_are_dropped_on_write() {
+        let (m, k, n) = (300, 600, 9);
+        let mut g = Graph::new();
+        let w = g.weight("w", DType::F32, &[k, m]).unwrap();
+        let x = g.input("x", DType::F32, &[k, n]).unwrap();
+        let y = g.matmul(w, x).unwrap();
+        let mut rng = Rng::new(5);
+        let mut fill = |len: usize| -> Vec<u8> {
+            (0..len)
+                .flat_map(|_| rng.uniform(-1.0, 1.0).to_le_bytes())
+                .collect()
+        };
+        let wbuf = CpuBuffer::new(m * k * 4, usize::MAX).unwrap();
+        let xbuf = CpuBuffer::new(k * n * 4, usize::MAX).unwrap();
+        let (d1, d2) = (
+            CpuBuffer::new(m * n * 4, usize::MAX).unwrap(),
+            CpuBuffer::new(m * n * 4, usize::MAX).unwrap(),
+        );
+        wbuf.write(0, &fill(m * k)).unwrap();
+        xbuf.write(0, &fill(k * n)).unwrap();
+        let view = |b: &CpuBuffer, id| unsafe {
+            TensorView::new(g.tensor(id), b.base_ptr(), b.size(), 0).unwrap()
+        };
+        let (wv, xv) = (view(&wbuf, w), view(&xbuf, x));
+        assert!(
+            wbuf.packed_weights(0, &wv).is_none(),
+            "not a weights buffer"
+        );
+        wbuf.set_usage(BufferUsage::Weights);
+        let pre = wbuf.packed_weights(0, &wv).expect("packed");
+        assert!(wbuf.packed_bytes() >= m * k * 4);
+        assert!(gemm::matmul(&view(&d1, y), &wv, &xv));
+        assert!(gemm::matmul_prepacked(&view(&d2, y), &wv, &xv, &pre));
+        assert_eq!(d1.bytes(), d2.bytes());
+        assert!(d1.bytes().iter().any(|&b| b != 0));
+        wbuf.write(0, &[0u8; 4]).unwrap();
+        assert_eq!(wbuf.packed_bytes(), 0, "a write keeps a stale packed copy");
     }
 }

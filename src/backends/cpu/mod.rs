@@ -150,6 +150,28 @@ impl CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// The packed copy of matmul weight `id` (viewed as `a`) when it lives in a weights
+    /// buffer and `b` has enough rows for the GEMM.
+    fn packed_weights(
+        &self,
+        graph: &Graph,
+        mem: &TensorMemory,
+        id: TensorId,
+        a: &TensorView,
+        b: &TensorView,
+    ) -> Result<Option<Rc<kernels::gemm::PackedWeights>>> {
+        if !kernels::gemm::prepack_worth(b.ne[1]) {
+            return Ok(None);
+        }
+        let (buf, off) = mem.locate(graph, id)?;
+        Ok(buf
+            .as_any()
+            .downcast_ref::<CpuBuffer>()
+            .and_then(|c| c.packed_weights(off, a)))
+    }
+}
+
 impl Backend for CpuBackend {
     fn name(&self) -> &str {
         "CPU"
@@ -168,6 +190,13 @@ impl Backend for CpuBackend {
             src.clear();
             for &s in &t.src {
                 src.push(self.view(graph, mem, s)?);
+            }
+            if let (Op::MatMul, KernelSet::Fast, [a, b]) = (t.op, self.device.kernels, &src[..]) {
+                if let Some(pre) = self.packed_weights(graph, mem, t.src[0], a, b)? {
+                    if kernels::gemm::matmul_prepacked(&dst, a, b, &pre) {
+                        continue;
+                    }
+                }
             }
             kernels::compute(self.device.kernels, &t.op, &dst, &src)?;
         }

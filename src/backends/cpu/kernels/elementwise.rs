@@ -8,7 +8,7 @@
 
 use super::packed_f32;
 use super::reference::unary_fn;
-use super::simd::{exp, F32x4};
+use super::simd::{self, exp, F32x4};
 use crate::backends::cpu::TensorView;
 use crate::graph::{BinaryOp, UnaryOp};
 
@@ -132,34 +132,23 @@ pub fn scale(dst: &TensorView, a: &TensorView, s: f32) -> bool {
     map_with(dst, a, |x| x * vs, |x| x * s)
 }
 
-/// Element-wise function over packed rows: ReLU, SiLU and GELU (tanh) in SIMD with a
-/// vector `exp`; GELU (erf) per element with the reference's formula.
+/// Element-wise function over packed rows, in SIMD: ReLU, SiLU and GELU (tanh) with a vector
+/// `exp`, GELU (erf) with a vector erf ([`simd::gelu_erf`]).
 pub fn unary(op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
     let f = unary_fn(op);
     let (zero, one) = (F32x4::splat(0.0), F32x4::splat(1.0));
     match op {
-        UnaryOp::Relu => return map_with(dst, a, |x| x.max(zero), f),
-        UnaryOp::Silu => return map_with(dst, a, |x| x / (one + exp(zero - x)), f),
+        UnaryOp::Relu => map_with(dst, a, |x| x.max(zero), f),
+        UnaryOp::Silu => map_with(dst, a, |x| x / (one + exp(zero - x)), f),
         UnaryOp::Gelu => {
             // 0.5 x (1 + tanh u) = x - x / (e^(2u) + 1), u = sqrt(2/pi) (x + 0.044715 x^3).
             let c = F32x4::splat(2.0 * 0.797_884_6);
             let c3 = F32x4::splat(2.0 * 0.797_884_6 * 0.044715);
             let vf = |x: F32x4| x - x / (exp(x * (c + c3 * x * x)) + one);
-            return map_with(dst, a, vf, f);
+            map_with(dst, a, vf, f)
         }
-        UnaryOp::GeluErf => {}
+        UnaryOp::GeluErf => map_with(dst, a, simd::gelu_erf, f),
     }
-    if !(packed_f32(dst) && packed_f32(a)) || a.ne != dst.ne {
-        return false;
-    }
-    let n = dst.ne[0];
-    for (i1, i2, i3) in dst.rows() {
-        let (d, s) = (row_ptr(dst, i1, i2, i3), row_ptr(a, i1, i2, i3));
-        for i in 0..n {
-            unsafe { *d.add(i) = f(*s.add(i)) };
-        }
-    }
-    true
 }
 
 /// Sum of `n` packed f32.

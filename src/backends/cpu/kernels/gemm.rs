@@ -92,6 +92,82 @@ impl<'a> Rows<'a> {
 /// `dst = src0 · src1ᵀ` for f32/f16 `a` (or quantized `a` with many rows of `b`) and f32
 /// `b`; `false` when this kernel does not apply.
 pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+    matmul_with(dst, a, b, None)
+}
+
+/// A 2-D f32 weight packed once into the GEMM's A panels (every K slice × M block, as
+/// [`gemm`] would pack them per call): repacking a weight costs about as much as multiplying
+/// it by 8 activation rows, so weights read by many runs keep this copy.
+pub struct PackedWeights {
+    m: usize,
+    k: usize,
+    /// Panels of block (K slice `p`, M block `i`) start at `offsets[p * m_blocks + i]`.
+    offsets: Vec<usize>,
+    data: Vec<f32>,
+}
+
+impl PackedWeights {
+    /// Packs `a` (F32, 2-D); `None` for other tensors.
+    pub fn new(a: &TensorView) -> Option<Self> {
+        if a.dtype != DType::F32 || a.ne[2] != 1 || a.ne[3] != 1 {
+            return None;
+        }
+        let (m, k) = (a.ne[1], a.ne[0]);
+        let rows = Rows::new(a, 0, 0);
+        let (mut offsets, mut data) = (Vec::new(), Vec::new());
+        let (mut panel, mut tmp) = (Vec::new(), Vec::new());
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            for ic in (0..m).step_by(MC) {
+                pack::<MR>(&rows, ic, MC.min(m - ic), pc, kc, &mut panel, &mut tmp);
+                offsets.push(data.len());
+                data.extend_from_slice(&panel);
+            }
+        }
+        Some(Self {
+            m,
+            k,
+            offsets,
+            data,
+        })
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.data.len() * 4
+    }
+
+    fn block(&self, pc: usize, ic: usize) -> &[f32] {
+        let i = (pc / KC) * self.m.div_ceil(MC) + ic / MC;
+        &self.data[self.offsets[i]..]
+    }
+}
+
+/// [`matmul`] with `a` already packed (`pre` made from this `a`); rows too few for the GEMM
+/// take the GEMV as usual.
+pub fn matmul_prepacked(
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    pre: &PackedWeights,
+) -> bool {
+    if (pre.m, pre.k) != (a.ne[1], a.ne[0]) {
+        return false;
+    }
+    matmul_with(dst, a, b, Some(pre))
+}
+
+/// Activation rows from which a packed weight pays off (fewer take the GEMV).
+pub fn prepack_worth(n: usize) -> bool {
+    n > GEMV_MAX_N
+}
+
+fn matmul_with(
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    pre: Option<&PackedWeights>,
+) -> bool {
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
     // Quantized weights go through this f32 GEMM (dequantized while packing) only for many
     // activation rows, as ggml hands them to BLAS; fewer rows take the integer-dot kernel.
@@ -120,7 +196,7 @@ pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
             } else if n <= GEMV_MAX_N {
                 gemv(&out, &ar, &br, m, n, k, &mut ws);
             } else {
-                gemm(&out, &ar, &br, m, n, k, &mut ws);
+                gemm(&out, &ar, &br, m, n, k, pre, &mut ws);
             }
         }
     }
@@ -290,7 +366,17 @@ unsafe fn store_tile(
     }
 }
 
-fn gemm(out: &DstRows, a: &Rows, b: &Rows, m: usize, n: usize, k: usize, ws: &mut Workspace) {
+#[allow(clippy::too_many_arguments)]
+fn gemm(
+    out: &DstRows,
+    a: &Rows,
+    b: &Rows,
+    m: usize,
+    n: usize,
+    k: usize,
+    pre: Option<&PackedWeights>,
+    ws: &mut Workspace,
+) {
     let Workspace {
         apack, bpack, arow, ..
     } = ws;
@@ -301,11 +387,17 @@ fn gemm(out: &DstRows, a: &Rows, b: &Rows, m: usize, n: usize, k: usize, ws: &mu
             pack::<NR>(b, jc, nc, pc, kc, bpack, arow);
             for ic in (0..m).step_by(MC) {
                 let mc = MC.min(m - ic);
-                pack::<MR>(a, ic, mc, pc, kc, apack, arow);
+                let ablock: &[f32] = match pre {
+                    Some(p) => p.block(pc, ic),
+                    None => {
+                        pack::<MR>(a, ic, mc, pc, kc, apack, arow);
+                        apack
+                    }
+                };
                 for jr in (0..nc).step_by(NR) {
                     let bp = bpack[(jr / NR) * kc * NR..].as_ptr();
                     for ir in (0..mc).step_by(MR) {
-                        let ap = apack[(ir / MR) * kc * MR..].as_ptr();
+                        let ap = ablock[(ir / MR) * kc * MR..].as_ptr();
                         unsafe {
                             let c = micro_tile(kc, ap, bp);
                             store_tile(

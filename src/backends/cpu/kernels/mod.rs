@@ -11,7 +11,7 @@
 //! runs instead, so every node always has a kernel.
 
 mod elementwise;
-mod gemm;
+pub(crate) mod gemm;
 mod quant;
 pub mod reference;
 mod rows;

@@ -419,6 +419,24 @@ pub fn exp(x_in: F32x4) -> F32x4 {
     (e * half.pow2i() * (n - half).pow2i()).zero_unless_ge(x_in, lo)
 }
 
+/// GELU with the exact (erf) form, `x Φ(x)`, lane-wise. erf from Abramowitz & Stegun 7.1.26
+/// (|error| ≤ 1.5e-7): with `a = |x|` and `r = t P(t) e^(-a²/2)`, `t = 1 / (1 + p a/√2)`,
+/// erf(a/√2) = 1 - r, so `x Φ(x)` = `(x + a)/2 - a r/2` for either sign of `x`.
+#[inline(always)]
+pub fn gelu_erf(x: F32x4) -> F32x4 {
+    let zero = F32x4::splat(0.0);
+    let one = F32x4::splat(1.0);
+    let half = F32x4::splat(0.5);
+    let a = x.max(zero - x);
+    let t = one / (one + F32x4::splat(0.327_591_1 * std::f32::consts::FRAC_1_SQRT_2) * a);
+    let mut p = F32x4::splat(1.061_405_4);
+    for c in [-1.453_152_1, 1.421_413_8, -0.284_496_72, 0.254_829_6] {
+        p = p * t + F32x4::splat(c);
+    }
+    let r = p * t * exp(zero - half * a * a);
+    half * (x + a) - half * a * r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,6 +476,31 @@ mod tests {
         unsafe { exp(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
         assert_eq!(&out[..2], &[0.0, 0.0]);
         assert!(out[2] > 0.0 && out[3] == 1.0, "{out:?}");
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn vector_gelu_erf_matches_the_f64_formula() {
+        let mut worst = 0f64;
+        let mut x = -20.0f32;
+        while x < 20.0 {
+            let v = [x, x + 0.0037, x + 0.011, -x * 0.25];
+            let mut out = [0f32; 4];
+            unsafe { gelu_erf(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
+            for (a, b) in out.iter().zip(v) {
+                let b = b as f64;
+                let want = 0.5 * b * (1.0 + super::super::reference::erf(b / 2f64.sqrt()));
+                let err = (*a as f64 - want).abs() / want.abs().max(1.0);
+                worst = worst.max(err);
+                assert!(err < 1e-6, "gelu_erf({b}) = {a}, want {want}");
+            }
+            x += 0.0173;
+        }
+        assert!(worst > 0.0, "compared nothing");
+        let mut out = [1f32; 4];
+        let v = [-200.0, 200.0, 0.0, -0.0];
+        unsafe { gelu_erf(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
+        assert_eq!(out, [0.0, 200.0, 0.0, 0.0]);
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]

@@ -1,0 +1,75 @@
+// Drives bench/minilm.html in headless Chromium, one runtime per fresh browser context, and
+// prints one table: latency per case, load time, memory, and each runtime's cosine to
+// webtensor's f32 CPU embeddings (the same model must give the same vectors).
+//   node bench/minilm.mjs [out.json]
+// MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu,..." picks the runs (runner:weights:device; the
+// runner "webtensor-relaxed" is webtensor's relaxed-SIMD build); BENCH_REPS the repetitions.
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { startServer } from '../scripts/serve.mjs';
+
+const require = createRequire(path.resolve(import.meta.dirname, '../package.json'));
+const { chromium } = require('playwright-core');
+const DEFAULT_RUNS = 'webtensor:f32:cpu,webtensor-relaxed:f32:cpu,webtensor:q8_0:cpu,ort:f32:cpu,' +
+  'wllama:f32:cpu,wllama:q8_0:cpu';
+const runs = (process.env.MINILM_RUNS || DEFAULT_RUNS).split(',').map((s) => s.split(':'));
+const reps = process.env.BENCH_REPS || '5';
+
+const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run',
+    '--enable-precise-memory-info', '--js-flags=--expose-gc'],
+});
+const results = [];
+try {
+  for (const [runner, type, device] of runs) {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.on('console', (m) => console.log(`  ${m.text()}`));
+    const relaxed = runner === 'webtensor-relaxed';
+    const q = new URLSearchParams({ runner: relaxed ? 'webtensor' : runner, type, device, reps });
+    if (relaxed) q.set('pkg', '.pkg-web-relaxed');
+    console.log(`${runner} ${type} ${device}`);
+    await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
+    await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
+    const r = await page.evaluate(() => window.benchResult);
+    await context.close();
+    if (r.error) { console.log(`  failed: ${r.error}`); results.push({ runner, type, device, error: r.error }); continue; }
+    results.push({ ...r, runner });
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+
+const cos = (a, b) => { let d = 0, na = 0, nb = 0; for (let i = 0; i < a.length; i++) { d += a[i] * b[i]; na += a[i] * a[i]; nb += b[i] * b[i]; } return d / Math.sqrt(na * nb); };
+const base = results.find((r) => r.runner === 'webtensor' && r.type === 'f32' && r.device === 'cpu' && !r.error);
+const ours = (r) => r.runner.startsWith('webtensor');
+const mib = (b) => (b == null ? '-' : (b / 1048576).toFixed(0));
+const cases = ['8 tokens', '32 tokens', '128 tokens', '16 × 32 tokens'];
+console.log(`\nall-MiniLM-L6-v2, headless Chromium ${browser.version()}, 1 thread, median of ${reps} (ms)`);
+console.log(['runtime', 'weights', 'device', ...cases, 'load ms', 'wasm MiB', 'JS MiB', 'cos vs wt-f32'].join(' | '));
+for (const r of results) {
+  if (r.error) { console.log(`${r.runner} | ${r.type} | ${r.device} | failed: ${r.error}`); continue; }
+  const ms = cases.map((c) => r.rows.find((x) => x.case === c)?.ms ?? '-');
+  const c = base ? Math.min(...r.check.map((v, i) => cos(v, base.check[i]))).toFixed(6) : '-';
+  console.log([r.runner, r.type, r.devices, ...ms, r.loadMs, mib(r.memory.wasmBytes), mib(r.memory.jsHeapBytes), c].join(' | '));
+}
+// Speed-ups of webtensor's CPU runs over each peer, per case (peer ms / webtensor ms).
+for (const wt of results.filter((r) => ours(r) && r.device === 'cpu' && !r.error)) {
+  for (const p of results.filter((r) => !ours(r) && !r.error)) {
+    const ratios = cases.map((c) => {
+      const a = wt.rows.find((x) => x.case === c)?.ms, b = p.rows.find((x) => x.case === c)?.ms;
+      return a && b ? `${(b / a).toFixed(2)}×` : '-';
+    });
+    console.log(`${wt.runner} ${wt.type} vs ${p.runner} ${p.type} ${p.device}: ${ratios.join(' | ')}`);
+  }
+}
+const out = process.argv[2];
+if (out) {
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, JSON.stringify({ env: `chromium ${browser.version()}`, reps, results: results.map(({ check, ...r }) => r) }, null, 2));
+}
