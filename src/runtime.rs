@@ -2,9 +2,11 @@
 //! on first run and cached, inputs and outputs by name. The JS API wraps exactly this.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_channel::oneshot;
 
 use crate::backend::sched::CostModel;
 use crate::backend::{Buffer, BufferUsage, Device, DeviceKind, PlanOptions, Scheduler, Session};
@@ -228,19 +230,55 @@ pub struct Runtime {
     sessions: RefCell<HashMap<u64, CachedSession>>,
 }
 
-/// A program's session, the program version it was planned for, and whether a run is on.
+/// A program's session, the program version it was planned for, and its run queue.
 struct CachedSession {
     version: u64,
     session: Rc<Session>,
-    busy: Rc<Cell<bool>>,
+    queue: Rc<RunQueue>,
 }
 
-/// Clears a session's busy flag when a run ends, however it ends.
-struct BusyGuard(Rc<Cell<bool>>);
+/// One run at a time per session (a second would overwrite the first's buffers): later runs
+/// wait for their turn, in call order, instead of failing.
+#[derive(Default)]
+struct RunQueue {
+    busy: Cell<bool>,
+    waiting: RefCell<VecDeque<oneshot::Sender<()>>>,
+}
 
-impl Drop for BusyGuard {
+impl RunQueue {
+    /// Resolves when it is this caller's turn; the turn ends when the returned guard drops.
+    async fn enter(self: Rc<Self>) -> Turn {
+        if self.busy.replace(true) {
+            let (tx, rx) = oneshot::channel();
+            self.waiting.borrow_mut().push_back(tx);
+            // The run before hands the turn over (`busy` stays set); the sender is only
+            // dropped unsent with the queue itself.
+            let _ = rx.await;
+        }
+        Turn(self)
+    }
+}
+
+/// A run's turn: passes it to the next waiting run (skipping abandoned waits) when dropped,
+/// however the run ended.
+struct Turn(Rc<RunQueue>);
+
+impl Drop for Turn {
     fn drop(&mut self) {
-        self.0.set(false);
+        loop {
+            let next = self.0.waiting.borrow_mut().pop_front();
+            match next {
+                Some(tx) => {
+                    if tx.send(()).is_ok() {
+                        return;
+                    }
+                }
+                None => {
+                    self.0.busy.set(false);
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -412,10 +450,10 @@ impl Runtime {
         Ok(out)
     }
 
-    fn session(&self, p: &Program) -> Result<(Rc<Session>, Rc<Cell<bool>>)> {
+    fn session(&self, p: &Program) -> Result<(Rc<Session>, Rc<RunQueue>)> {
         if let Some(c) = self.sessions.borrow().get(&p.uid) {
             if c.version == p.version {
-                return Ok((c.session.clone(), c.busy.clone()));
+                return Ok((c.session.clone(), c.queue.clone()));
             }
         }
         let mut opts = PlanOptions::default();
@@ -434,14 +472,14 @@ impl Runtime {
         let plan = self.sched.plan(&p.graph, &opts)?;
         let mut session = Session::new(&self.sched, &p.graph, plan, &external)?;
         session.set_weights(&p.weights)?;
-        let (session, busy) = (Rc::new(session), Rc::new(Cell::new(false)));
+        let (session, queue) = (Rc::new(session), Rc::new(RunQueue::default()));
         let cached = CachedSession {
             version: p.version,
             session: session.clone(),
-            busy: busy.clone(),
+            queue: queue.clone(),
         };
         self.sessions.borrow_mut().insert(p.uid, cached);
-        Ok((session, busy))
+        Ok((session, queue))
     }
 
     /// Runs `p` with inputs by name (raw bytes); returns the outputs as (name, dtype, bytes).
@@ -477,14 +515,8 @@ impl Runtime {
                 }
             };
         }
-        let (session, busy) = self.session(p)?;
-        // One run at a time per program: a second one would overwrite the first's buffers.
-        if busy.replace(true) {
-            return Err(Error::InvalidArgument(
-                "this graph is already running; await the previous run first".into(),
-            ));
-        }
-        let _guard = BusyGuard(busy);
+        let (session, queue) = self.session(p)?;
+        let _turn = queue.enter().await;
         let outs = session.run(&by_id).await?;
         Ok(p.graph
             .outputs()
@@ -507,5 +539,43 @@ impl Runtime {
     /// Frees every session (device memory of every program run so far).
     pub fn clear(&self) {
         self.sessions.borrow_mut().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    /// Runs wait their turn in call order; an abandoned wait is skipped; the queue is free
+    /// again after the last turn.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn runs_wait_their_turn_in_order() {
+        let mut cx = Context::from_waker(Waker::noop());
+        let q = Rc::new(RunQueue::default());
+        let Poll::Ready(first) = pin!(q.clone().enter()).as_mut().poll(&mut cx) else {
+            panic!("a free queue makes the caller wait");
+        };
+        let mut second = Box::pin(q.clone().enter());
+        let mut abandoned = Box::pin(q.clone().enter());
+        let mut third = Box::pin(q.clone().enter());
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert!(abandoned.as_mut().poll(&mut cx).is_pending());
+        assert!(third.as_mut().poll(&mut cx).is_pending());
+        drop(abandoned);
+        drop(first);
+        let Poll::Ready(second) = second.as_mut().poll(&mut cx) else {
+            panic!("the second run did not get the turn");
+        };
+        assert!(third.as_mut().poll(&mut cx).is_pending());
+        drop(second);
+        let Poll::Ready(third) = third.as_mut().poll(&mut cx) else {
+            panic!("the abandoned wait was not skipped");
+        };
+        drop(third);
+        assert!(!q.busy.get());
     }
 }

@@ -29,6 +29,21 @@ async fn every_listed_device_adds_vectors() {
     }
 }
 
+/// One GPU adapter and device per page: later registries (devices(), each runtime, each
+/// model) share it instead of requesting another.
+#[wasm_bindgen_test]
+async fn registries_share_one_webgpu_device() {
+    let gpu = |reg: &webtensor::backend::Registry| {
+        reg.devices().into_iter().find(|d| d.name() == "WebGPU")
+    };
+    let Some(a) = gpu(&webtensor::backends::registry().await) else {
+        web_sys::console::log_1(&"WebGPU skipped: no adapter".into());
+        return;
+    };
+    let b = gpu(&webtensor::backends::registry().await).expect("WebGPU again");
+    assert!(std::rc::Rc::ptr_eq(&a, &b), "a second GPU device was made");
+}
+
 async fn webgpu() -> Option<std::rc::Rc<dyn webtensor::backend::Device>> {
     use webtensor::backend::BackendReg;
     let reg = webtensor::backends::webgpu::WebGpuReg::new().await;

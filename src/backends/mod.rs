@@ -9,9 +9,35 @@ use crate::backend::Registry;
 
 /// A registry with every device this build can reach: the CPU always, then WebGPU (which
 /// may have no device; its `unavailable_reason` says why).
+///
+/// In the browser the WebGPU family (its adapter and device) is made once per page and
+/// shared by every later call (`devices()`, each runtime, each model), and made again only
+/// after its device was lost or failed. Natively each call makes its own: a device kept in a
+/// thread-local would be dropped during thread-local destruction at exit, which aborts in
+/// the Vulkan driver's teardown.
 pub async fn registry() -> Registry {
     let mut reg = Registry::new();
     reg.register(Rc::new(cpu::CpuReg::new(cpu::KernelSet::Fast)));
-    reg.register(Rc::new(webgpu::WebGpuReg::new().await));
+    reg.register(webgpu_reg().await);
+    reg
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+async fn webgpu_reg() -> Rc<webgpu::WebGpuReg> {
+    Rc::new(webgpu::WebGpuReg::new().await)
+}
+
+#[cfg(target_arch = "wasm32")]
+async fn webgpu_reg() -> Rc<webgpu::WebGpuReg> {
+    thread_local! {
+        static WEBGPU: std::cell::RefCell<Option<Rc<webgpu::WebGpuReg>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let cached = WEBGPU.with(|c| c.borrow().clone());
+    if let Some(reg) = cached.filter(|r| !r.failed()) {
+        return reg;
+    }
+    let reg = Rc::new(webgpu::WebGpuReg::new().await);
+    WEBGPU.with(|c| *c.borrow_mut() = Some(reg.clone()));
     reg
 }

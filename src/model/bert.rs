@@ -262,7 +262,7 @@ impl SentenceEmbedder {
         let max_tokens = g
             .get_usize("sentence_transformers.max_seq_length")
             .unwrap_or(ctx)
-            .clamp(2, ctx.max(2));
+            .clamp(3, ctx.max(3));
         // Each weight lives on the device that runs the ops reading it (a small shape's plan,
         // without the cost model), stored there once.
         let mut probe = Program::new();
@@ -315,11 +315,11 @@ impl SentenceEmbedder {
         self.max_tokens
     }
 
-    /// Sets [`Self::max_tokens`] (2 to the context length).
+    /// Sets [`Self::max_tokens`] (3, one word piece between [CLS] and [SEP], to the context length).
     pub fn set_max_tokens(&mut self, n: usize) -> Result<()> {
-        if n < 2 || n > self.config.n_ctx {
+        if n < 3 || n > self.config.n_ctx {
             return Err(Error::InvalidArgument(format!(
-                "max_tokens must be 2 to {}, got {n}",
+                "max_tokens must be 3 to {}, got {n}",
                 self.config.n_ctx
             )));
         }
@@ -351,7 +351,9 @@ impl SentenceEmbedder {
             .collect()
     }
 
-    /// L2-normalized sentence embeddings of `texts`, one per text, in order.
+    /// L2-normalized sentence embeddings of `texts`, one per text, in order. A text with no
+    /// tokens (empty, or only spaces and control characters) is an error; a text longer than
+    /// [`Self::max_tokens`] is truncated, as sentence-transformers does.
     pub async fn embed(&self, rt: &Runtime, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Err(Error::InvalidArgument(
@@ -359,6 +361,11 @@ impl SentenceEmbedder {
             ));
         }
         let ids = self.encode(texts)?;
+        if let Some(i) = ids.iter().position(|s| s.len() <= 2) {
+            return Err(Error::InvalidArgument(format!(
+                "text {i} is empty (no tokens to embed)"
+            )));
+        }
         self.embed_tokens(rt, &ids).await
     }
 
@@ -721,6 +728,8 @@ mod tests {
         }
         let mut e = SentenceEmbedder::load(&rt, &good).unwrap();
         assert!(pollster::block_on(e.embed(&rt, &[])).is_err());
+        let err = pollster::block_on(e.embed(&rt, &["hello", " \t\n"])).unwrap_err();
+        assert!(err.to_string().contains("text 1 is empty"), "{err}");
         assert!(pollster::block_on(e.embed_tokens(&rt, &[vec![2, 99, 3]])).is_err());
         assert!(e.set_max_tokens(17).is_err());
         e.set_max_tokens(4).unwrap();

@@ -63,6 +63,11 @@ impl WebGpuReg {
     pub fn device(&self) -> Option<Rc<WebGpuDevice>> {
         self.device.clone()
     }
+
+    /// Whether its device was lost, destroyed or failed (later calls on it all fail).
+    pub fn failed(&self) -> bool {
+        self.device.as_ref().is_some_and(|d| d.ctx.check().is_err())
+    }
 }
 
 impl BackendReg for WebGpuReg {
