@@ -68,13 +68,27 @@ pub async fn run_graph(
     leaves: &HashMap<TensorId, Vec<u8>>,
     guard: usize,
 ) -> Result<Vec<Vec<u8>>> {
+    run_graph_aliased(backend, graph, leaves, guard, &[]).await
+}
+
+/// [`run_graph`] where each `(node, operand)` of `aliases` shares the operand's memory, as a
+/// memory planner computing the node in place would arrange (the caller checks the layouts
+/// match).
+pub async fn run_graph_aliased(
+    backend: &Rc<dyn Backend>,
+    graph: &Graph,
+    leaves: &HashMap<TensorId, Vec<u8>>,
+    guard: usize,
+    aliases: &[(TensorId, TensorId)],
+) -> Result<Vec<Vec<u8>>> {
     const GUARD_BYTE: u8 = 0xA5;
     let bt = backend.device().buffer_type();
     let align = bt.alignment().max(1);
     let round = |x: usize| x.div_ceil(align) * align;
     let mut offsets = Vec::new();
     let mut end = round(guard);
-    for (id, t) in graph.iter().filter(|(_, t)| !t.is_view()) {
+    let aliased = |id: TensorId| aliases.iter().any(|&(node, _)| node == id);
+    for (id, t) in graph.iter().filter(|&(id, t)| !t.is_view() && !aliased(id)) {
         offsets.push((id, end, t.nbytes()));
         end = round(end + bt.alloc_size(t) + guard);
     }
@@ -83,6 +97,9 @@ pub async fn run_graph(
     let mut mem = TensorMemory::new();
     for &(id, off, _) in &offsets {
         mem.place(graph, id, buffer.clone(), off)?;
+        for &(node, _) in aliases.iter().filter(|&&(_, operand)| operand == id) {
+            mem.place(graph, node, buffer.clone(), off)?;
+        }
     }
     for (id, t) in graph.iter().filter(|(_, t)| t.op.is_noop() && !t.is_view()) {
         let data = leaves.get(&id).ok_or_else(|| {

@@ -9,7 +9,7 @@ mod registry;
 mod restrict;
 pub mod sched;
 
-pub use exec::{run_graph, TensorMemory};
+pub use exec::{run_graph, run_graph_aliased, TensorMemory};
 pub use registry::{BackendReg, Registry};
 pub use restrict::RestrictedDevice;
 pub use sched::{Plan, PlanOptions, Scheduler, Session};

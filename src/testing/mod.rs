@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
-use crate::backend::{run_graph, Backend, Device, Support, TensorMemory};
+use crate::backend::{run_graph, run_graph_aliased, Backend, Device, Support};
 use crate::error::{Error, Result};
 use crate::graph::{row_from_f32, row_to_f32, DType, Graph, OpKind, TensorId};
 
@@ -366,7 +366,6 @@ async fn run_case_graph(
 /// a memory planner reusing a dead operand would arrange: catches kernels that are wrong
 /// when `dst` aliases `src[0]`.
 async fn run_in_place(backend: &Rc<dyn Backend>, c: &CaseGraph) -> Result<Vec<Vec<u8>>> {
-    const GUARD: u8 = 0xA5;
     let g = &c.graph;
     let out = *g
         .outputs()
@@ -384,42 +383,7 @@ async fn run_in_place(backend: &Rc<dyn Backend>, c: &CaseGraph) -> Result<Vec<Ve
             t.name, s.name
         )));
     }
-    let bt = backend.device().buffer_type();
-    let align = bt.alignment().max(1);
-    let round = |x: usize| x.div_ceil(align) * align;
-    let mut spans = Vec::new();
-    let mut end = round(GUARD_BYTES);
-    for (id, t) in g.iter().filter(|(id, t)| !t.is_view() && *id != out) {
-        spans.push((id, end, t.nbytes()));
-        end = round(end + bt.alloc_size(t) + GUARD_BYTES);
-    }
-    let buffer = bt.alloc(end)?;
-    buffer.clear(GUARD)?;
-    let mut mem = TensorMemory::new();
-    for &(id, off, _) in &spans {
-        mem.place(g, id, buffer.clone(), off)?;
-        if id == src0 {
-            mem.place(g, out, buffer.clone(), off)?;
-        }
-    }
-    for (id, data) in &c.leaves {
-        buffer.write(mem.locate(g, *id)?.1, data)?;
-    }
-    backend.compute(g, &g.compute_nodes(), &mem)?;
-    backend.synchronize().await?;
-    let all = buffer.read(0, buffer.size()).await?;
-    let mut prev = 0;
-    for &(_, off, n) in &spans {
-        if all[prev..off].iter().any(|&b| b != GUARD) {
-            return Err(Error::OutOfBounds("guard bytes overwritten".into()));
-        }
-        prev = off + n;
-    }
-    if all[prev..].iter().any(|&b| b != GUARD) {
-        return Err(Error::OutOfBounds("guard bytes overwritten".into()));
-    }
-    let (_, off) = mem.locate(g, out)?;
-    Ok(vec![all[off..off + t.nbytes()].to_vec()])
+    run_graph_aliased(backend, g, &c.leaves, GUARD_BYTES, &[(out, src0)]).await
 }
 
 fn to_f32(dtype: DType, ne: [usize; 4], bytes: &[u8]) -> Vec<f32> {
