@@ -1,7 +1,8 @@
-// d[m, n] = sum_k a[k, m] * b[k, n] for few columns (token generation): a workgroup takes
-// 4 rows of a with 64 threads each, striding over 32-element blocks of k (a_dot32, per
-// dtype), then reduces in workgroup memory.
-// Grid: (ceil(M / 4), N, batch). u.x, u.y: b.ne2 / a.ne2, b.ne3 / a.ne3.
+// d[m, n] = sum_k a[k, m] * b[k, n] for few columns (up to COLS: token generation, short
+// sequences): a workgroup takes 4 rows of a with 64 threads each, striding over 32-element
+// blocks of k (a_dot32, per dtype) for every column at once, so each weight is read once
+// whatever the column count, then reduces all columns together in workgroup memory.
+// Grid: (ceil(M / 4), 1, batch). u.x, u.y: b.ne2 / a.ne2, b.ne3 / a.ne3.
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
@@ -15,14 +16,16 @@ fn b_at(k: u32) -> f32 {
 
 const ROWS: u32 = 4u;
 const TPR: u32 = 64u;
+// Columns per dispatch at most (MATVEC_MAX_N in ops.rs).
+const COLS: u32 = 8u;
 
-var<workgroup> part: array<f32, 256>;
+var<workgroup> part: array<f32, 2048>; // [COLS][ROWS * TPR]
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let M = p.d_ne.x;
     let K = p.a_ne.x;
-    let n = wid.y;
+    let N = min(p.d_ne.y, COLS);
     let i2 = wid.z % p.d_ne.z;
     let i3 = wid.z / p.d_ne.z;
     let a2 = i2 / p.u.x;
@@ -30,27 +33,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let r = lid / TPR;
     let t = lid % TPR;
     let m = wid.x * ROWS + r;
-    var acc = 0.0;
+    var acc: array<f32, COLS>;
     if (m < M) {
-        let b_base = p.offs.z + n * p.b_nb.y + i2 * p.b_nb.z + i3 * p.b_nb.w;
+        let b_base = p.offs.z + i2 * p.b_nb.z + i3 * p.b_nb.w;
         // Whole 32-element blocks first (quantized rows are nothing else), then the tail.
         let nblk = K / 32u;
         for (var blk = t; blk < nblk; blk += TPR) {
-            acc += a_dot32(vec4<u32>(blk * 32u, m, a2, a3), b_base + blk * 32u * p.b_nb.x);
+            let kb = b_base + blk * 32u * p.b_nb.x;
+            for (var n = 0u; n < N; n++) {
+                acc[n] += a_dot32(vec4<u32>(blk * 32u, m, a2, a3), kb + n * p.b_nb.y);
+            }
         }
         for (var k = nblk * 32u + t; k < K; k += TPR) {
-            acc += a_get(vec4<u32>(k, m, a2, a3)) * b_at(b_base + k * p.b_nb.x);
+            let av = a_get(vec4<u32>(k, m, a2, a3));
+            for (var n = 0u; n < N; n++) {
+                acc[n] += av * b_at(b_base + n * p.b_nb.y + k * p.b_nb.x);
+            }
         }
     }
-    part[lid] = acc;
+    for (var n = 0u; n < N; n++) {
+        part[n * 256u + lid] = acc[n];
+    }
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s = s >> 1u) {
         if (t < s) {
-            part[lid] = part[lid] + part[lid + s];
+            for (var n = 0u; n < N; n++) {
+                part[n * 256u + lid] = part[n * 256u + lid] + part[n * 256u + lid + s];
+            }
         }
         workgroupBarrier();
     }
     if (t == 0u && m < M) {
-        d[p.offs.x + m * p.d_nb.x + n * p.d_nb.y + i2 * p.d_nb.z + i3 * p.d_nb.w] = part[lid];
+        let base = p.offs.x + m * p.d_nb.x + i2 * p.d_nb.z + i3 * p.d_nb.w;
+        for (var n = 0u; n < N; n++) {
+            d[base + n * p.d_nb.y] = part[n * 256u + lid];
+        }
     }
 }

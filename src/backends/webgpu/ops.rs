@@ -14,8 +14,8 @@ const WG: usize = 256;
 const MATMUL_TILE: usize = 64;
 /// Rows of `a` per workgroup of the matvec shader.
 const MATVEC_ROWS: usize = 4;
-/// Up to this many columns of `b`, matmul runs as matrix-vector products (a 64x64 tile
-/// would leave most of its threads idle).
+/// Up to this many columns of `b`, matmul runs as matrix-vector products, all columns in one
+/// workgroup (a 64x64 tile would leave most of its threads idle). The shader's `COLS`.
 const MATVEC_MAX_N: usize = 8;
 
 /// A compute shader: an op family with its output variant. With the dtype of source `a`
@@ -438,10 +438,7 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             let batch = t.ne[2] * t.ne[3];
             let matvec = t.ne[1] <= MATVEC_MAX_N && t.ne[0].div_ceil(MATVEC_ROWS) <= max;
             let (kernel, g) = if matvec {
-                (
-                    Kernel::MatVec,
-                    [t.ne[0].div_ceil(MATVEC_ROWS), t.ne[1], batch],
-                )
+                (Kernel::MatVec, [t.ne[0].div_ceil(MATVEC_ROWS), 1, batch])
             } else {
                 let m = t.ne[0].div_ceil(MATMUL_TILE);
                 (Kernel::MatMul, [m, t.ne[1].div_ceil(MATMUL_TILE), batch])
