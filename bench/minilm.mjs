@@ -3,7 +3,9 @@
 // webtensor's f32 CPU embeddings (the same model must give the same vectors).
 //   node bench/minilm.mjs [out.json]
 // MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu,..." picks the runs (runner:weights:device; the
-// runner "webtensor-relaxed" is webtensor's relaxed-SIMD build); BENCH_REPS the repetitions.
+// runner "webtensor-relaxed" is webtensor's relaxed-SIMD build); BENCH_REPS the repetitions;
+// MINILM_ROUNDS (default 3) rounds over all runs, interleaved, each figure the median over the
+// rounds of the per-round medians (this machine has noisy stretches of seconds).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -15,6 +17,8 @@ const DEFAULT_RUNS = 'webtensor:f32:cpu,webtensor-relaxed:f32:cpu,webtensor:q8_0
   'wllama:f32:cpu,wllama:q8_0:cpu';
 const runs = (process.env.MINILM_RUNS || DEFAULT_RUNS).split(',').map((s) => s.split(':'));
 const reps = process.env.BENCH_REPS || '5';
+const rounds = Number(process.env.MINILM_ROUNDS || 3);
+const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
 
 const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
 const browser = await chromium.launch({
@@ -23,34 +27,44 @@ const browser = await chromium.launch({
     '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run',
     '--enable-precise-memory-info', '--js-flags=--expose-gc'],
 });
-const results = [];
+const perRound = [];
 try {
-  for (const [runner, type, device] of runs) {
+  for (let round = 0; round < rounds; round++) for (const [runner, type, device] of runs) {
     const context = await browser.newContext();
     const page = await context.newPage();
     page.on('console', (m) => console.log(`  ${m.text()}`));
     const relaxed = runner === 'webtensor-relaxed';
     const q = new URLSearchParams({ runner: relaxed ? 'webtensor' : runner, type, device, reps });
     if (relaxed) q.set('pkg', '.pkg-web-relaxed');
-    console.log(`${runner} ${type} ${device}`);
+    console.log(`round ${round + 1}: ${runner} ${type} ${device}`);
     await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
     await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
     const r = await page.evaluate(() => window.benchResult);
     await context.close();
-    if (r.error) { console.log(`  failed: ${r.error}`); results.push({ runner, type, device, error: r.error }); continue; }
-    results.push({ ...r, runner });
+    if (r.error) { console.log(`  failed: ${r.error}`); perRound.push({ runner, type, device, error: r.error }); continue; }
+    perRound.push({ ...r, runner });
   }
 } finally {
   await browser.close();
   server.close();
 }
+// One result per run: medians over the rounds (a run failing in any round is reported failed).
+const results = runs.map(([runner, type, device]) => {
+  const all = perRound.filter((r) => r.runner === runner && r.type === type && r.device === device);
+  const bad = all.find((r) => r.error);
+  if (bad) return bad;
+  const rows = all[0].rows.map(({ case: c }) => ({
+    case: c, ms: median(all.map((r) => r.rows.find((x) => x.case === c).ms)), rounds: all.map((r) => r.rows.find((x) => x.case === c).ms),
+  }));
+  return { ...all[all.length - 1], rows, loadMs: median(all.map((r) => r.loadMs)) };
+});
 
 const cos = (a, b) => { let d = 0, na = 0, nb = 0; for (let i = 0; i < a.length; i++) { d += a[i] * b[i]; na += a[i] * a[i]; nb += b[i] * b[i]; } return d / Math.sqrt(na * nb); };
 const base = results.find((r) => r.runner === 'webtensor' && r.type === 'f32' && r.device === 'cpu' && !r.error);
 const ours = (r) => r.runner.startsWith('webtensor');
 const mib = (b) => (b == null ? '-' : (b / 1048576).toFixed(0));
 const cases = ['8 tokens', '32 tokens', '128 tokens', '16 × 32 tokens'];
-console.log(`\nall-MiniLM-L6-v2, headless Chromium ${browser.version()}, 1 thread, median of ${reps} (ms)`);
+console.log(`\nall-MiniLM-L6-v2, headless Chromium ${browser.version()}, 1 thread, median of ${reps} runs, median of ${rounds} rounds (ms)`);
 console.log(['runtime', 'weights', 'device', ...cases, 'load ms', 'wasm MiB', 'JS MiB', 'cos vs wt-f32'].join(' | '));
 for (const r of results) {
   if (r.error) { console.log(`${r.runner} | ${r.type} | ${r.device} | failed: ${r.error}`); continue; }
@@ -71,5 +85,5 @@ for (const wt of results.filter((r) => ours(r) && r.device === 'cpu' && !r.error
 const out = process.argv[2];
 if (out) {
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, JSON.stringify({ env: `chromium ${browser.version()}`, reps, results: results.map(({ check, ...r }) => r) }, null, 2));
+  fs.writeFileSync(out, JSON.stringify({ env: `chromium ${browser.version()}`, reps, rounds, results: results.map(({ check, ...r }) => r) }, null, 2));
 }
