@@ -5,7 +5,8 @@
 // MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu,..." picks the runs (runner:weights:device; the
 // runner "webtensor-relaxed" is webtensor's relaxed-SIMD build); BENCH_REPS the repetitions;
 // MINILM_ROUNDS (default 3) rounds over all runs, interleaved, each figure the median over the
-// rounds of the per-round medians (this machine has noisy stretches of seconds).
+// rounds of the per-round medians (this machine has noisy stretches of seconds);
+// MINILM_PROFILE=1 also prints where webtensor's CPU time goes at 128 tokens, per op.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -36,6 +37,7 @@ try {
     const relaxed = runner === 'webtensor-relaxed';
     const q = new URLSearchParams({ runner: relaxed ? 'webtensor' : runner, type, device, reps });
     if (relaxed) q.set('pkg', '.pkg-web-relaxed');
+    if (process.env.MINILM_PROFILE) q.set('profile', '1');
     console.log(`round ${round + 1}: ${runner} ${type} ${device}`);
     await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
     await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });

@@ -1,7 +1,7 @@
 //! `SentenceEmbedder` for JS: load a BERT GGUF (URL with progress, or bytes), embed texts,
 //! explain the placement, dispose. Thin wrapper over `crate::model::bert`.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Function, Promise, Uint8Array};
@@ -31,9 +31,14 @@ export interface EmbedderOptions extends RuntimeOptions {
 #[wasm_bindgen]
 pub struct SentenceEmbedder {
     rt: Rc<Runtime>,
-    model: Rc<crate::model::bert::SentenceEmbedder>,
-    disposed: Rc<Cell<bool>>,
+    /// `None` once disposed: dropping the model frees its weights' device buffers (a run in
+    /// flight keeps them until it ends).
+    model: RefCell<Option<Rc<Model>>>,
+    dim: usize,
+    max_tokens: usize,
 }
+
+type Model = crate::model::bert::SentenceEmbedder;
 
 #[wasm_bindgen]
 impl SentenceEmbedder {
@@ -89,19 +94,18 @@ impl SentenceEmbedder {
             .map_err(to_js_error)?;
         Ok(SentenceEmbedder {
             rt: Rc::new(rt),
-            model: Rc::new(model),
-            disposed: Rc::new(Cell::new(false)),
+            dim: model.dim(),
+            max_tokens: model.max_tokens(),
+            model: RefCell::new(Some(Rc::new(model))),
         })
     }
 
     /// L2-normalized embeddings, one `Float32Array` per text.
     #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array[]>")]
     pub fn embed(&self, texts: Vec<String>) -> Promise {
-        let (rt, model, disposed) = (self.rt.clone(), self.model.clone(), self.disposed.clone());
+        let (rt, model) = (self.rt.clone(), self.model());
         wasm_bindgen_futures::future_to_promise(async move {
-            if disposed.get() {
-                return Err(JsError::new("this SentenceEmbedder was disposed").into());
-            }
+            let model = model?;
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let embs = model
                 .embed(&rt, &refs)
@@ -117,25 +121,25 @@ impl SentenceEmbedder {
 
     /// Token ids of a text, as the model sees it (`[CLS] ... [SEP]`, truncated).
     pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, JsError> {
-        let mut ids = self.model.encode(&[text]).map_err(to_js_error)?;
+        let mut ids = self.model()?.encode(&[text]).map_err(to_js_error)?;
         Ok(ids.pop().unwrap_or_default())
     }
 
     /// Which device runs what for the last batch shape embedded.
     pub fn explain(&self) -> Result<String, JsError> {
-        self.model.explain(&self.rt).map_err(to_js_error)
+        self.model()?.explain(&self.rt).map_err(to_js_error)
     }
 
     /// Embedding size (384 for MiniLM).
     #[wasm_bindgen(getter)]
     pub fn dim(&self) -> usize {
-        self.model.dim()
+        self.dim
     }
 
     /// Tokens per text at most (longer texts are truncated).
     #[wasm_bindgen(getter, js_name = maxTokens)]
     pub fn max_tokens(&self) -> usize {
-        self.model.max_tokens()
+        self.max_tokens
     }
 
     /// Devices in use, in priority order.
@@ -150,10 +154,19 @@ impl SentenceEmbedder {
         self.rt.notes().to_vec()
     }
 
-    /// Frees device memory; later calls fail with an `Error`.
+    /// Frees device memory (the weights and every planned shape); later calls fail with an
+    /// `Error`.
     pub fn dispose(&self) {
-        self.disposed.set(true);
+        self.model.borrow_mut().take();
         self.rt.clear();
+    }
+
+    /// The model, or an error once disposed.
+    fn model(&self) -> Result<Rc<Model>, JsError> {
+        self.model
+            .borrow()
+            .clone()
+            .ok_or_else(|| JsError::new("this SentenceEmbedder was disposed"))
     }
 }
 

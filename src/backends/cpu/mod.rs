@@ -14,6 +14,7 @@ use crate::backend::{
     Backend, BackendReg, Buffer, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture,
     Support, TensorMemory,
 };
+use crate::bench::profile;
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Op, TensorId};
 
@@ -191,14 +192,23 @@ impl Backend for CpuBackend {
             for &s in &t.src {
                 src.push(self.view(graph, mem, s)?);
             }
+            let t0 = profile::enabled().then(profile::now_ms);
+            let mut done = false;
             if let (Op::MatMul, KernelSet::Fast, [a, b]) = (t.op, self.device.kernels, &src[..]) {
                 if let Some(pre) = self.packed_weights(graph, mem, t.src[0], a, b)? {
-                    if kernels::gemm::matmul_prepacked(&dst, a, b, &pre) {
-                        continue;
-                    }
+                    done = kernels::gemm::matmul_prepacked(&dst, a, b, &pre);
                 }
             }
-            kernels::compute(self.device.kernels, &t.op, &dst, &src)?;
+            if !done {
+                kernels::compute(self.device.kernels, &t.op, &dst, &src)?;
+            }
+            if let Some(t0) = t0 {
+                let key = || {
+                    let shapes: Vec<String> = src.iter().map(|v| format!("{:?}", v.ne)).collect();
+                    format!("{:?} {:?} {}", t.op.kind(), src[0].dtype, shapes.join(" "))
+                };
+                profile::record(key, profile::now_ms() - t0);
+            }
         }
         Ok(())
     }
