@@ -1,4 +1,5 @@
-// Row softmax of a * f.x + mask. u.y: row count; u.z: 1 if the mask b is bound.
+// Row softmax of a * f.x + mask (its rows repeated over a's rows, heads and batch). u.y: row
+// count; u.z: 1 if the mask b is bound.
 @group(0) @binding(2) var<storage, read_write> d: array<f32>;
 @group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
@@ -13,7 +14,7 @@ fn b_at(k: u32) -> f32 {
 fn value(i: vec4<u32>) -> f32 {
     var m = 0.0;
     if (p.u.z != 0u) {
-        m = b_at(p.offs.z + off4(vec4<u32>(i.x, i.y, i.z % p.b_ne.z, i.w % p.b_ne.w), p.b_nb));
+        m = b_at(p.offs.z + off4(vec4<u32>(i.x, i.y % p.b_ne.y, i.z % p.b_ne.z, i.w % p.b_ne.w), p.b_nb));
     }
     return a_get(i) * p.f.x + m;
 }

@@ -190,9 +190,10 @@ impl Graph {
         let mut src = vec![a];
         if let Some(m) = mask {
             let tm = self.expect_dtype(op, m, &[DType::F32])?;
-            let ok = tm.ne[0] == ne[0]
-                && tm.ne[1] == ne[1]
-                && (2..MAX_DIMS).all(|i| tm.ne[i] != 0 && ne[i] % tm.ne[i] == 0);
+            // Rows of the mask repeat over a's rows, heads and batch (e.g. a key-padding
+            // mask `[n_kv, 1, 1, batch]` for scores `[n_kv, n_q, heads, batch]`).
+            let ok =
+                tm.ne[0] == ne[0] && (1..MAX_DIMS).all(|i| tm.ne[i] != 0 && ne[i] % tm.ne[i] == 0);
             if !ok {
                 return Err(shape_err(
                     op,

@@ -425,18 +425,15 @@ impl SentenceEmbedder {
         let program = self.program(rt, batch, seq)?;
         let dummy = [self.tokenizer.cls_id(), self.tokenizer.sep_id()];
         let mut tokens = vec![self.tokenizer.pad_id() as i32; seq * batch];
-        let mut mask = vec![MASKED; seq * seq * batch];
+        let mut mask = vec![MASKED; seq * batch];
         let mut pool = vec![0f32; seq * batch];
         for b in 0..batch {
             let s: &[u32] = members.get(b).copied().unwrap_or(&dummy);
             let w = 1.0 / s.len() as f32;
             for (j, &t) in s.iter().enumerate() {
                 tokens[b * seq + j] = t as i32;
+                mask[b * seq + j] = 0.0;
                 pool[b * seq + j] = w;
-            }
-            // Every query row of sequence b sees its real keys only.
-            for row in mask[b * seq * seq..(b + 1) * seq * seq].chunks_exact_mut(seq) {
-                row[..s.len()].fill(0.0);
             }
         }
         let inputs = HashMap::from([
@@ -509,8 +506,8 @@ impl SentenceEmbedder {
 /// Adds the encoder graph for `batch` sequences of `seq` tokens to `p`, whose weight tensors
 /// `ids` are in the loader's order (embeddings, then each layer's [`layer_names`]).
 ///
-/// Inputs: `tokens` (I32 `[seq, batch]`), `attn_mask` (f32 `[seq, seq, 1, batch]`, key by
-/// query: 0 for real keys, a large negative value for padding), `pool` (f32 `[seq, 1, batch]`:
+/// Inputs: `tokens` (I32 `[seq, batch]`), `attn_mask` (f32 `[seq, 1, 1, batch]`, per key,
+/// repeated over queries and heads: 0 for real keys, a large negative value for padding), `pool` (f32 `[seq, 1, batch]`:
 /// 1/len for tokens, 0 for padding). Output: `embeddings` (f32 `[n_embd, 1, batch]`).
 fn build_encoder(
     c: &BertConfig,
@@ -545,7 +542,7 @@ fn build_encoder(
     };
     let g = p.graph_mut();
     let tokens = g.input("tokens", DType::I32, &[seq, batch])?;
-    let mask = g.input("attn_mask", DType::F32, &[seq, seq, 1, batch])?;
+    let mask = g.input("attn_mask", DType::F32, &[seq, 1, 1, batch])?;
     let pool = g.input("pool", DType::F32, &[seq, 1, batch])?;
 
     let mut x = g.get_rows(get("token_embd.weight")?, tokens)?;

@@ -360,8 +360,10 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
 fn softmax_cases(v: &mut Vec<OpCase>) {
     // (shape, mask shape, scale, layout)
     type SoftmaxCase = ([usize; 4], Option<[usize; 4]>, f32, Layout);
-    let list: [SoftmaxCase; 6] = [
+    let list: [SoftmaxCase; 7] = [
         ([33, 7, 2, 1], None, 1.0, Layout::Contig),
+        // One mask row per batch, repeated over rows and heads (key padding).
+        ([19, 6, 3, 2], Some([19, 1, 1, 2]), 0.25, Layout::Contig),
         ([65, 4, 1, 1], Some([65, 4, 1, 1]), 0.125, Layout::Contig),
         ([17, 5, 3, 2], Some([17, 5, 1, 2]), 0.5, Layout::Contig),
         ([1, 3, 1, 1], None, 1.0, Layout::Contig),

@@ -189,7 +189,7 @@ pub fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scal
         unsafe {
             match mask {
                 Some(m) => {
-                    let pm = row_ptr(m, i1, i2 % m.ne[2], i3 % m.ne[3]);
+                    let pm = row_ptr(m, i1 % m.ne[1], i2 % m.ne[2], i3 % m.ne[3]);
                     zip_row(wp, pa, pm, n, |x, y| x * vs + y, |x, y| x * scale + y);
                 }
                 None => map_row(wp, pa, n, |x| x * vs, |x| x * scale),

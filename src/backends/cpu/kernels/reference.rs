@@ -181,7 +181,9 @@ fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scale: f
     let mut row = vec![0f32; n];
     for (i1, i2, i3) in a.rows() {
         for (i0, r) in row.iter_mut().enumerate() {
-            let m = mask.map_or(0.0, |m| m.get([i0, i1, i2 % m.ne[2], i3 % m.ne[3]]));
+            let m = mask.map_or(0.0, |m| {
+                m.get([i0, i1 % m.ne[1], i2 % m.ne[2], i3 % m.ne[3]])
+            });
             *r = a.get([i0, i1, i2, i3]) * scale + m;
         }
         let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
