@@ -33,7 +33,6 @@ import argparse
 import importlib.util
 import json
 import os
-import struct
 import subprocess
 import sys
 import unicodedata
@@ -58,20 +57,18 @@ def need(module, package=None):
         return __import__(module)
 
 
+def reference_module():
+    """tests/reference/minilm_reference.py: the safetensors reader and the numpy forward pass."""
+    spec = importlib.util.spec_from_file_location(
+        "minilm_reference", os.path.join(ROOT, "tests", "reference", "minilm_reference.py"))
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    return ref
+
+
 def load_f32(path):
     """The float32 tensors of a safetensors file, exact (no conversion)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + n])
-    body = data[8 + n :]
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__" or info["dtype"] != "F32":
-            continue
-        a, b = info["data_offsets"]
-        out[name] = np.frombuffer(body[a:b], dtype="<f4").reshape(info["shape"]).copy()
-    return out
+    return reference_module().load_safetensors(path, np.float32)
 
 
 def build(t, cfg):
@@ -264,10 +261,7 @@ def text_of(tokenize, n):
 
 def check(onnx_path, cfg, check_json):
     ort = need("onnxruntime")
-    spec = importlib.util.spec_from_file_location(
-        "minilm_reference", os.path.join(ROOT, "tests", "reference", "minilm_reference.py"))
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
+    ref = reference_module()
     tokenize = wordpiece_tokenizer(os.path.join(MODEL_DIR, "vocab.txt"))
     texts = [
         "A man is eating food.",

@@ -16,7 +16,8 @@ import sys
 import numpy as np
 
 
-def load_safetensors(path):
+def load_safetensors(path, dtype=np.float64):
+    """The float32 tensors of a safetensors file, as `dtype` (float32: exact)."""
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
@@ -27,7 +28,7 @@ def load_safetensors(path):
         if name == "__metadata__" or info["dtype"] != "F32":
             continue
         a, b = info["data_offsets"]
-        out[name] = np.frombuffer(body[a:b], dtype="<f4").reshape(info["shape"]).astype(np.float64)
+        out[name] = np.frombuffer(body[a:b], dtype="<f4").reshape(info["shape"]).astype(dtype)
     return out
 
 
