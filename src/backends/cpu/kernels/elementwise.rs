@@ -8,7 +8,7 @@
 
 use super::packed_f32;
 use super::reference::unary_fn;
-use super::simd::{self, exp, F32x4};
+use super::simd::{self, exp, exp_nonpos, F32x4};
 use crate::backends::cpu::TensorView;
 use crate::graph::{BinaryOp, UnaryOp};
 
@@ -185,29 +185,34 @@ pub fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scal
     let vs = F32x4::splat(scale);
     for (i1, i2, i3) in a.rows() {
         let pa = row_ptr(a, i1, i2, i3);
+        let pm = mask.map(|m| row_ptr(m, i1 % m.ne[1], i2 % m.ne[2], i3 % m.ne[3]));
         let wp = w.as_mut_ptr();
-        unsafe {
-            match mask {
-                Some(m) => {
-                    let pm = row_ptr(m, i1 % m.ne[1], i2 % m.ne[2], i3 % m.ne[3]);
-                    zip_row(wp, pa, pm, n, |x, y| x * vs + y, |x, y| x * scale + y);
-                }
-                None => map_row(wp, pa, n, |x| x * vs, |x| x * scale),
-            }
-        }
+        // Pass 1: w = a * scale + mask, and its max.
         let mut vmax = F32x4::splat(f32::NEG_INFINITY);
         let mut i = 0;
-        while i + 4 <= n {
-            vmax = vmax.max(unsafe { F32x4::load(wp.add(i)) });
-            i += 4;
+        unsafe {
+            while i + 4 <= n {
+                let mut x = F32x4::load(pa.add(i)) * vs;
+                if let Some(pm) = pm {
+                    x = x + F32x4::load(pm.add(i));
+                }
+                x.store(wp.add(i));
+                vmax = vmax.max(x);
+                i += 4;
+            }
         }
-        let max = w[i..].iter().fold(vmax.hmax(), |m, &v| m.max(v));
+        let mut max = vmax.hmax();
+        for (j, v) in w.iter_mut().enumerate().skip(i) {
+            *v = unsafe { *pa.add(j) * scale + pm.map_or(0.0, |pm| *pm.add(j)) };
+            max = max.max(*v);
+        }
+        // Pass 2: e^(w - max) (arguments ≤ 0) and their sum; pass 3: normalize into dst.
         let vmax = F32x4::splat(max);
         let mut vsum = F32x4::splat(0.0);
         let mut i = 0;
         unsafe {
             while i + 4 <= n {
-                let e = exp(F32x4::load(wp.add(i)) - vmax);
+                let e = exp_nonpos(F32x4::load(wp.add(i)) - vmax);
                 e.store(wp.add(i));
                 vsum = vsum + e;
                 i += 4;

@@ -419,6 +419,29 @@ pub fn exp(x_in: F32x4) -> F32x4 {
     (e * half.pow2i() * (n - half).pow2i()).zero_unless_ge(x_in, lo)
 }
 
+/// `e^x` for `x <= 0` (softmax after subtracting the row max, erf's Gaussian): as [`exp`]
+/// with one power of two instead of two (no overflow to guard against). Below -87.3 (incl.
+/// `-inf`) the result is exactly 0; positive inputs are out of contract.
+#[inline(always)]
+pub fn exp_nonpos(x_in: F32x4) -> F32x4 {
+    let lo = F32x4::splat(-87.3);
+    let x = x_in.max(lo);
+    let n = (x * F32x4::splat(std::f32::consts::LOG2_E)).round(); // in [-126, 0]
+    let r = x - n * F32x4::splat(0.693_359_4) + n * F32x4::splat(2.121_944_4e-4);
+    let mut p = F32x4::splat(1.987_569_1e-4);
+    for c in [
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        1.666_666_5e-1,
+        0.5,
+    ] {
+        p = p * r + F32x4::splat(c);
+    }
+    let e = p * r * r + r + F32x4::splat(1.0);
+    (e * n.pow2i()).zero_unless_ge(x_in, lo)
+}
+
 /// GELU with the exact (erf) form, `x Φ(x)`, lane-wise. erf from Abramowitz & Stegun 7.1.26
 /// (|error| ≤ 1.5e-7): with `a = |x|` and `r = t P(t) e^(-a²/2)`, `t = 1 / (1 + p a/√2)`,
 /// erf(a/√2) = 1 - r, so `x Φ(x)` = `(x + a)/2 - a r/2` for either sign of `x`.
@@ -433,7 +456,7 @@ pub fn gelu_erf(x: F32x4) -> F32x4 {
     for c in [-1.453_152_1, 1.421_413_8, -0.284_496_72, 0.254_829_6] {
         p = p * t + F32x4::splat(c);
     }
-    let r = p * t * exp(zero - half * a * a);
+    let r = p * t * exp_nonpos(zero - half * a * a);
     half * (x + a) - half * a * r
 }
 
@@ -474,6 +497,30 @@ mod tests {
         let mut out = [1f32; 4];
         let v = [f32::NEG_INFINITY, -100.0, -87.3, 0.0];
         unsafe { exp(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
+        assert_eq!(&out[..2], &[0.0, 0.0]);
+        assert!(out[2] > 0.0 && out[3] == 1.0, "{out:?}");
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn vector_exp_of_nonpositive_inputs_is_accurate() {
+        let mut x = -90.0f32;
+        while x <= 0.0 {
+            let v = [x, (x + 0.013).min(0.0), (x + 0.37).min(0.0), x * 0.5];
+            let mut out = [0f32; 4];
+            unsafe { exp_nonpos(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
+            for (a, b) in out.iter().zip(v) {
+                let want = if b < -87.3 { 0.0 } else { b.exp() };
+                assert!(
+                    (a - want).abs() <= 4e-7 * want,
+                    "exp({b}) = {a}, want {want}"
+                );
+            }
+            x += 0.377;
+        }
+        let mut out = [1f32; 4];
+        let v = [f32::NEG_INFINITY, -100.0, -87.3, 0.0];
+        unsafe { exp_nonpos(F32x4::load(v.as_ptr())).store(out.as_mut_ptr()) };
         assert_eq!(&out[..2], &[0.0, 0.0]);
         assert!(out[2] > 0.0 && out[3] == 1.0, "{out:?}");
     }
