@@ -394,13 +394,10 @@ pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
     unsafe { I8x32::from_q4(qs).dot(b) }
 }
 
-/// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
-/// ln 2). Inputs above 88.7 saturate instead of overflowing; below -87.3 (incl. `-inf`, as
-/// from a softmax mask) the result is exactly 0.
+/// `e^r · 2^-n` split of `e^x` (`x` in range, `n = round(x / ln 2)`): returns `(e^r, n)`, the
+/// reduced argument's exponential from Cephes' polynomial.
 #[inline(always)]
-pub fn exp(x_in: F32x4) -> F32x4 {
-    let lo = F32x4::splat(-87.3);
-    let x = x_in.min(F32x4::splat(88.7)).max(lo);
+fn exp_reduced(x: F32x4) -> (F32x4, F32x4) {
     let n = (x * F32x4::splat(std::f32::consts::LOG2_E)).round();
     let r = x - n * F32x4::splat(0.693_359_4) + n * F32x4::splat(2.121_944_4e-4);
     let mut p = F32x4::splat(1.987_569_1e-4);
@@ -413,7 +410,16 @@ pub fn exp(x_in: F32x4) -> F32x4 {
     ] {
         p = p * r + F32x4::splat(c);
     }
-    let e = p * r * r + r + F32x4::splat(1.0);
+    (p * r * r + r + F32x4::splat(1.0), n)
+}
+
+/// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
+/// ln 2). Inputs above 88.7 saturate instead of overflowing; below -87.3 (incl. `-inf`, as
+/// from a softmax mask) the result is exactly 0.
+#[inline(always)]
+pub fn exp(x_in: F32x4) -> F32x4 {
+    let lo = F32x4::splat(-87.3);
+    let (e, n) = exp_reduced(x_in.min(F32x4::splat(88.7)).max(lo));
     // 2^n for n = 128 would not be a normal float: split it.
     let half = (n * F32x4::splat(0.5)).round();
     (e * half.pow2i() * (n - half).pow2i()).zero_unless_ge(x_in, lo)
@@ -425,20 +431,7 @@ pub fn exp(x_in: F32x4) -> F32x4 {
 #[inline(always)]
 pub fn exp_nonpos(x_in: F32x4) -> F32x4 {
     let lo = F32x4::splat(-87.3);
-    let x = x_in.max(lo);
-    let n = (x * F32x4::splat(std::f32::consts::LOG2_E)).round(); // in [-126, 0]
-    let r = x - n * F32x4::splat(0.693_359_4) + n * F32x4::splat(2.121_944_4e-4);
-    let mut p = F32x4::splat(1.987_569_1e-4);
-    for c in [
-        1.398_199_9e-3,
-        8.333_452e-3,
-        4.166_579_6e-2,
-        1.666_666_5e-1,
-        0.5,
-    ] {
-        p = p * r + F32x4::splat(c);
-    }
-    let e = p * r * r + r + F32x4::splat(1.0);
+    let (e, n) = exp_reduced(x_in.max(lo)); // n in [-126, 0]
     (e * n.pow2i()).zero_unless_ge(x_in, lo)
 }
 
