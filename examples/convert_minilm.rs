@@ -10,8 +10,10 @@
 //! ```
 //!
 //! `--type` is f32, f16, q8_0 or q4_0 and applies to the 2-D matmul weights of the layers
-//! (quantized only where rows are whole blocks of 32); embeddings, biases and layer norms
-//! stay f32.
+//! (quantized only where rows are whole blocks of 32) and to the token embeddings (q8_0 for
+//! a q4_0 file: 4 bits per embedding value costs too much accuracy; they are half the
+//! model's bytes, so this is most of the file's size); position and token-type embeddings,
+//! biases and layer norms stay f32.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -252,9 +254,11 @@ fn convert(args: &Args) -> Res<()> {
         };
         let ne: Vec<usize> = t.shape.iter().rev().copied().collect();
         let is_matmul = to.starts_with("blk.") && to.ends_with(".weight") && ne.len() == 2;
+        let blocks = ne[0].is_multiple_of(32);
         let dtype = match args.dtype {
-            DType::Q8_0 | DType::Q4_0 if is_matmul && ne[0].is_multiple_of(32) => args.dtype,
-            DType::F16 if is_matmul => DType::F16,
+            DType::Q8_0 | DType::Q4_0 if is_matmul && blocks => args.dtype,
+            DType::Q8_0 | DType::Q4_0 if to == "token_embd.weight" && blocks => DType::Q8_0,
+            DType::F16 if is_matmul || to == "token_embd.weight" => DType::F16,
             _ => DType::F32,
         };
         let row = ne[0];
