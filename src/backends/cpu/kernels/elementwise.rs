@@ -156,7 +156,7 @@ pub fn unary(op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
 /// # Safety
 /// `p` valid for `n` f32.
 #[inline]
-unsafe fn sum(p: *const f32, n: usize) -> f32 {
+pub(super) unsafe fn sum(p: *const f32, n: usize) -> f32 {
     let z = F32x4::splat(0.0);
     let (mut s0, mut s1) = (z, z);
     let mut i = 0;

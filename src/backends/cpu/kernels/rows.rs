@@ -2,7 +2,6 @@
 //! position, shared by all heads), row sums/means, and get_rows straight into packed rows.
 
 use super::packed_f32;
-use super::simd::F32x4;
 use crate::backends::cpu::TensorView;
 use crate::error::{Error, Result};
 use crate::graph::{row_to_f32, DType, Op, RopeMode, RopeParams};
@@ -60,22 +59,7 @@ pub fn sum_rows(op: &Op, dst: &TensorView, a: &TensorView) -> Option<()> {
     };
     for (i1, i2, i3) in a.rows() {
         let p = a.ptr_at([0, i1, i2, i3]) as *const f32;
-        let z = F32x4::splat(0.0);
-        let (mut s0, mut s1) = (z, z);
-        let mut i = 0;
-        unsafe {
-            while i + 8 <= n {
-                s0 = s0 + F32x4::load(p.add(i));
-                s1 = s1 + F32x4::load(p.add(i + 4));
-                i += 8;
-            }
-            let mut s = (s0 + s1).hsum();
-            while i < n {
-                s += *p.add(i);
-                i += 1;
-            }
-            *(dst.ptr_at([0, i1, i2, i3]) as *mut f32) = s / div;
-        }
+        unsafe { *(dst.ptr_at([0, i1, i2, i3]) as *mut f32) = super::elementwise::sum(p, n) / div };
     }
     Some(())
 }
