@@ -60,17 +60,8 @@ impl<T: AsRef<[u8]>> ByteSource for T {
     }
     fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         let bytes = self.as_ref();
-        let src = offset
-            .checked_add(out.len())
-            .and_then(|end| bytes.get(offset..end))
-            .ok_or_else(|| {
-                Error::OutOfBounds(format!(
-                    "read of {} bytes at {offset} from {} bytes",
-                    out.len(),
-                    bytes.len()
-                ))
-            })?;
-        out.copy_from_slice(src);
+        crate::backend::check_range("read", offset, out.len(), bytes.len())?;
+        out.copy_from_slice(&bytes[offset..offset + out.len()]);
         Ok(())
     }
 }

@@ -138,16 +138,15 @@ impl SentenceEmbedder {
     ) -> Result<Self> {
         let len = src.len();
         let mut n = HEADER_PREFIX.min(len);
-        let prefix = loop {
+        let g = loop {
             let mut prefix = vec![0u8; n];
             src.read_into(0, &mut prefix)?;
-            if n == len || Gguf::parse_header(&prefix, len)?.is_some() {
-                break prefix;
+            match Gguf::parse_header(&prefix, len)? {
+                Some(g) => break g,
+                None if n == len => return Err(format_err("the header does not fit in the file")),
+                None => n = n.saturating_mul(4).min(len),
             }
-            n = n.saturating_mul(4).min(len);
         };
-        let g = Gguf::parse_header(&prefix, len)?
-            .ok_or_else(|| format_err("the header does not fit in the file"))?;
         let arch = g.get_str("general.architecture")?;
         if arch != "bert" {
             return Err(Error::Unsupported {
@@ -457,10 +456,7 @@ impl SentenceEmbedder {
                 h * batch * 4
             )));
         }
-        let values: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let values: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
         Ok(values
             .chunks_exact(h)
             .take(members.len())

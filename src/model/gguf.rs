@@ -251,7 +251,7 @@ pub struct TensorInfo {
 }
 
 /// A parsed GGUF file borrowing its bytes (or, from [`Gguf::parse_header`], only its header:
-/// tensor infos checked against the file size, the data left where it is).
+/// tensor infos checked against the file size, the data left where it is and nothing borrowed).
 #[derive(Clone, Debug)]
 pub struct Gguf<'a> {
     version: u32,
@@ -374,15 +374,20 @@ impl<'a> Cursor<'a> {
 impl<'a> Gguf<'a> {
     /// Parses a whole GGUF file (versions 2 and 3, little-endian).
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
-        Self::parse_header(bytes, bytes.len())?
+        Self::parse_prefix(bytes, bytes.len())?
             .ok_or_else(|| bad("the header does not fit in the file"))
     }
 
     /// Parses the header of a `file_len`-byte GGUF file from its first bytes, `prefix`: every
-    /// tensor is checked to lie inside the file, but only data inside `prefix` can be borrowed
-    /// ([`Gguf::tensor_data`]); use [`Gguf::tensor_range`] to read the rest from elsewhere.
+    /// tensor is checked to lie inside the file; nothing is borrowed, so read tensors from
+    /// elsewhere at [`Gguf::tensor_range`] ([`Gguf::tensor_data`] has no bytes at hand).
     /// `Ok(None)` when the header goes on past `prefix` (read more and try again).
-    pub fn parse_header(prefix: &'a [u8], file_len: usize) -> Result<Option<Self>> {
+    pub fn parse_header(prefix: &[u8], file_len: usize) -> Result<Option<Gguf<'static>>> {
+        Ok(Gguf::parse_prefix(prefix, file_len)?.map(|g| Gguf { data: &[], ..g }))
+    }
+
+    /// [`Gguf::parse_header`] that also borrows whatever data `prefix` holds.
+    fn parse_prefix(prefix: &'a [u8], file_len: usize) -> Result<Option<Self>> {
         if prefix.len() > file_len {
             return Err(Error::InvalidArgument(format!(
                 "{} bytes read from a {file_len}-byte file",
@@ -855,6 +860,31 @@ mod tests {
                 "prefix of {n} bytes parsed"
             );
         }
+    }
+
+    /// From any prefix: `None` until the header is in it, then the same header as the whole
+    /// file gives, never borrowing data; a prefix longer than the file is an error.
+    #[test]
+    fn headers_parse_from_prefixes() {
+        let bytes = sample().to_bytes();
+        let whole = Gguf::parse(&bytes).unwrap();
+        let mut first = None;
+        for n in 0..=bytes.len() {
+            match Gguf::parse_header(&bytes[..n], bytes.len()).unwrap() {
+                None => assert!(first.is_none(), "None after a header parsed at {first:?}"),
+                Some(g) => {
+                    first.get_or_insert(n);
+                    assert_eq!(g.tensors(), whole.tensors());
+                    assert_eq!(g.metadata(), whole.metadata());
+                    assert_eq!(g.data_offset(), whole.data_offset());
+                    let t = &g.tensors()[0];
+                    assert!(g.tensor_data(t).is_err(), "header-only parse borrowed data");
+                    assert_eq!(g.tensor_range(t).len(), t.nbytes);
+                }
+            }
+        }
+        assert!(first.is_some_and(|n| n < bytes.len()));
+        assert!(Gguf::parse_header(&bytes, bytes.len() - 1).is_err());
     }
 
     #[test]

@@ -32,8 +32,5 @@ pub async fn vector_add(device: Rc<dyn Device>, a: &[f32], b: &[f32]) -> Result<
         .into_iter()
         .next()
         .ok_or_else(|| Error::Graph("no output".into()))?;
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
+    Ok(bytemuck::pod_collect_to_vec(&bytes))
 }

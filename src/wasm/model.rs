@@ -178,16 +178,8 @@ impl ByteSource for JsBytes {
         self.0.length() as usize
     }
     fn read_into(&self, offset: usize, out: &mut [u8]) -> crate::error::Result<()> {
-        let end = offset
-            .checked_add(out.len())
-            .filter(|&e| e <= self.len())
-            .ok_or_else(|| {
-                crate::error::Error::OutOfBounds(format!(
-                    "read of {} bytes at {offset} from {} bytes",
-                    out.len(),
-                    self.len()
-                ))
-            })?;
+        crate::backend::check_range("read", offset, out.len(), self.len())?;
+        let end = offset + out.len();
         self.0.subarray(offset as u32, end as u32).copy_to(out);
         Ok(())
     }
