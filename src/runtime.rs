@@ -86,7 +86,7 @@ pub struct WeightSpec {
 pub struct StoredWeight {
     runtime: u64,
     device: usize,
-    buffer: Rc<dyn Buffer>,
+    buffer: Rc<Buffer>,
     offset: usize,
     dtype: DType,
     ne: Vec<usize>,
@@ -404,7 +404,7 @@ impl Runtime {
             *used = off + size;
             placed.push((bufs.len() - 1, off));
         }
-        let mut buffers: Vec<Vec<Rc<dyn Buffer>>> = Vec::with_capacity(devices.len());
+        let mut buffers: Vec<Vec<Rc<Buffer>>> = Vec::with_capacity(devices.len());
         for (dev, sizes) in devices.iter().zip(&sizes) {
             let mut bufs = Vec::with_capacity(sizes.len());
             for &size in sizes {

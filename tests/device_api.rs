@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use pollster::block_on;
-use webtensor::backend::{run_graph, BufferUsage, Device, DeviceKind};
+use webtensor::backend::{run_graph, Backend, BufferUsage, Device, DeviceKind};
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::graph::{DType, Graph};
 use webtensor::Error;
@@ -87,7 +87,7 @@ fn missing_and_misshaped_inputs_are_errors() {
     let b = g.input("b", DType::F32, &[4]).unwrap();
     let c = g.add(a, b).unwrap();
     g.set_output(c).unwrap();
-    let backend = cpu().create_backend().unwrap();
+    let backend = Backend::new(cpu()).unwrap();
     let only_a = HashMap::from([(a, vec![0u8; 16])]);
     let err = block_on(run_graph(&backend, &g, &only_a, 0)).unwrap_err();
     assert!(
@@ -106,7 +106,7 @@ fn get_rows_index_out_of_range_is_an_error() {
     let idx = g.input("idx", DType::I32, &[1]).unwrap();
     let rows = g.get_rows(table, idx).unwrap();
     g.set_output(rows).unwrap();
-    let backend = cpu().create_backend().unwrap();
+    let backend = Backend::new(cpu()).unwrap();
     let leaves = HashMap::from([(table, vec![0u8; 24]), (idx, 7i32.to_le_bytes().to_vec())]);
     let err = block_on(run_graph(&backend, &g, &leaves, 8)).unwrap_err();
     assert!(matches!(err, Error::OutOfBounds(_)), "{err}");

@@ -5,7 +5,8 @@
 use std::rc::Rc;
 
 use webtensor::backend::{
-    Backend, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture, Support, TensorMemory,
+    Backend, BackendImpl, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture, Support,
+    TensorMemory,
 };
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::graph::{Graph, TensorId};
@@ -64,7 +65,7 @@ struct Faulty {
 }
 
 struct FaultyBackend {
-    inner: Rc<dyn Backend>,
+    inner: Rc<Backend>,
     device: Rc<Faulty>,
 }
 
@@ -93,21 +94,15 @@ impl Device for Faulty {
     fn supports_inplace(&self, graph: &Graph, node: TensorId) -> bool {
         self.inner.supports_inplace(graph, node)
     }
-    fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
-        Ok(Rc::new(FaultyBackend {
-            inner: self.inner.clone().create_backend()?,
+    fn backend_impl(self: Rc<Self>) -> Result<Box<dyn BackendImpl>> {
+        Ok(Box::new(FaultyBackend {
+            inner: Backend::new(self.inner.clone())?,
             device: self,
         }))
     }
 }
 
-impl Backend for FaultyBackend {
-    fn name(&self) -> &str {
-        "faulty"
-    }
-    fn device(&self) -> Rc<dyn Device> {
-        self.device.clone()
-    }
+impl BackendImpl for FaultyBackend {
     fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
         self.inner.compute(graph, nodes, mem)?;
         let Some(&last) = nodes.last() else {

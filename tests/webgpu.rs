@@ -529,7 +529,7 @@ fn events_and_smoke_model_run() {
     let b: Vec<f32> = (0..1001).map(|i| 0.5 * i as f32).collect();
     let sum = block_on(webtensor::model::smoke::vector_add(dev.clone(), &a, &b)).unwrap();
     assert!(sum.iter().enumerate().all(|(i, &s)| s == 1.5 * i as f32));
-    let backend: Rc<dyn Backend> = dev.create_backend().unwrap();
+    let backend: Rc<Backend> = dev.create_backend().unwrap();
     let ev = backend.record_event().expect("WebGPU records events");
     block_on(ev.wait()).unwrap();
     block_on(ev.wait()).unwrap();
@@ -619,7 +619,7 @@ fn matmul_timing() {
 fn destroyed_device_fails_cleanly() {
     let reg = block_on(WebGpuReg::new());
     let Some(dev) = reg.device() else { return };
-    let backend = dev.clone().create_backend().unwrap();
+    let backend = Backend::new(dev.clone()).unwrap();
     let buf = dev.buffer_type().alloc(64).unwrap();
     buf.write(0, &[1; 64]).unwrap();
     dev.destroy();
@@ -636,7 +636,7 @@ fn destroyed_device_fails_cleanly() {
         block_on(backend.synchronize()),
         Err(Error::Device { .. })
     ));
-    assert!(dev.clone().create_backend().is_err());
+    assert!(Backend::new(dev.clone()).is_err());
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, &[4]).unwrap();
     let y = g.relu(x).unwrap();

@@ -11,7 +11,7 @@ use crate::graph::{Graph, Role, TensorId};
 /// The buffer and byte offset of each storage tensor (views resolve through their owner).
 #[derive(Default, Clone)]
 pub struct TensorMemory {
-    places: HashMap<TensorId, (Rc<dyn Buffer>, usize)>,
+    places: HashMap<TensorId, (Rc<Buffer>, usize)>,
 }
 
 impl TensorMemory {
@@ -25,7 +25,7 @@ impl TensorMemory {
         &mut self,
         graph: &Graph,
         id: TensorId,
-        buffer: Rc<dyn Buffer>,
+        buffer: Rc<Buffer>,
         offset: usize,
     ) -> Result<()> {
         let t = graph.get(id)?;
@@ -45,16 +45,18 @@ impl TensorMemory {
         Ok(())
     }
 
-    /// The buffer holding `id` (or its owner, for views) and `id`'s byte offset in it.
-    pub fn locate(&self, graph: &Graph, id: TensorId) -> Result<(&Rc<dyn Buffer>, usize)> {
+    /// The buffer holding `id` (or its owner, for views) and `id`'s byte offset in it,
+    /// checked to hold all of `id`'s bytes.
+    pub fn locate(&self, graph: &Graph, id: TensorId) -> Result<(&Rc<Buffer>, usize)> {
         let (root, view_off) = graph.storage_of(id);
-        let (buf, off) = self.places.get(&root).ok_or_else(|| {
-            Error::Graph(format!(
-                "tensor {} has no memory assigned",
-                graph.tensor(id).name
-            ))
-        })?;
-        Ok((buf, off + view_off))
+        let t = graph.get(id)?;
+        let (buf, off) = self
+            .places
+            .get(&root)
+            .ok_or_else(|| Error::Graph(format!("tensor {} has no memory assigned", t.name)))?;
+        let off = off + view_off;
+        super::check_range(&format!("tensor {}", t.name), off, t.nbytes(), buf.size())?;
+        Ok((buf, off))
     }
 }
 
@@ -63,7 +65,7 @@ impl TensorMemory {
 /// order. `guard` bytes of `0xA5` separate tensors; a kernel that overruns into them makes the
 /// run fail.
 pub async fn run_graph(
-    backend: &Rc<dyn Backend>,
+    backend: &Backend,
     graph: &Graph,
     leaves: &HashMap<TensorId, Vec<u8>>,
     guard: usize,
@@ -75,7 +77,7 @@ pub async fn run_graph(
 /// memory planner computing the node in place would arrange (the caller checks the layouts
 /// match).
 pub async fn run_graph_aliased(
-    backend: &Rc<dyn Backend>,
+    backend: &Backend,
     graph: &Graph,
     leaves: &HashMap<TensorId, Vec<u8>>,
     guard: usize,

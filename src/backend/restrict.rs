@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use super::{Backend, BufferType, Device, DeviceCaps, DeviceKind, DeviceMemory, Support};
+use super::{BackendImpl, BufferType, Device, DeviceCaps, DeviceKind, DeviceMemory, Support};
 use crate::error::Result;
 use crate::graph::{Graph, OpKind, TensorId};
 
@@ -61,7 +61,7 @@ impl Device for RestrictedDevice {
     fn supports_inplace(&self, graph: &Graph, node: TensorId) -> bool {
         self.inner.supports_inplace(graph, node)
     }
-    fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
-        self.inner.clone().create_backend()
+    fn backend_impl(self: Rc<Self>) -> Result<Box<dyn BackendImpl>> {
+        self.inner.clone().backend_impl()
     }
 }

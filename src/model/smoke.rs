@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::backend::{run_graph, Device};
+use crate::backend::{run_graph, Backend, Device};
 use crate::error::{Error, Result};
 use crate::graph::{DType, Graph};
 
@@ -26,7 +26,7 @@ pub async fn vector_add(device: Rc<dyn Device>, a: &[f32], b: &[f32]) -> Result<
         (ta, bytemuck::cast_slice(a).to_vec()),
         (tb, bytemuck::cast_slice(b).to_vec()),
     ]);
-    let backend = device.create_backend()?;
+    let backend = Backend::new(device.clone())?;
     let out = run_graph(&backend, &g, &leaves, 0).await?;
     let bytes = out
         .into_iter()

@@ -283,10 +283,8 @@ pub async fn run_suite(
         device: device.description(),
         ..Default::default()
     };
-    let backends = device
-        .clone()
-        .create_backend()
-        .and_then(|d| Ok((d, reference.create_backend()?)));
+    let backends =
+        Backend::new(device.clone()).and_then(|d| Ok((d, Backend::new(reference.clone())?)));
     for case in all_cases() {
         if filter.is_some_and(|f| !case.name.contains(f)) {
             continue;
@@ -311,11 +309,7 @@ pub async fn run_suite(
 }
 
 /// Runs one case on `dut` and `reference` and compares; also the worst float nmse.
-pub async fn run_case(
-    case: &OpCase,
-    dut: &Rc<dyn Backend>,
-    reference: &Rc<dyn Backend>,
-) -> (Outcome, Option<f64>) {
+pub async fn run_case(case: &OpCase, dut: &Backend, reference: &Backend) -> (Outcome, Option<f64>) {
     let built = match case.build() {
         Ok(b) => b,
         Err(e) => return (Outcome::Fail(format!("case does not build: {e}")), None),
@@ -350,11 +344,7 @@ pub async fn run_case(
     compare(g, &g.outputs(), &got, &expected, case.max_nmse)
 }
 
-async fn run_case_graph(
-    backend: &Rc<dyn Backend>,
-    c: &CaseGraph,
-    in_place: bool,
-) -> Result<Vec<Vec<u8>>> {
+async fn run_case_graph(backend: &Backend, c: &CaseGraph, in_place: bool) -> Result<Vec<Vec<u8>>> {
     if in_place {
         run_in_place(backend, c).await
     } else {
@@ -365,7 +355,7 @@ async fn run_case_graph(
 /// Like [`run_graph`], but the (single) output node shares its first operand's memory, as
 /// a memory planner reusing a dead operand would arrange: catches kernels that are wrong
 /// when `dst` aliases `src[0]`.
-async fn run_in_place(backend: &Rc<dyn Backend>, c: &CaseGraph) -> Result<Vec<Vec<u8>>> {
+async fn run_in_place(backend: &Backend, c: &CaseGraph) -> Result<Vec<Vec<u8>>> {
     let g = &c.graph;
     let out = *g
         .outputs()

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use super::{nmse, Rng};
 use crate::backend::sched::CostModel;
-use crate::backend::{run_graph, Device, Plan, PlanOptions, Scheduler, Session};
+use crate::backend::{run_graph, Backend, Device, Plan, PlanOptions, Scheduler, Session};
 use crate::backends::cpu::{CpuDevice, KernelSet};
 use crate::graph::{DType, Graph, OpKind, Role, TensorId};
 
@@ -128,7 +128,7 @@ pub async fn check_scheduled(
     let reference: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Reference));
     let mut all = inputs;
     all.extend(weights);
-    let backend = reference.create_backend().map_err(|e| e.to_string())?;
+    let backend = Backend::new(reference).map_err(|e| e.to_string())?;
     let want = run_graph(&backend, g, &all, 64)
         .await
         .map_err(|e| e.to_string())?;

@@ -52,14 +52,3 @@ pub fn simd_peak_probe(iters: u32) -> f64 {
     flops
 }
 
-/// Starts recording where CPU time goes, per op and shapes (clears the last profile).
-#[wasm_bindgen(js_name = profileStart)]
-pub fn profile_start() {
-    crate::bench::profile::start();
-}
-
-/// Stops recording; returns the profile as a table, most time first.
-#[wasm_bindgen(js_name = profileStop)]
-pub fn profile_stop() -> String {
-    crate::bench::profile::stop()
-}

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::place::{Placement, SupportTable, Why};
-use crate::backend::{run_graph, Device};
+use crate::backend::{run_graph, Backend, Device};
 use crate::error::Result;
 use crate::graph::{Graph, Op, Role, TensorId};
 
@@ -170,7 +170,7 @@ async fn time_graph(device: &Rc<dyn Device>, g: &Graph, reps: usize) -> Result<f
         .filter(|(_, t)| t.op == Op::Leaf)
         .map(|(id, t)| (id, vec![0u8; t.nbytes()]))
         .collect();
-    let backend = device.clone().create_backend()?;
+    let backend = Backend::new(device.clone())?;
     run_graph(&backend, g, &leaves, 0).await?;
     let t0 = now_s();
     for _ in 0..reps {

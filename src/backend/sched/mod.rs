@@ -19,7 +19,7 @@ pub use plan::{DeviceMemoryPlan, Plan, Split, SplitInput};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use super::{Backend, Buffer, BufferUsage, Device, TensorMemory};
+use super::{profile, Backend, Buffer, BufferUsage, Device, PreparedSplit, TensorMemory};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Role, TensorId};
 use plan::Slot;
@@ -100,13 +100,16 @@ impl Scheduler {
     }
 }
 
-/// A plan with its memory allocated: weights set once, then run any number of times.
+/// A plan with its memory allocated and each split prepared by its backend: weights set
+/// once, then run any number of times.
 pub struct Session {
     graph: Graph,
     plan: Plan,
-    backends: Vec<Rc<dyn Backend>>,
+    backends: Vec<Rc<Backend>>,
     mems: Vec<TensorMemory>,
     weights_set: HashSet<TensorId>,
+    /// One per split, when prepared (see [`Session::set_prepared`]).
+    prepared: Option<Vec<PreparedSplit>>,
 }
 
 impl Session {
@@ -117,17 +120,17 @@ impl Session {
         scheduler: &Scheduler,
         graph: &Graph,
         plan: Plan,
-        external: &HashMap<TensorId, (Rc<dyn Buffer>, usize)>,
+        external: &HashMap<TensorId, (Rc<Buffer>, usize)>,
     ) -> Result<Self> {
         let devices = scheduler.devices();
         let mut backends = Vec::new();
         let mut mems = Vec::new();
         for (d, dev) in devices.iter().enumerate() {
-            backends.push(dev.clone().create_backend()?);
+            backends.push(Backend::new(dev.clone())?);
             let bt = dev.buffer_type();
-            let compute: Rc<dyn Buffer> = bt.alloc(plan.memory[d].compute_bytes)?;
+            let compute = bt.alloc(plan.memory[d].compute_bytes)?;
             compute.set_usage(BufferUsage::Compute);
-            let weights: Rc<dyn Buffer> = bt.alloc(plan.memory[d].weight_bytes)?;
+            let weights = bt.alloc(plan.memory[d].weight_bytes)?;
             weights.set_usage(BufferUsage::Weights);
             let mut mem = TensorMemory::new();
             for (ld, id, slot) in plan.location.iter() {
@@ -165,13 +168,31 @@ impl Session {
                 weights_set.insert(id);
             }
         }
-        Ok(Self {
+        let mut session = Self {
             graph: graph.clone(),
             plan,
             backends,
             mems,
             weights_set,
-        })
+            prepared: None,
+        };
+        session.set_prepared(true)?;
+        Ok(session)
+    }
+
+    /// Whether runs use the splits as their backends prepared them (the default) or compute
+    /// each split's nodes directly; the bytes are the same either way.
+    pub fn set_prepared(&mut self, on: bool) -> Result<()> {
+        self.prepared = None;
+        if on {
+            let mut prepared = Vec::with_capacity(self.plan.splits.len());
+            for split in &self.plan.splits {
+                let (backend, mem) = (&self.backends[split.device], &self.mems[split.device]);
+                prepared.push(backend.prepare(&self.graph, &split.nodes, mem)?);
+            }
+            self.prepared = Some(prepared);
+        }
+        Ok(())
     }
 
     /// The plan this session runs.
@@ -236,16 +257,19 @@ impl Session {
             let (buf, off) = self.mems[d].locate(g, id)?;
             buf.write(off, bytes)?;
         }
-        for split in &self.plan.splits {
+        let profiling = profile::enabled();
+        for (i, split) in self.plan.splits.iter().enumerate() {
             for inp in &split.inputs {
                 let (src, src_off) = self.mems[inp.from].locate(g, inp.tensor)?;
                 let (dst, dst_off) = self.mems[split.device].locate(g, inp.tensor)?;
-                if !dst.copy_from(src.as_ref(), src_off, dst_off, inp.bytes)? {
-                    let bytes = src.read(src_off, inp.bytes).await?;
-                    dst.write(dst_off, &bytes)?;
-                }
+                dst.copy_via_host(src, src_off, dst_off, inp.bytes).await?;
             }
-            self.backends[split.device].compute(g, &split.nodes, &self.mems[split.device])?;
+            let (backend, mem) = (&self.backends[split.device], &self.mems[split.device]);
+            match &self.prepared {
+                _ if profiling => backend.compute_profiled(g, &split.nodes, mem).await?,
+                Some(prepared) => backend.compute_prepared(&prepared[i], g, mem)?,
+                None => backend.compute(g, &split.nodes, mem)?,
+            }
         }
         let mut out = Vec::new();
         for id in g.outputs() {

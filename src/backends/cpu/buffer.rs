@@ -1,14 +1,13 @@
 //! Host memory buffers: 64-byte aligned, bounds-checked, zero-size allowed.
 
-use std::any::Any;
-use std::cell::{Cell, RefCell, UnsafeCell};
+use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::kernels::gemm::PackedWeights;
 use super::TensorView;
 
-use crate::backend::{check_range, Buffer, BufferType, BufferUsage, LocalBoxFuture};
+use crate::backend::{Buffer, BufferImpl, BufferType, BufferUsage, LocalBoxFuture};
 use crate::error::{Error, Result};
 
 /// Tensor offsets in CPU buffers are aligned to this (a cache line; enough for SIMD loads).
@@ -57,16 +56,15 @@ impl BufferType for CpuBufferType {
     fn is_host(&self) -> bool {
         true
     }
-    fn alloc(&self, size: usize) -> Result<Rc<dyn Buffer>> {
-        Ok(Rc::new(CpuBuffer::new(size, self.max_size)?))
+    fn alloc_impl(&self, size: usize) -> Result<Box<dyn BufferImpl>> {
+        Ok(Box::new(CpuBuffer::new(size, self.max_size)?))
     }
 }
 
-/// Host memory holding tensors.
+/// Host memory holding tensors (the CPU's [`BufferImpl`]; callers hold it as a [`Buffer`]).
 pub struct CpuBuffer {
     data: UnsafeCell<Vec<Line>>,
     size: usize,
-    usage: Cell<BufferUsage>,
     /// Weights buffers: matmul weights packed for the GEMM, by (offset, rows, row length,
     /// row stride); dropped whenever the buffer's bytes change.
     packed: RefCell<HashMap<[usize; 4], Rc<PackedWeights>>>,
@@ -90,16 +88,20 @@ impl CpuBuffer {
         Ok(Self {
             data: UnsafeCell::new(v),
             size,
-            usage: Cell::new(BufferUsage::Any),
             packed: RefCell::new(HashMap::new()),
         })
     }
 
-    /// `view` (a tensor at `offset` in this buffer) packed for the GEMM, made on first use
-    /// and kept while the bytes do not change; `None` unless this is a weights buffer and
-    /// the tensor an f32 matrix.
-    pub fn packed_weights(&self, offset: usize, view: &TensorView) -> Option<Rc<PackedWeights>> {
-        if self.usage.get() != BufferUsage::Weights {
+    /// `view` (a tensor at `offset` in `buffer`, whose memory this is) packed for the GEMM,
+    /// made on first use and kept while the bytes do not change; `None` unless `buffer` holds
+    /// weights and the tensor is an f32 matrix.
+    pub fn packed_weights(
+        &self,
+        buffer: &Buffer,
+        offset: usize,
+        view: &TensorView,
+    ) -> Option<Rc<PackedWeights>> {
+        if buffer.usage() != BufferUsage::Weights {
             return None;
         }
         let key = [offset, view.ne[1], view.ne[0], view.nb[1]];
@@ -114,6 +116,11 @@ impl CpuBuffer {
     /// Bytes held by packed weights.
     pub fn packed_bytes(&self) -> usize {
         self.packed.borrow().values().map(|p| p.bytes()).sum()
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
     }
 
     /// Base pointer of the memory (valid for `size()` bytes while the buffer lives).
@@ -131,49 +138,28 @@ impl CpuBuffer {
     }
 }
 
-impl Buffer for CpuBuffer {
-    fn size(&self) -> usize {
-        self.size
-    }
-    fn type_name(&self) -> &str {
-        CPU_BUFFER_TYPE
-    }
-    fn usage(&self) -> BufferUsage {
-        self.usage.get()
-    }
-    fn set_usage(&self, usage: BufferUsage) {
-        self.usage.set(usage)
-    }
+impl BufferImpl for CpuBuffer {
     fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
-        check_range("write", offset, data.len(), self.size)?;
         self.packed.borrow_mut().clear();
         self.bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
         Ok(())
     }
     fn read(&self, offset: usize, len: usize) -> LocalBoxFuture<'_, Result<Vec<u8>>> {
-        let r = check_range("read", offset, len, self.size)
-            .map(|()| self.bytes()[offset..offset + len].to_vec());
-        Box::pin(std::future::ready(r))
+        Box::pin(std::future::ready(Ok(
+            self.bytes()[offset..offset + len].to_vec()
+        )))
     }
     fn memset(&self, offset: usize, len: usize, value: u8) -> Result<()> {
-        check_range("memset", offset, len, self.size)?;
         self.packed.borrow_mut().clear();
         self.bytes_mut()[offset..offset + len].fill(value);
         Ok(())
     }
-    fn copy_from(
-        &self,
-        src: &dyn Buffer,
-        src_off: usize,
-        dst_off: usize,
-        len: usize,
-    ) -> Result<bool> {
-        let Some(src) = src.as_any().downcast_ref::<CpuBuffer>() else {
+    fn copy_from(&self, src: &Buffer, src_off: usize, dst_off: usize, len: usize) -> Result<bool> {
+        let Some(src) = src.downcast::<CpuBuffer>() else {
             return Ok(false);
         };
-        check_range("copy source", src_off, len, src.size)?;
-        check_range("copy destination", dst_off, len, self.size)?;
         self.packed.borrow_mut().clear();
+        // `ptr::copy`: source and destination may be the same buffer, even overlap.
         unsafe {
             std::ptr::copy(
                 src.base_ptr().add(src_off),
@@ -182,9 +168,6 @@ impl Buffer for CpuBuffer {
             )
         };
         Ok(true)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -211,30 +194,35 @@ mod tests {
                 .flat_map(|_| rng.uniform(-1.0, 1.0).to_le_bytes())
                 .collect()
         };
-        let wbuf = CpuBuffer::new(m * k * 4, usize::MAX).unwrap();
-        let xbuf = CpuBuffer::new(k * n * 4, usize::MAX).unwrap();
-        let (d1, d2) = (
-            CpuBuffer::new(m * n * 4, usize::MAX).unwrap(),
-            CpuBuffer::new(m * n * 4, usize::MAX).unwrap(),
-        );
+        let bt: Rc<dyn BufferType> = Rc::new(CpuBufferType::new());
+        let alloc = |size: usize| bt.alloc(size).unwrap();
+        let (wbuf, xbuf) = (alloc(m * k * 4), alloc(k * n * 4));
+        let (d1, d2) = (alloc(m * n * 4), alloc(m * n * 4));
         wbuf.write(0, &fill(m * k)).unwrap();
         xbuf.write(0, &fill(k * n)).unwrap();
-        let view = |b: &CpuBuffer, id| unsafe {
-            TensorView::new(g.tensor(id), b.base_ptr(), b.size(), 0).unwrap()
+        fn cpu(b: &Buffer) -> &CpuBuffer {
+            b.downcast::<CpuBuffer>().unwrap()
+        }
+        let view = |b: &Buffer, id| unsafe {
+            TensorView::new(g.tensor(id), cpu(b).base_ptr(), b.size(), 0).unwrap()
         };
         let (wv, xv) = (view(&wbuf, w), view(&xbuf, x));
         assert!(
-            wbuf.packed_weights(0, &wv).is_none(),
+            cpu(&wbuf).packed_weights(&wbuf, 0, &wv).is_none(),
             "not a weights buffer"
         );
         wbuf.set_usage(BufferUsage::Weights);
-        let pre = wbuf.packed_weights(0, &wv).expect("packed");
-        assert!(wbuf.packed_bytes() >= m * k * 4);
+        let pre = cpu(&wbuf).packed_weights(&wbuf, 0, &wv).expect("packed");
+        assert!(cpu(&wbuf).packed_bytes() >= m * k * 4);
         assert!(gemm::matmul(&view(&d1, y), &wv, &xv));
         assert!(gemm::matmul_prepacked(&view(&d2, y), &wv, &xv, &pre));
-        assert_eq!(d1.bytes(), d2.bytes());
-        assert!(d1.bytes().iter().any(|&b| b != 0));
+        assert_eq!(cpu(&d1).bytes(), cpu(&d2).bytes());
+        assert!(cpu(&d1).bytes().iter().any(|&b| b != 0));
         wbuf.write(0, &[0u8; 4]).unwrap();
-        assert_eq!(wbuf.packed_bytes(), 0, "a write keeps a stale packed copy");
+        assert_eq!(
+            cpu(&wbuf).packed_bytes(),
+            0,
+            "a write keeps a stale packed copy"
+        );
     }
 }

@@ -11,10 +11,9 @@ pub use view::TensorView;
 use std::rc::Rc;
 
 use crate::backend::{
-    Backend, BackendReg, Buffer, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture,
-    Support, TensorMemory,
+    BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture, Support,
+    TensorMemory,
 };
-use crate::bench::profile;
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Op, TensorId};
 
@@ -121,8 +120,8 @@ impl Device for CpuDevice {
             )
         })
     }
-    fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
-        Ok(Rc::new(CpuBackend { device: self }))
+    fn backend_impl(self: Rc<Self>) -> Result<Box<dyn BackendImpl>> {
+        Ok(Box::new(CpuBackend { device: self }))
     }
 }
 
@@ -135,8 +134,7 @@ impl CpuBackend {
     fn view(&self, graph: &Graph, mem: &TensorMemory, id: TensorId) -> Result<TensorView> {
         let (buf, off) = mem.locate(graph, id)?;
         let cpu = buf
-            .as_any()
-            .downcast_ref::<CpuBuffer>()
+            .downcast::<CpuBuffer>()
             .ok_or_else(|| Error::Unsupported {
                 device: "CPU".into(),
                 op: "access".into(),
@@ -167,19 +165,12 @@ impl CpuBackend {
         }
         let (buf, off) = mem.locate(graph, id)?;
         Ok(buf
-            .as_any()
-            .downcast_ref::<CpuBuffer>()
-            .and_then(|c| c.packed_weights(off, a)))
+            .downcast::<CpuBuffer>()
+            .and_then(|c| c.packed_weights(buf, off, a)))
     }
 }
 
-impl Backend for CpuBackend {
-    fn name(&self) -> &str {
-        "CPU"
-    }
-    fn device(&self) -> Rc<dyn Device> {
-        self.device.clone()
-    }
+impl BackendImpl for CpuBackend {
     fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
         let mut src = Vec::with_capacity(3);
         for &id in nodes {
@@ -192,7 +183,6 @@ impl Backend for CpuBackend {
             for &s in &t.src {
                 src.push(self.view(graph, mem, s)?);
             }
-            let t0 = profile::enabled().then(profile::now_ms);
             let mut done = false;
             if let (Op::MatMul, KernelSet::Fast, [a, b]) = (t.op, self.device.kernels, &src[..]) {
                 if let Some(pre) = self.packed_weights(graph, mem, t.src[0], a, b)? {
@@ -201,13 +191,6 @@ impl Backend for CpuBackend {
             }
             if !done {
                 kernels::compute(self.device.kernels, &t.op, &dst, &src)?;
-            }
-            if let Some(t0) = t0 {
-                let key = || {
-                    let shapes: Vec<String> = src.iter().map(|v| format!("{:?}", v.ne)).collect();
-                    format!("{:?} {:?} {}", t.op.kind(), src[0].dtype, shapes.join(" "))
-                };
-                profile::record(key, profile::now_ms() - t0);
             }
         }
         Ok(())

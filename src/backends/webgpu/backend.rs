@@ -10,7 +10,7 @@ use super::buffer::WebGpuBuffer;
 use super::context::{Ctx, DEVICE_NAME};
 use super::ops::{self, granularity, unit, NodePlan, PARAMS_SIZE};
 use super::WebGpuDevice;
-use crate::backend::{check_range, Backend, Buffer, Device, Event, LocalBoxFuture, TensorMemory};
+use crate::backend::{BackendImpl, Event, LocalBoxFuture, TensorMemory};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, TensorId};
 
@@ -51,7 +51,7 @@ fn locate<'m>(
 ) -> Result<(&'m WebGpuBuffer, usize, usize)> {
     let t = graph.tensor(id);
     let (buf, off) = mem.locate(graph, id)?;
-    let gb = buf.as_any().downcast_ref::<WebGpuBuffer>().ok_or_else(|| {
+    let gb = buf.downcast::<WebGpuBuffer>().ok_or_else(|| {
         bind_error(
             "access",
             format!("tensor {} is in a {} buffer", t.name, buf.type_name()),
@@ -63,9 +63,8 @@ fn locate<'m>(
             format!("tensor {} is in another WebGPU device's buffer", t.name),
         ));
     }
-    let nbytes = t.nbytes();
-    check_range(&format!("tensor {}", t.name), off, nbytes, gb.size())?;
-    Ok((gb, off, nbytes))
+    // `mem.locate` checked that the tensor lies in the buffer.
+    Ok((gb, off, t.nbytes()))
 }
 
 /// Binds bytes `[start, end)` of `gb` from the aligned start at or below `start`, so the
@@ -240,15 +239,7 @@ fn buffer_entry<'a>(binding: u32, b: &'a Binding<'a>) -> wgpu::BindGroupEntry<'a
     }
 }
 
-impl Backend for WebGpuBackend {
-    fn name(&self) -> &str {
-        DEVICE_NAME
-    }
-
-    fn device(&self) -> Rc<dyn Device> {
-        self.device.clone()
-    }
-
+impl BackendImpl for WebGpuBackend {
     fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
         let ctx = &*self.device.ctx;
         ctx.check()?;

@@ -2,16 +2,14 @@
 //! memsets (4-byte-aligned middles through `queue.writeBuffer`, edge bytes through a tiny
 //! patch shader), device-side copies, and async readback.
 
-use std::any::Any;
-use std::cell::Cell;
 use std::rc::Rc;
 
 use wgpu::util::DeviceExt;
 
 use super::context::{wgsl, Ctx};
 use super::ops::Kernel;
-use crate::backend::{check_range, Buffer, BufferType, BufferUsage, LocalBoxFuture};
-use crate::error::{Error, Result};
+use crate::backend::{Buffer, BufferImpl, BufferType, LocalBoxFuture};
+use crate::error::Result;
 use crate::graph::DType;
 
 /// The WebGPU buffer type's name.
@@ -40,26 +38,17 @@ impl BufferType for WebGpuBufferType {
         let max = self.ctx.limits.max_buffer_size.min(isize::MAX as u64) & !3;
         usize::try_from(max).unwrap_or(isize::MAX as usize & !3)
     }
-    fn alloc(&self, size: usize) -> Result<Rc<dyn Buffer>> {
-        let max = self.max_size();
-        if size > max {
-            return Err(Error::AllocTooLarge {
-                size,
-                max,
-                buffer_type: WEBGPU_BUFFER_TYPE.into(),
-            });
-        }
-        Ok(Rc::new(WebGpuBuffer::new(self.ctx.clone(), size)?))
+    fn alloc_impl(&self, size: usize) -> Result<Box<dyn BufferImpl>> {
+        Ok(Box::new(WebGpuBuffer::new(self.ctx.clone(), size)?))
     }
 }
 
-/// One storage buffer. Its real size is `size` rounded up to 4 (at least 4), so zero-sized
-/// buffers are valid and every 4-byte word a tensor touches exists.
+/// One storage buffer (WebGPU's [`BufferImpl`]). Its real size is the requested size rounded
+/// up to 4 (at least 4), so zero-sized buffers are valid and every 4-byte word a tensor
+/// touches exists.
 pub struct WebGpuBuffer {
     ctx: Rc<Ctx>,
     buf: wgpu::Buffer,
-    size: usize,
-    usage: Cell<BufferUsage>,
 }
 
 /// Smallest multiple of 4 at or above `x`.
@@ -80,12 +69,7 @@ impl WebGpuBuffer {
                 mapped_at_creation: false,
             })
         })?;
-        Ok(Self {
-            ctx,
-            buf,
-            size,
-            usage: Cell::new(BufferUsage::Any),
-        })
+        Ok(Self { ctx, buf })
     }
 
     /// Whether this buffer belongs to the device of `ctx`.
@@ -103,7 +87,7 @@ impl WebGpuBuffer {
         self.buf.size() as usize
     }
 
-    /// Writes `data` at `offset` (already bounds-checked), byte-exact.
+    /// Writes `data` at `offset` (in range), byte-exact.
     fn write_bytes(&self, offset: usize, data: &[u8]) -> Result<()> {
         if data.is_empty() {
             return Ok(());
@@ -191,30 +175,12 @@ impl WebGpuBuffer {
     }
 }
 
-impl Buffer for WebGpuBuffer {
-    fn size(&self) -> usize {
-        self.size
-    }
-    fn type_name(&self) -> &str {
-        WEBGPU_BUFFER_TYPE
-    }
-    fn usage(&self) -> BufferUsage {
-        self.usage.get()
-    }
-    fn set_usage(&self, usage: BufferUsage) {
-        self.usage.set(usage);
-    }
+impl BufferImpl for WebGpuBuffer {
     fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
-        check_range("WebGPU buffer write", offset, data.len(), self.size)?;
         self.write_bytes(offset, data)
     }
     fn read(&self, offset: usize, len: usize) -> LocalBoxFuture<'_, Result<Vec<u8>>> {
         Box::pin(async move {
-            check_range("WebGPU buffer read", offset, len, self.size)?;
-            if len == 0 {
-                self.ctx.check()?;
-                return Ok(Vec::new());
-            }
             let start = offset & !3;
             let end = up4(offset + len);
             let words = self
@@ -225,7 +191,6 @@ impl Buffer for WebGpuBuffer {
         })
     }
     fn memset(&self, offset: usize, len: usize, value: u8) -> Result<()> {
-        check_range("WebGPU buffer memset", offset, len, self.size)?;
         let (start, end) = (up4(offset), (offset + len) & !3);
         if value == 0 && end > start {
             // Zeros need no host copy: clear the aligned middle on the device.
@@ -251,24 +216,13 @@ impl Buffer for WebGpuBuffer {
         }
         Ok(())
     }
-    fn copy_from(
-        &self,
-        src: &dyn Buffer,
-        src_off: usize,
-        dst_off: usize,
-        len: usize,
-    ) -> Result<bool> {
-        let Some(src) = src.as_any().downcast_ref::<WebGpuBuffer>() else {
+    fn copy_from(&self, src: &Buffer, src_off: usize, dst_off: usize, len: usize) -> Result<bool> {
+        let Some(src) = src.downcast::<WebGpuBuffer>() else {
             return Ok(false);
         };
         // Same-buffer copies are invalid in WebGPU; other devices' buffers are not ours.
         if std::ptr::eq(src, self) || !Rc::ptr_eq(&src.ctx, &self.ctx) {
             return Ok(false);
-        }
-        check_range("WebGPU copy source", src_off, len, src.size)?;
-        check_range("WebGPU copy destination", dst_off, len, self.size)?;
-        if len == 0 {
-            return Ok(true);
         }
         // copyBufferToBuffer is 4-byte granular; other copies go through the host.
         if !src_off.is_multiple_of(4) || !dst_off.is_multiple_of(4) || !len.is_multiple_of(4) {
@@ -290,7 +244,7 @@ impl Buffer for WebGpuBuffer {
         })?;
         Ok(true)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn check(&self) -> Result<()> {
+        self.ctx.check()
     }
 }

@@ -22,7 +22,9 @@ pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
 
 use std::rc::Rc;
 
-use crate::backend::{Backend, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, Support};
+use crate::backend::{
+    BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, Support,
+};
 use crate::error::Result;
 use crate::graph::{Graph, Op, Role, TensorId};
 use context::{Ctx, DEVICE_NAME};
@@ -197,8 +199,8 @@ impl Device for WebGpuDevice {
     fn supports_inplace(&self, graph: &Graph, node: TensorId) -> bool {
         self.computes_in_place(graph, node)
     }
-    fn create_backend(self: Rc<Self>) -> Result<Rc<dyn Backend>> {
+    fn backend_impl(self: Rc<Self>) -> Result<Box<dyn BackendImpl>> {
         self.ctx.check()?;
-        Ok(Rc::new(WebGpuBackend::new(self)))
+        Ok(Box::new(WebGpuBackend::new(self)))
     }
 }

@@ -1,0 +1,172 @@
+//! Streams of work, split like buffers: callers hold the concrete [`Backend`] (ggml's
+//! `ggml_backend`), devices implement [`BackendImpl`]. The wrapper owns the device and name,
+//! the optional "prepare" step (ggml's `graph_plan_create` / `graph_plan_compute`) with its
+//! default, and the per-op profiler, so every device gets them the same way.
+
+use std::rc::Rc;
+
+use super::{profile, Device, LocalBoxFuture, TensorMemory};
+use crate::error::Result;
+use crate::graph::{Graph, TensorId};
+
+/// A marker in a backend's stream of work.
+pub trait Event {
+    /// Resolves once all work enqueued before the event completed.
+    fn wait(&self) -> LocalBoxFuture<'_, Result<()>>;
+}
+
+/// Work prepared once by a device for one split (pipelines, bind groups, parameters): enqueued
+/// again by each run without being built again.
+pub trait PreparedImpl {
+    /// Enqueues the prepared work.
+    fn compute(&self) -> Result<()>;
+}
+
+/// What a device implements for a stream of work on it.
+pub trait BackendImpl {
+    /// Enqueues `nodes` of `graph` (in order), reading and writing tensors where `mem` says.
+    fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()>;
+    /// Resolves when all enqueued work has completed.
+    fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>>;
+    /// (optional) An event after the work enqueued so far; default: none (callers
+    /// `synchronize`).
+    fn record_event(&self) -> Option<Rc<dyn Event>> {
+        None
+    }
+    /// (optional) Prepares `nodes` of `graph` over the fixed memory `mem` once, to be enqueued
+    /// by [`PreparedImpl::compute`] any number of times; default: `None`, nothing to prepare
+    /// (each run computes directly).
+    fn prepare(
+        &self,
+        _graph: &Graph,
+        _nodes: &[TensorId],
+        _mem: &TensorMemory,
+    ) -> Result<Option<Box<dyn PreparedImpl>>> {
+        Ok(None)
+    }
+}
+
+/// A split as a backend prepared it: the device's prepared form, or (the default) just the
+/// nodes, computed directly each run.
+pub struct PreparedSplit {
+    nodes: Vec<TensorId>,
+    prepared: Option<Box<dyn PreparedImpl>>,
+}
+
+impl PreparedSplit {
+    /// Whether the device prepared anything (false: each run computes the nodes directly).
+    pub fn is_prepared(&self) -> bool {
+        self.prepared.is_some()
+    }
+}
+
+impl dyn Device {
+    /// A new stream on this device: [`Backend::new`].
+    pub fn create_backend(self: Rc<Self>) -> Result<Rc<Backend>> {
+        Backend::new(self)
+    }
+}
+
+/// A stream of work on one device.
+pub struct Backend {
+    imp: Box<dyn BackendImpl>,
+    device: Rc<dyn Device>,
+}
+
+impl Backend {
+    /// A new stream on `device`.
+    pub fn new(device: Rc<dyn Device>) -> Result<Rc<Self>> {
+        let imp = device.clone().backend_impl()?;
+        Ok(Rc::new(Self { imp, device }))
+    }
+
+    /// Name for messages (the device's).
+    pub fn name(&self) -> &str {
+        self.device.name()
+    }
+
+    /// The device it runs on.
+    pub fn device(&self) -> Rc<dyn Device> {
+        self.device.clone()
+    }
+
+    /// Enqueues `nodes` of `graph` (in order), reading and writing tensors where `mem` says.
+    pub fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
+        self.imp.compute(graph, nodes, mem)
+    }
+
+    /// Resolves when all enqueued work has completed.
+    pub fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {
+        self.imp.synchronize()
+    }
+
+    /// An event after the work enqueued so far, when the device has events.
+    pub fn record_event(&self) -> Option<Rc<dyn Event>> {
+        self.imp.record_event()
+    }
+
+    /// Prepares `nodes` of `graph` over `mem` (which must not change while it is used).
+    pub fn prepare(
+        &self,
+        graph: &Graph,
+        nodes: &[TensorId],
+        mem: &TensorMemory,
+    ) -> Result<PreparedSplit> {
+        Ok(PreparedSplit {
+            nodes: nodes.to_vec(),
+            prepared: self.imp.prepare(graph, nodes, mem)?,
+        })
+    }
+
+    /// Enqueues a prepared split; `graph` and `mem` are the ones it was prepared with.
+    pub fn compute_prepared(
+        &self,
+        split: &PreparedSplit,
+        graph: &Graph,
+        mem: &TensorMemory,
+    ) -> Result<()> {
+        match &split.prepared {
+            Some(p) => p.compute(),
+            None => self.compute(graph, &split.nodes, mem),
+        }
+    }
+
+    /// Runs `nodes` one at a time, each waited for, adding each node's time to the profile
+    /// (GPU work included: the clock stops when the device says the node completed).
+    pub async fn compute_profiled(
+        &self,
+        graph: &Graph,
+        nodes: &[TensorId],
+        mem: &TensorMemory,
+    ) -> Result<()> {
+        for &id in nodes {
+            let t = graph.get(id)?;
+            if t.op.is_noop() {
+                continue;
+            }
+            let t0 = profile::now_ms();
+            self.imp.compute(graph, &[id], mem)?;
+            self.imp.synchronize().await?;
+            let ms = profile::now_ms() - t0;
+            profile::record(
+                || {
+                    let shapes: Vec<String> = t
+                        .src
+                        .iter()
+                        .map(|&s| format!("{:?}", graph.tensor(s).ne))
+                        .collect();
+                    let dtype = t.src.first().map_or(t.dtype, |&s| graph.tensor(s).dtype);
+                    format!(
+                        "{} {:?} {:?} {}",
+                        self.name(),
+                        t.op.kind(),
+                        dtype,
+                        shapes.join(" ")
+                    )
+                },
+                ms,
+            );
+        }
+        Ok(())
+    }
+}
