@@ -1,14 +1,19 @@
-//! The device API's contracts on the CPU device: bounds-checked buffers, zero-size
-//! allocations, allocation limits, usage, copies, registry lookups and bad graphs.
+//! The device API's contracts: bounds-checked buffers (checked by the wrapper before a device
+//! sees a request), zero-size allocations, allocation limits, usage, copies, registry lookups,
+//! bad graphs, and prepared splits giving the same bytes as direct runs on every device.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use pollster::block_on;
-use webtensor::backend::{run_graph, Backend, BufferUsage, Device, DeviceKind};
+use webtensor::backend::{
+    run_graph, Backend, BackendImpl, Buffer, BufferImpl, BufferType, BufferUsage, Device,
+    DeviceCaps, DeviceKind, LocalBoxFuture, PlanOptions, PreparedImpl, Scheduler, Session, Support,
+    TensorMemory,
+};
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
-use webtensor::graph::{DType, Graph};
+use webtensor::graph::{DType, Graph, TensorId};
 use webtensor::Error;
 
 fn cpu() -> Rc<dyn Device> {
@@ -118,4 +123,209 @@ fn unknown_tensor_ids_are_errors() {
     assert!(g.get(webtensor::graph::TensorId(3)).is_err());
     let mut g2 = Graph::new();
     assert!(g2.set_output(webtensor::graph::TensorId(0)).is_err());
+}
+
+/// A device's memory that records every request it gets, to show the [`Buffer`] wrapper
+/// hands it only non-empty, in-range ones.
+struct Recording {
+    size: usize,
+    bytes: std::cell::RefCell<Vec<u8>>,
+    calls: Rc<std::cell::RefCell<Vec<(&'static str, usize, usize)>>>,
+}
+
+impl Recording {
+    fn log(&self, what: &'static str, offset: usize, len: usize) {
+        assert!(
+            len > 0 && offset + len <= self.size,
+            "{what} {offset}+{len}"
+        );
+        self.calls.borrow_mut().push((what, offset, len));
+    }
+}
+
+impl BufferImpl for Recording {
+    fn write(&self, offset: usize, data: &[u8]) -> webtensor::Result<()> {
+        self.log("write", offset, data.len());
+        self.bytes.borrow_mut()[offset..offset + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+    fn read(&self, offset: usize, len: usize) -> LocalBoxFuture<'_, webtensor::Result<Vec<u8>>> {
+        self.log("read", offset, len);
+        let v = self.bytes.borrow()[offset..offset + len].to_vec();
+        Box::pin(std::future::ready(Ok(v)))
+    }
+    fn memset(&self, offset: usize, len: usize, value: u8) -> webtensor::Result<()> {
+        self.log("memset", offset, len);
+        self.bytes.borrow_mut()[offset..offset + len].fill(value);
+        Ok(())
+    }
+}
+
+#[test]
+fn buffer_impls_only_see_checked_requests() {
+    let calls = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let rec = Recording {
+        size: 8,
+        bytes: std::cell::RefCell::new(vec![0; 8]),
+        calls: calls.clone(),
+    };
+    let buf = Buffer::new(Box::new(rec), 8, "recording");
+    assert_eq!((buf.size(), buf.type_name()), (8, "recording"));
+    assert!(buf.write(4, &[0; 5]).is_err());
+    assert!(buf.write(usize::MAX, &[1]).is_err());
+    assert!(block_on(buf.read(9, 0)).is_err());
+    assert!(buf.memset(0, 9, 1).is_err());
+    let other = cpu().buffer_type().alloc(4).unwrap();
+    assert!(buf.copy_from(&other, 2, 0, 4).is_err());
+    assert!(buf.copy_from(&other, 0, 6, 4).is_err());
+    assert!(calls.borrow().is_empty(), "{:?}", calls.borrow());
+    buf.write(8, &[]).unwrap();
+    assert!(block_on(buf.read(3, 0)).unwrap().is_empty());
+    assert!(buf.copy_from(&other, 4, 8, 0).unwrap());
+    assert!(
+        calls.borrow().is_empty(),
+        "empty requests reached the device"
+    );
+    buf.write(6, &[7, 8]).unwrap();
+    buf.memset(0, 2, 5).unwrap();
+    assert_eq!(block_on(buf.read(0, 8)).unwrap(), [5, 5, 0, 0, 0, 0, 7, 8]);
+    // No direct copy from a CPU buffer into this one: through the host.
+    other.write(0, &[1, 2, 3, 4]).unwrap();
+    assert!(!buf.copy_from(&other, 0, 2, 4).unwrap());
+    block_on(buf.copy_via_host(&other, 0, 2, 4)).unwrap();
+    assert_eq!(block_on(buf.read(0, 8)).unwrap(), [5, 5, 1, 2, 3, 4, 7, 8]);
+    assert_eq!(
+        calls.borrow().iter().map(|c| c.0).collect::<Vec<_>>(),
+        ["write", "memset", "read", "write", "read"]
+    );
+}
+
+/// The CPU device with a backend that prepares each split once (a copy of the nodes and
+/// their memory) and counts how often the prepared form runs.
+struct Preparing {
+    inner: Rc<dyn Device>,
+    runs: Rc<std::cell::Cell<usize>>,
+}
+
+struct PreparingBackend {
+    inner: Rc<Backend>,
+    runs: Rc<std::cell::Cell<usize>>,
+}
+
+struct PreparedNodes {
+    inner: Rc<Backend>,
+    graph: Graph,
+    nodes: Vec<TensorId>,
+    mem: TensorMemory,
+    runs: Rc<std::cell::Cell<usize>>,
+}
+
+impl PreparedImpl for PreparedNodes {
+    fn compute(&self) -> webtensor::Result<()> {
+        self.runs.set(self.runs.get() + 1);
+        self.inner.compute(&self.graph, &self.nodes, &self.mem)
+    }
+}
+
+impl Device for Preparing {
+    fn name(&self) -> &str {
+        "preparing"
+    }
+    fn description(&self) -> String {
+        "CPU that prepares splits".into()
+    }
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cpu
+    }
+    fn caps(&self) -> DeviceCaps {
+        self.inner.caps()
+    }
+    fn buffer_type(&self) -> Rc<dyn BufferType> {
+        self.inner.buffer_type()
+    }
+    fn supports_op(&self, graph: &Graph, node: TensorId) -> Support {
+        self.inner.supports_op(graph, node)
+    }
+    fn backend_impl(self: Rc<Self>) -> webtensor::Result<Box<dyn BackendImpl>> {
+        Ok(Box::new(PreparingBackend {
+            inner: Backend::new(self.inner.clone())?,
+            runs: self.runs.clone(),
+        }))
+    }
+}
+
+impl BackendImpl for PreparingBackend {
+    fn compute(
+        &self,
+        graph: &Graph,
+        nodes: &[TensorId],
+        mem: &TensorMemory,
+    ) -> webtensor::Result<()> {
+        self.inner.compute(graph, nodes, mem)
+    }
+    fn synchronize(&self) -> LocalBoxFuture<'_, webtensor::Result<()>> {
+        self.inner.synchronize()
+    }
+    fn prepare(
+        &self,
+        graph: &Graph,
+        nodes: &[TensorId],
+        mem: &TensorMemory,
+    ) -> webtensor::Result<Option<Box<dyn PreparedImpl>>> {
+        Ok(Some(Box::new(PreparedNodes {
+            inner: self.inner.clone(),
+            graph: graph.clone(),
+            nodes: nodes.to_vec(),
+            mem: mem.clone(),
+            runs: self.runs.clone(),
+        })))
+    }
+}
+
+/// Every device (the registry's, and one that prepares) gives the same bytes from a session
+/// whose splits its backend prepared as from one computing them directly.
+#[test]
+fn prepared_and_direct_runs_give_identical_bytes() {
+    let runs = Rc::new(std::cell::Cell::new(0));
+    let mut devices: Vec<Rc<dyn Device>> = block_on(webtensor::backends::registry()).devices();
+    devices.push(Rc::new(Preparing {
+        inner: cpu(),
+        runs: runs.clone(),
+    }));
+    let mut g = Graph::new();
+    let w = g.weight("w", DType::Q8_0, &[64, 48]).unwrap();
+    let b = g.weight("b", DType::F32, &[48]).unwrap();
+    let x = g.input("x", DType::F32, &[64, 5]).unwrap();
+    let y = g.matmul(w, x).unwrap();
+    let y = g.add(y, b).unwrap();
+    let y = g.gelu(y).unwrap();
+    let y = g.softmax(y, None, 1.0).unwrap();
+    g.set_output(y).unwrap();
+    let mut rng = webtensor::testing::Rng::new(11);
+    let mut vals = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect() };
+    let mut wq = vec![0u8; DType::Q8_0.row_bytes(64).unwrap() * 48];
+    for (src, dst) in vals(64 * 48)
+        .chunks(64)
+        .zip(wq.chunks_mut(DType::Q8_0.row_bytes(64).unwrap()))
+    {
+        webtensor::graph::row_from_f32(DType::Q8_0, src, dst);
+    }
+    let weights = HashMap::from([(w, wq), (b, bytemuck::cast_slice(&vals(48)).to_vec())]);
+    let inputs = HashMap::from([(x, bytemuck::cast_slice(&vals(64 * 5)).to_vec())]);
+    for dev in devices {
+        let sched = Scheduler::new(vec![dev.clone()]).unwrap();
+        let plan = sched.plan(&g, &PlanOptions::default()).unwrap();
+        let mut s = Session::new(&sched, &g, plan, &HashMap::new()).unwrap();
+        s.set_weights(&weights).unwrap();
+        let prepared = block_on(s.run(&inputs)).unwrap();
+        s.set_prepared(false).unwrap();
+        let direct = block_on(s.run(&inputs)).unwrap();
+        assert_eq!(prepared, direct, "{}", dev.name());
+        assert!(prepared[0].iter().any(|&b| b != 0));
+    }
+    assert_eq!(
+        runs.get(),
+        1,
+        "the prepared form ran once, the direct run not at all"
+    );
 }

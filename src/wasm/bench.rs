@@ -51,4 +51,3 @@ pub fn simd_peak_probe(iters: u32) -> f64 {
     }
     flops
 }
-
