@@ -14,7 +14,7 @@ mod native {
 
     use pollster::block_on;
     use webtensor::model::bert::SentenceEmbedder;
-    use webtensor::runtime::{DeviceChoice, Runtime};
+    use webtensor::runtime::DeviceChoice;
 
     pub fn main() -> Result<(), Box<dyn std::error::Error>> {
         let args: Vec<String> = std::env::args().skip(1).collect();
@@ -31,7 +31,7 @@ mod native {
                 "A man is riding a horse.",
             ];
         }
-        let rt = block_on(Runtime::new(device, false))?;
+        let rt = block_on(webtensor::backends::runtime(device, false))?;
         let embedder = SentenceEmbedder::load(&rt, &std::fs::read(path)?)?;
         println!("devices: {:?} {:?}", rt.device_names(), rt.notes());
         let t0 = Instant::now();

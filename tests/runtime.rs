@@ -19,7 +19,7 @@ fn bytes(v: &[f32]) -> Vec<u8> {
 
 #[test]
 fn runs_by_name_and_reuses_the_plan() {
-    let rt = block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+    let rt = block_on(webtensor::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
     assert_eq!(rt.device_names(), ["CPU"]);
     let mut p = Program::new();
     let w = p
@@ -41,7 +41,7 @@ fn runs_by_name_and_reuses_the_plan() {
 
 #[test]
 fn quantized_weights_from_f32() {
-    let rt = block_on(Runtime::new(DeviceChoice::Auto, false)).unwrap();
+    let rt = block_on(webtensor::backends::runtime(DeviceChoice::Auto, false)).unwrap();
     let mut p = Program::new();
     let vals: Vec<f32> = (0..64).map(|i| i as f32 / 64.0).collect();
     let w = p.weight_f32("w", DType::Q8_0, &[32, 2], &vals).unwrap();
@@ -61,7 +61,7 @@ fn quantized_weights_from_f32() {
 
 #[test]
 fn bad_calls_are_clear_errors() {
-    let rt = block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+    let rt = block_on(webtensor::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
     let mut p = Program::new();
     assert!(p
         .weight_f32("w", DType::F32, &[2, 2], &[1.0])
@@ -87,8 +87,9 @@ fn bad_calls_are_clear_errors() {
 }
 
 /// Weights stored once on a device and bound by programs of two shapes: both read the same
-/// buffers (no weight memory in their plans), ops the device cannot run get the weight copied
-/// in, and a weight from another runtime or an out-of-range source is refused.
+/// buffers (no weight memory in their plans), ops the device cannot run read a copy of the
+/// weight made once (not per run) and shared by both, and a weight from another runtime or an
+/// out-of-range source is refused.
 #[test]
 fn stored_weights_are_shared_by_programs() {
     use std::rc::Rc;
@@ -146,21 +147,34 @@ fn stored_weights_are_shared_by_programs() {
     let x2 = bytes(&[1.0, 1.0, 1.0, 0.0, 0.0, 2.0]);
     let out = block_on(rt.run(&p2, &HashMap::from([("x".into(), x2)]))).unwrap();
     assert_eq!(f32s(&out[0].2), [16.0, 35.0, 16.0, 32.0]);
+    // The bias crossed to the CPU once, for the first program; the second reads that copy.
+    let copied = rt.copy_stats();
+    assert_eq!(copied.one_time_bytes, 8, "{copied:?}");
+    block_on(rt.run(&p2, &HashMap::from([("x".into(), bytes(&[0.0; 6]))]))).unwrap();
+    assert_eq!(rt.copy_stats().one_time_bytes, 8);
+    assert_eq!(
+        rt.copy_stats().per_run_bytes - copied.per_run_bytes,
+        16,
+        "only the product crosses per run"
+    );
     for p in [&p1, &p2] {
         let plan = rt.explain(p).unwrap();
         assert!(plan.contains("GPU"), "{plan}");
+        assert!(plan.contains("1 weight copies once (8 B)"), "{plan}");
+        assert!(plan.contains("once: b (8 B) GPU -> CPU"), "{plan}");
         let mem: Vec<&str> = plan.lines().filter(|l| l.contains("weights ")).collect();
         assert_eq!(mem.len(), 2, "{plan}");
-        for line in mem {
+        for line in &mem {
             assert!(
-                line.ends_with("weights 0 B"),
+                line.contains("weights 0 B,"),
                 "weight memory planned: {plan}"
             );
         }
+        assert!(mem[1].ends_with("weight copies kept 8 B"), "{plan}");
     }
 
     // Another runtime cannot run a program bound to these weights.
-    let other = block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+    let other = block_on(webtensor::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
     let err = block_on(other.run(&p1, &HashMap::from([("x".into(), bytes(&[1.0; 3]))])));
     assert!(err.unwrap_err().to_string().contains("another runtime"));
     // A range outside the source, or one that does not fit the shape: refused.

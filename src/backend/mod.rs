@@ -11,13 +11,15 @@ mod registry;
 mod restrict;
 pub mod sched;
 mod stream;
+pub mod weights;
 
 pub use buffer::{check_range, Buffer, BufferImpl, BufferType, BufferUsage};
 pub use exec::{run_graph, run_graph_aliased, TensorMemory};
 pub use registry::{BackendReg, Registry};
 pub use restrict::RestrictedDevice;
-pub use sched::{Plan, PlanOptions, Scheduler, Session};
+pub use sched::{CopyStats, Plan, PlanOptions, Scheduler, Session};
 pub use stream::{Backend, BackendImpl, Event, PreparedImpl, PreparedSplit};
+pub use weights::{store_weights, ByteSource, StoredWeight, WeightSpec};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,4 +1,5 @@
-//! The concrete devices, and the one place that knows them all: [`registry`].
+//! The concrete devices, and the one place that knows them all (the composition root):
+//! [`registry`], [`registry_for`] and [`runtime`].
 
 pub mod cpu;
 pub mod webgpu;
@@ -6,6 +7,8 @@ pub mod webgpu;
 use std::rc::Rc;
 
 use crate::backend::Registry;
+use crate::error::Result;
+use crate::runtime::{DeviceChoice, Runtime};
 
 /// A registry with every device this build can reach: the CPU always, then WebGPU (which
 /// may have no device; its `unavailable_reason` says why).
@@ -16,10 +19,23 @@ use crate::backend::Registry;
 /// thread-local would be dropped during thread-local destruction at exit, which aborts in
 /// the Vulkan driver's teardown.
 pub async fn registry() -> Registry {
+    registry_for(DeviceChoice::Auto).await
+}
+
+/// A registry with the devices `choice` may use: the CPU alone for [`DeviceChoice::Cpu`] (no
+/// GPU instance or adapter is even asked for), else as [`registry`].
+pub async fn registry_for(choice: DeviceChoice) -> Registry {
     let mut reg = Registry::new();
     reg.register(Rc::new(cpu::CpuReg::new(cpu::KernelSet::Fast)));
-    reg.register(webgpu_reg().await);
+    if choice.wants_gpu() {
+        reg.register(webgpu_reg().await);
+    }
     reg
+}
+
+/// A runtime on `choice`'s devices of this build ([`Runtime::new`] over [`registry_for`]).
+pub async fn runtime(choice: DeviceChoice, cost_model: bool) -> Result<Runtime> {
+    Runtime::new(&registry_for(choice).await, choice, cost_model).await
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -40,6 +40,36 @@ impl Graph {
         self.tensors.is_empty()
     }
 
+    /// A hash of everything a plan depends on: every tensor's name, dtype, shape, strides, op
+    /// and its parameters, operands, view, role and output mark. Graphs built the same way
+    /// have the same fingerprint, so a runtime can reuse one graph's plan for the other.
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        /// Feeds `Debug` output (the op's parameters, f32s included) into the hasher.
+        struct Feed<'a>(&'a mut std::collections::hash_map::DefaultHasher);
+        impl std::fmt::Write for Feed<'_> {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0.write(s.as_bytes());
+                Ok(())
+            }
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.tensors.len().hash(&mut h);
+        for t in &self.tensors {
+            t.name.hash(&mut h);
+            t.dtype.hash(&mut h);
+            t.ne.hash(&mut h);
+            t.nb.hash(&mut h);
+            let _ = std::fmt::Write::write_fmt(&mut Feed(&mut h), format_args!("{:?}", t.op));
+            t.src.hash(&mut h);
+            t.view_of.hash(&mut h);
+            t.view_offset.hash(&mut h);
+            (t.role as u8).hash(&mut h);
+            t.is_output.hash(&mut h);
+        }
+        h.finish()
+    }
+
     /// The tensor with this id, or an error naming it.
     pub fn get(&self, id: TensorId) -> Result<&Tensor> {
         self.tensors

@@ -5,18 +5,19 @@
 //! Texts are tokenized on the host, sorted by length and run in batches of at most
 //! [`MAX_BATCH`] sequences padded to a bucketed length (8, or a multiple of [`SEQ_STEP`]: at
 //! most 15 padding tokens, where powers of two padded 129 tokens to 256), so only a few
-//! graph shapes exist; each shape's [`Program`] is built once and cached (at most
-//! [`MAX_CACHED_SHAPES`], the oldest released from the runtime when a new one comes).
+//! graph shapes exist; the runtime keeps each shape's plan and memory (its session cache), so
+//! building a batch's [`Program`] again is cheap and the model keeps no cache of its own.
 //! Padding is masked out of attention with a large negative score and out of pooling with
 //! zero weights, so a text's embedding does not depend on what it is batched with.
 //!
 //! Loading stores the weights once on the runtime's devices, read straight from the file a
-//! chunk at a time ([`Runtime::store_weights`]); every shape's program binds those same
-//! buffers, so the model's memory is one copy of its weights plus each shape's activations.
+//! chunk at a time ([`Runtime::store_weights`]), each on the device the runtime's own plan
+//! (cost model included) runs its ops on; every shape's program binds those same buffers, so
+//! the model's memory is one copy of its weights (plus a copy made once on a second device,
+//! should another shape's plan read a weight there) and each shape's activations.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use crate::error::{Error, Result};
 use crate::graph::{DType, Graph, TensorId};
@@ -27,8 +28,8 @@ use crate::runtime::{ByteSource, Program, Runtime, StoredWeight, WeightSpec};
 /// Sequences per encoder run; longer lists are split (the last batch padded with short
 /// dummy sequences, so the shape repeats).
 pub const MAX_BATCH: usize = 8;
-/// Graph shapes kept built at once.
-pub const MAX_CACHED_SHAPES: usize = 8;
+/// The shape (batch, tokens) whose plan decides where each weight is stored.
+const HOME_SHAPE: (usize, usize) = (1, 32);
 /// Added to attention scores of padding keys: exp() of it underflows to exactly 0.
 const MASKED: f32 = -1e9;
 /// Shortest padded sequence length.
@@ -73,12 +74,6 @@ struct WeightInfo {
     range: std::ops::Range<usize>,
 }
 
-/// A cached encoder graph for one (batch, sequence length) shape.
-struct Shape {
-    key: (usize, usize),
-    program: Rc<Program>,
-}
-
 /// Sentence embeddings from a BERT GGUF: tokenizer, weights and per-shape encoder graphs.
 pub struct SentenceEmbedder {
     config: BertConfig,
@@ -86,7 +81,8 @@ pub struct SentenceEmbedder {
     /// Each weight's name and its value stored on a device of the runtime it was loaded on.
     weights: Vec<(String, StoredWeight)>,
     max_tokens: usize,
-    shapes: RefCell<Vec<Shape>>,
+    /// The (batch, tokens) shape run last, for `explain`.
+    last_shape: Cell<Option<(usize, usize)>>,
 }
 
 impl std::fmt::Debug for SentenceEmbedder {
@@ -262,33 +258,39 @@ impl SentenceEmbedder {
             .get_usize("sentence_transformers.max_seq_length")
             .unwrap_or(ctx)
             .clamp(3, ctx.max(3));
-        // Each weight lives on the device that runs the ops reading it (a small shape's plan,
-        // without the cost model), stored there once.
+        // Each weight lives on the device that runs the ops reading it in the runtime's plan of
+        // a typical shape (the same placement, cost model included, that runs use), stored
+        // there once.
         let mut probe = Program::new();
         let ids = weights
             .iter()
             .map(|w| probe.graph_mut().weight(&w.name, w.dtype, &w.ne))
             .collect::<Result<Vec<_>>>()?;
-        build_encoder(&config, &mut probe, &ids, 1, MIN_SEQ)?;
+        let (batch, seq) = HOME_SHAPE;
+        build_encoder(&config, &mut probe, &ids, batch, seq.min(config.n_ctx))?;
         let homes = rt.weight_homes(probe.graph())?;
-        let cpu = rt.device_names().len() - 1;
-        let specs: Vec<WeightSpec> = weights
+        let specs = weights
             .iter()
             .zip(&ids)
-            .map(|(w, id)| WeightSpec {
-                device: homes.get(id).copied().unwrap_or(cpu),
-                dtype: w.dtype,
-                ne: w.ne.clone(),
-                range: w.range.clone(),
+            .map(|(w, id)| {
+                let device = *homes.get(id).ok_or_else(|| {
+                    Error::Graph(format!("weight {} has no device to live on", w.name))
+                })?;
+                Ok(WeightSpec {
+                    device,
+                    dtype: w.dtype,
+                    ne: w.ne.clone(),
+                    range: w.range.clone(),
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         let stored = rt.store_weights(&specs, src, progress)?;
         Ok(Self {
             config,
             tokenizer,
             weights: weights.into_iter().map(|w| w.name).zip(stored).collect(),
             max_tokens,
-            shapes: RefCell::new(Vec::new()),
+            last_shape: Cell::new(None),
         })
     }
 
@@ -329,13 +331,9 @@ impl SentenceEmbedder {
     /// The plan of the most recently run graph shape (splits, devices, memory), or a note
     /// that nothing has run yet.
     pub fn explain(&self, rt: &Runtime) -> Result<String> {
-        let last = self
-            .shapes
-            .borrow()
-            .last()
-            .map(|s| (s.key, s.program.clone()));
-        match last {
-            Some(((batch, seq), p)) => {
+        match self.last_shape.get() {
+            Some((batch, seq)) => {
+                let p = self.build(batch, seq)?;
                 Ok(format!("batch {batch} × {seq} tokens\n{}", rt.explain(&p)?))
             }
             None => Ok("nothing embedded yet".into()),
@@ -421,7 +419,9 @@ impl SentenceEmbedder {
         batch: usize,
         seq: usize,
     ) -> Result<Vec<Vec<f32>>> {
-        let program = self.program(rt, batch, seq)?;
+        // Cheap to build again: the runtime keeps this shape's plan and memory.
+        let program = self.build(batch, seq)?;
+        self.last_shape.set(Some((batch, seq)));
         let dummy = [self.tokenizer.cls_id(), self.tokenizer.sep_id()];
         let mut tokens = vec![self.tokenizer.pad_id() as i32; seq * batch];
         let mut mask = vec![MASKED; seq * batch];
@@ -462,28 +462,6 @@ impl SentenceEmbedder {
             .take(members.len())
             .map(<[f32]>::to_vec)
             .collect())
-    }
-
-    /// The cached program of a shape, built (and the oldest released) when missing.
-    fn program(&self, rt: &Runtime, batch: usize, seq: usize) -> Result<Rc<Program>> {
-        let key = (batch, seq);
-        let mut shapes = self.shapes.borrow_mut();
-        if let Some(pos) = shapes.iter().position(|s| s.key == key) {
-            let s = shapes.remove(pos);
-            let p = s.program.clone();
-            shapes.push(s);
-            return Ok(p);
-        }
-        let program = Rc::new(self.build(batch, seq)?);
-        if shapes.len() >= MAX_CACHED_SHAPES {
-            let old = shapes.remove(0);
-            rt.release(&old.program);
-        }
-        shapes.push(Shape {
-            key,
-            program: program.clone(),
-        });
-        Ok(program)
     }
 
     /// The encoder graph for `batch` sequences of `seq` tokens, bound to the stored weights.
@@ -687,7 +665,7 @@ mod tests {
 
     #[test]
     fn padding_and_batching_do_not_change_embeddings() {
-        let rt = pollster::block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+        let rt = pollster::block_on(crate::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
         let e = SentenceEmbedder::load(&rt, &tiny_bert("bert", None)).unwrap();
         let texts = ["hello", "hello worlds!", "world hello hello world", "!"];
         let all = pollster::block_on(e.embed(&rt, &texts)).unwrap();
@@ -705,7 +683,7 @@ mod tests {
 
     #[test]
     fn bad_files_and_calls_are_clear_errors() {
-        let rt = pollster::block_on(Runtime::new(DeviceChoice::Cpu, false)).unwrap();
+        let rt = pollster::block_on(crate::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
         let err = SentenceEmbedder::load(&rt, &tiny_bert("llama", None)).unwrap_err();
         assert!(err.to_string().contains("architecture"), "{err}");
         let err = SentenceEmbedder::load(&rt, &tiny_bert("bert", Some("blk.1.ffn_down.bias")))

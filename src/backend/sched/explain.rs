@@ -23,12 +23,20 @@ pub fn human_bytes(n: usize) -> String {
 }
 
 impl Plan {
-    /// Number of input copies across all splits, and their bytes.
+    /// Number of input copies every run makes across all splits, and their bytes.
     pub fn copies(&self) -> (usize, usize) {
         self.splits
             .iter()
             .flat_map(|s| &s.inputs)
             .fold((0, 0), |(n, b), i| (n + 1, b + i.bytes))
+    }
+
+    /// Number of weight copies made once (resident weights read away from home), and their
+    /// bytes.
+    pub fn one_time_copies(&self) -> (usize, usize) {
+        self.weight_copies
+            .iter()
+            .fold((0, 0), |(n, b), c| (n + 1, b + c.bytes))
     }
 
     /// Number of compute nodes per device.
@@ -44,15 +52,28 @@ impl Plan {
     pub fn explain(&self, graph: &Graph) -> String {
         let mut s = String::new();
         let (nc, bc) = self.copies();
+        let (no, bo) = self.one_time_copies();
         let total: usize = self.nodes_per_device().iter().sum();
         let _ = writeln!(
             s,
-            "plan: {total} nodes on {} device(s) [{}], {} split(s), {nc} copies ({})",
+            "plan: {total} nodes on {} device(s) [{}], {} split(s), {nc} copies per run ({}), \
+             {no} weight copies once ({})",
             self.devices.len(),
             self.devices.join(", "),
             self.splits.len(),
-            human_bytes(bc)
+            human_bytes(bc),
+            human_bytes(bo)
         );
+        for c in &self.weight_copies {
+            let _ = writeln!(
+                s,
+                "once: {} ({}) {} -> {}",
+                graph.tensor(c.tensor).name,
+                human_bytes(c.bytes),
+                self.devices[c.from],
+                self.devices[c.to]
+            );
+        }
         for (i, split) in self.splits.iter().enumerate() {
             let _ = writeln!(
                 s,
@@ -86,14 +107,22 @@ impl Plan {
         }
         let _ = writeln!(s, "memory:");
         for (d, m) in self.memory.iter().enumerate() {
+            let copies: usize = self
+                .weight_copies
+                .iter()
+                .filter(|c| c.to == d)
+                .map(|c| c.bytes)
+                .sum();
             let _ = writeln!(
                 s,
-                "  {}: compute {} planned ({} without reuse, {} in place), weights {}",
+                "  {}: compute {} planned ({} without reuse, {} in place), weights {}, \
+                 weight copies kept {}",
                 self.devices[d],
                 human_bytes(m.compute_bytes),
                 human_bytes(m.unshared_bytes),
                 m.in_place,
-                human_bytes(m.weight_bytes)
+                human_bytes(m.weight_bytes),
+                human_bytes(copies)
             );
         }
         s

@@ -14,12 +14,14 @@ mod plan;
 
 pub use cost::{CostModel, DeviceCost};
 pub use place::Why;
-pub use plan::{DeviceMemoryPlan, Plan, Split, SplitInput};
+pub use plan::{DeviceMemoryPlan, Plan, Split, SplitInput, WeightCopyPlan};
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use super::{profile, Backend, Buffer, BufferUsage, Device, PreparedSplit, TensorMemory};
+use super::weights::{StoredWeight, WeightCopy};
+use super::{profile, Backend, BufferUsage, Device, PreparedSplit, TensorMemory};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Role, TensorId};
 use plan::Slot;
@@ -30,7 +32,8 @@ pub struct PlanOptions {
     /// Nodes the caller pins to a device (by device name).
     pub pins: HashMap<TensorId, String>,
     /// Weights already stored on a device (by name), outside the plan's memory: ops on them run
-    /// there unless offloaded (then they are copied per run); [`Session::new`] binds their memory.
+    /// there unless placed elsewhere (offload, cost), and then read a copy made once for that
+    /// device; [`Session::new`] binds their memory.
     pub resident: HashMap<TensorId, String>,
 }
 
@@ -110,17 +113,39 @@ pub struct Session {
     weights_set: HashSet<TensorId>,
     /// One per split, when prepared (see [`Session::set_prepared`]).
     prepared: Option<Vec<PreparedSplit>>,
+    /// Copies of resident weights this plan reads on other devices, with their sources.
+    weight_copies: Vec<(StoredWeight, Rc<WeightCopy>)>,
+    copied: Cell<CopyStats>,
+}
+
+/// Bytes that crossed between devices.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyStats {
+    /// Copies made by every run: split inputs (activations, and weights of a plan that is not
+    /// told where they are stored).
+    pub per_run_bytes: u64,
+    /// Copies made once: resident weights copied to a device other than their home.
+    pub one_time_bytes: u64,
+}
+
+impl std::ops::AddAssign for CopyStats {
+    fn add_assign(&mut self, o: Self) {
+        self.per_run_bytes += o.per_run_bytes;
+        self.one_time_bytes += o.one_time_bytes;
+    }
 }
 
 impl Session {
     /// Allocates every device's arenas for `plan` of `graph` on `scheduler`'s devices.
-    /// `external` gives the memory (buffer, offset) of each weight the plan was told is
-    /// resident; those count as set.
+    /// `resident` gives the stored value of each weight the plan was told is resident (stored
+    /// on the same devices, in the same order); those count as set, and their copies for other
+    /// devices are made (once, shared with every session binding the same weight) here and
+    /// filled by the first run.
     pub fn new(
         scheduler: &Scheduler,
         graph: &Graph,
         plan: Plan,
-        external: &HashMap<TensorId, (Rc<Buffer>, usize)>,
+        resident: &HashMap<TensorId, StoredWeight>,
     ) -> Result<Self> {
         let devices = scheduler.devices();
         let mut backends = Vec::new();
@@ -146,25 +171,44 @@ impl Session {
             mems.push(mem);
         }
         let mut weights_set = HashSet::new();
+        let mut weight_copies = Vec::new();
         for (w, devs) in plan.weight_devices.iter().enumerate() {
             let id = TensorId(w);
             for &d in devs {
                 if plan.location.get(d, id).is_some() {
                     continue;
                 }
-                let (buf, off) = external.get(&id).ok_or_else(|| {
-                    Error::Graph(format!(
-                        "resident weight {} has no memory bound",
-                        graph.tensor(id).name
-                    ))
+                let t = graph.tensor(id);
+                let sw = resident.get(&id).ok_or_else(|| {
+                    Error::Graph(format!("resident weight {} has no memory bound", t.name))
                 })?;
-                if buf.size() < off + devices[d].buffer_type().alloc_size(graph.tensor(id)) {
-                    return Err(Error::OutOfBounds(format!(
-                        "weight {} does not fit its bound buffer",
-                        graph.tensor(id).name
+                if sw.dtype() != t.dtype || sw.nbytes() != t.nbytes() {
+                    return Err(Error::InvalidArgument(format!(
+                        "weight {} ({:?}, {} bytes) is bound to a stored {:?} value of {} bytes",
+                        t.name,
+                        t.dtype,
+                        t.nbytes(),
+                        sw.dtype(),
+                        sw.nbytes()
                     )));
                 }
-                mems[d].place(graph, id, buf.clone(), *off)?;
+                let (buf, off) = if d == sw.device() {
+                    let (buf, off) = sw.memory();
+                    (buf.clone(), off)
+                } else {
+                    let copy = sw.copy_on(d, &devices[d])?;
+                    let buf = copy.buffer.clone();
+                    weight_copies.push((sw.clone(), copy));
+                    (buf, 0)
+                };
+                let need = devices[d].buffer_type().alloc_size(t);
+                if off.checked_add(need).is_none_or(|end| end > buf.size()) {
+                    return Err(Error::OutOfBounds(format!(
+                        "weight {} does not fit its bound buffer",
+                        t.name
+                    )));
+                }
+                mems[d].place(graph, id, buf, off)?;
                 weights_set.insert(id);
             }
         }
@@ -175,6 +219,8 @@ impl Session {
             mems,
             weights_set,
             prepared: None,
+            weight_copies,
+            copied: Cell::new(CopyStats::default()),
         };
         session.set_prepared(true)?;
         Ok(session)
@@ -257,12 +303,22 @@ impl Session {
             let (buf, off) = self.mems[d].locate(g, id)?;
             buf.write(off, bytes)?;
         }
+        let mut copied = CopyStats::default();
+        for (sw, copy) in &self.weight_copies {
+            if !copy.is_filled() {
+                let (src, off) = sw.memory();
+                copy.buffer.copy_via_host(src, off, 0, sw.nbytes()).await?;
+                copy.set_filled();
+                copied.one_time_bytes += sw.nbytes() as u64;
+            }
+        }
         let profiling = profile::enabled();
         for (i, split) in self.plan.splits.iter().enumerate() {
             for inp in &split.inputs {
                 let (src, src_off) = self.mems[inp.from].locate(g, inp.tensor)?;
                 let (dst, dst_off) = self.mems[split.device].locate(g, inp.tensor)?;
                 dst.copy_via_host(src, src_off, dst_off, inp.bytes).await?;
+                copied.per_run_bytes += inp.bytes as u64;
             }
             let (backend, mem) = (&self.backends[split.device], &self.mems[split.device]);
             match &self.prepared {
@@ -289,7 +345,13 @@ impl Session {
             let (buf, off) = self.mems[d].locate(g, id)?;
             out.push(buf.read(off, t.nbytes()).await?);
         }
+        self.copied.set(copied);
         Ok(out)
+    }
+
+    /// Bytes copied between devices by the last run.
+    pub fn last_run_copies(&self) -> CopyStats {
+        self.copied.get()
     }
 
     /// The plan described for people: see [`Plan::explain`].

@@ -31,6 +31,19 @@ pub struct SplitInput {
     pub bytes: usize,
 }
 
+/// A resident weight copied once to a device other than its home.
+#[derive(Clone, Debug)]
+pub struct WeightCopyPlan {
+    /// The weight.
+    pub tensor: TensorId,
+    /// Its home device.
+    pub from: usize,
+    /// The device reading it.
+    pub to: usize,
+    /// Bytes copied (once).
+    pub bytes: usize,
+}
+
 /// Memory planned for one device.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceMemoryPlan {
@@ -96,14 +109,18 @@ pub struct Plan {
     /// Device holding each input and compute root's value (weights: see `weight_devices`).
     pub(crate) home: Vec<Option<usize>>,
     /// Devices storing each weight (by tensor id; empty for other tensors and unused weights).
+    /// A resident weight's home comes first.
     pub(crate) weight_devices: Vec<Vec<usize>>,
+    /// Resident weights read on a device other than their home: copied there once, before the
+    /// first run, and kept outside the plan's memory (never copied per run).
+    pub weight_copies: Vec<WeightCopyPlan>,
     /// Memory location of each (device, storage tensor).
     pub(crate) location: PerDevice<Option<Slot>>,
 }
 
-/// Builds splits and plans memory. `resident` weights stay on their device, in memory the
-/// session binds (others are stored in the plan's weight arena of every device that reads them); `inplace(dev, node)` says whether a device may compute a
-/// node into its first input's memory.
+/// Builds splits and plans memory. `resident` weights live outside the plan, on their home
+/// device and, copied once, on every other device that reads them (the session binds that
+/// memory); other weights are stored in the plan's weight arena of every device reading them.
 pub(crate) fn build(
     graph: &Graph,
     devices: &[Rc<dyn Device>],
@@ -120,6 +137,11 @@ pub(crate) fn build(
     let n = graph.len();
     let ndev = devices.len();
     let mut weight_devices: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (&w, &home) in resident {
+        if w.0 < n {
+            weight_devices[w.0].push(home);
+        }
+    }
     for &id in &nodes {
         home[id.0] = Some(dev(id));
         for &s in &graph.tensor(id).src {
@@ -128,9 +150,8 @@ pub(crate) fn build(
                 Role::Input if home[root.0].is_none() => home[root.0] = Some(dev(id)),
                 Role::Weight => {
                     let devs = &mut weight_devices[root.0];
-                    let d = resident.get(&root).copied().unwrap_or(dev(id));
-                    if !devs.contains(&d) {
-                        devs.push(d);
+                    if !devs.contains(&dev(id)) {
+                        devs.push(dev(id));
                     }
                 }
                 _ => {}
@@ -225,7 +246,7 @@ pub(crate) fn build(
     let size_on = |d: usize, id: TensorId| devices[d].buffer_type().alloc_size(graph.tensor(id));
     for (w, devs) in weight_devices.iter().enumerate() {
         for &d in devs {
-            if resident.get(&TensorId(w)) == Some(&d) {
+            if resident.contains_key(&TensorId(w)) {
                 continue; // stored outside the plan; the session binds its memory
             }
             let off = weights[d].alloc(size_on(d, TensorId(w)));
@@ -310,6 +331,21 @@ pub(crate) fn build(
         m.weight_bytes = weights[d].size();
     }
 
+    let mut weight_copies = Vec::new();
+    for (&w, &home) in resident {
+        for &d in weight_devices.get(w.0).into_iter().flatten() {
+            if d != home {
+                weight_copies.push(WeightCopyPlan {
+                    tensor: w,
+                    from: home,
+                    to: d,
+                    bytes: graph.tensor(w).nbytes(),
+                });
+            }
+        }
+    }
+    weight_copies.sort_by_key(|c| (c.tensor, c.to));
+
     Ok(Plan {
         devices: devices.iter().map(|d| d.name().to_string()).collect(),
         device_of,
@@ -318,6 +354,7 @@ pub(crate) fn build(
         memory,
         home,
         weight_devices,
+        weight_copies,
         location,
     })
 }

@@ -1,0 +1,260 @@
+//! Weights stored once on a set of devices, outside any plan: read from a [`ByteSource`] a
+//! chunk at a time into as few buffers per device as each device's size limit allows, and
+//! shared by every graph (every shape of a model) that binds them. A weight read on a device
+//! other than its home gets a copy there, made once and kept with the weight, never per run.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::{check_range, Buffer, BufferUsage, Device};
+use crate::error::{Error, Result};
+use crate::graph::{DType, Graph};
+
+/// Bytes copied from a [`ByteSource`] to a device at a time.
+const STORE_CHUNK: usize = 1 << 20;
+
+/// Where bytes come from, read a piece at a time: a slice in memory, or (in the browser) a
+/// JS array outside wasm memory, so that weights reach device buffers without a second full
+/// copy of the file.
+pub trait ByteSource {
+    /// Total bytes.
+    fn len(&self) -> usize;
+    /// Whether there are no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies `out.len()` bytes from `offset` into `out`.
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()>;
+}
+
+impl<T: AsRef<[u8]>> ByteSource for T {
+    fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        let bytes = self.as_ref();
+        check_range("read", offset, out.len(), bytes.len())?;
+        out.copy_from_slice(&bytes[offset..offset + out.len()]);
+        Ok(())
+    }
+}
+
+/// One weight to store: which device keeps it, its dtype and shape, where its bytes are.
+#[derive(Clone, Debug)]
+pub struct WeightSpec {
+    /// Index of the device (in the order of the devices given to [`store_weights`]).
+    pub device: usize,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape, innermost first.
+    pub ne: Vec<usize>,
+    /// Its bytes in the source.
+    pub range: std::ops::Range<usize>,
+}
+
+/// A copy of a stored weight on another device: allocated when a plan first needs it there,
+/// filled from the weight's home once, before the first run that reads it.
+pub struct WeightCopy {
+    /// The copy's memory (the whole buffer).
+    pub buffer: Rc<Buffer>,
+    filled: Cell<bool>,
+}
+
+impl WeightCopy {
+    /// Whether the bytes were copied in yet.
+    pub fn is_filled(&self) -> bool {
+        self.filled.get()
+    }
+
+    /// Marks the bytes as copied in.
+    pub fn set_filled(&self) {
+        self.filled.set(true)
+    }
+}
+
+struct WeightData {
+    owner: u64,
+    device: usize,
+    buffer: Rc<Buffer>,
+    offset: usize,
+    dtype: DType,
+    ne: Vec<usize>,
+    nbytes: usize,
+    copies: RefCell<HashMap<usize, Rc<WeightCopy>>>,
+}
+
+/// A weight value stored once in a device buffer, shared by every graph that binds it, with
+/// the copies made of it for other devices. Cloning shares it; freed when the last holder
+/// drops it.
+#[derive(Clone)]
+pub struct StoredWeight(Rc<WeightData>);
+
+impl std::fmt::Debug for StoredWeight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredWeight")
+            .field("device", &self.0.device)
+            .field("offset", &self.0.offset)
+            .field("dtype", &self.0.dtype)
+            .field("ne", &self.0.ne)
+            .field("copies", &self.0.copies.borrow().keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl StoredWeight {
+    /// Index of the device keeping it.
+    pub fn device(&self) -> usize {
+        self.0.device
+    }
+
+    /// The id of whoever stored it (a runtime), given to [`store_weights`].
+    pub fn owner(&self) -> u64 {
+        self.0.owner
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// Shape, innermost first.
+    pub fn ne(&self) -> &[usize] {
+        &self.0.ne
+    }
+
+    /// Its bytes.
+    pub fn nbytes(&self) -> usize {
+        self.0.nbytes
+    }
+
+    /// Its memory on its home device: buffer and offset.
+    pub fn memory(&self) -> (&Rc<Buffer>, usize) {
+        (&self.0.buffer, self.0.offset)
+    }
+
+    /// The same identity for the same stored value (for cache keys).
+    pub fn id(&self) -> usize {
+        Rc::as_ptr(&self.0) as usize
+    }
+
+    /// Its copy on device `d` (index among the owner's devices, which is `device`), allocated
+    /// when missing; the caller fills it once ([`WeightCopy::is_filled`]).
+    pub fn copy_on(&self, d: usize, device: &Rc<dyn Device>) -> Result<Rc<WeightCopy>> {
+        if let Some(c) = self.0.copies.borrow().get(&d) {
+            return Ok(c.clone());
+        }
+        let bt = device.buffer_type();
+        let mut probe = Graph::new();
+        let t = probe.weight("copy", self.0.dtype, &self.0.ne)?;
+        let buffer = bt.alloc(bt.alloc_size(probe.tensor(t)))?;
+        buffer.set_usage(BufferUsage::Weights);
+        let c = Rc::new(WeightCopy {
+            buffer,
+            filled: Cell::new(false),
+        });
+        self.0.copies.borrow_mut().insert(d, c.clone());
+        Ok(c)
+    }
+
+    /// Bytes held by copies on other devices, per device index.
+    pub fn copy_bytes(&self) -> Vec<(usize, usize)> {
+        self.0
+            .copies
+            .borrow()
+            .iter()
+            .map(|(&d, c)| (d, c.buffer.size()))
+            .collect()
+    }
+}
+
+/// Stores weights on `devices[spec.device]`, reading `src` a chunk at a time (never a second
+/// full copy of it), packed into as few buffers per device as the device's size limit allows.
+/// `owner` marks them (a runtime's id); `progress(done, total)` is called in bytes.
+pub fn store_weights(
+    devices: &[Rc<dyn Device>],
+    owner: u64,
+    specs: &[WeightSpec],
+    src: &dyn ByteSource,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<StoredWeight>> {
+    let mut probe = Graph::new();
+    // (buffer index, offset, bytes) per spec; per device, the sizes of its buffers.
+    let mut placed = Vec::with_capacity(specs.len());
+    let mut sizes: Vec<Vec<usize>> = vec![Vec::new(); devices.len()];
+    for (i, s) in specs.iter().enumerate() {
+        let dev = devices
+            .get(s.device)
+            .ok_or_else(|| Error::NoDevice(format!("weight {i} is for device {}", s.device)))?;
+        let t = probe.weight(&format!("w{i}"), s.dtype, &s.ne)?;
+        let t = probe.tensor(t);
+        if s.range.len() != t.nbytes() || s.range.end > src.len() {
+            return Err(Error::InvalidArgument(format!(
+                "weight {i} ({:?} {:?}) needs {} bytes, its range {:?} holds {} of a \
+                 {}-byte source",
+                s.dtype,
+                s.ne,
+                t.nbytes(),
+                s.range,
+                s.range.len(),
+                src.len()
+            )));
+        }
+        let bt = dev.buffer_type();
+        let (align, max) = (bt.alignment().max(1), bt.max_size());
+        let size = bt.alloc_size(t);
+        if size > max {
+            return Err(Error::AllocTooLarge {
+                size,
+                max,
+                buffer_type: bt.name().to_string(),
+            });
+        }
+        let bufs = &mut sizes[s.device];
+        let fits = |used: usize| used.next_multiple_of(align) + size <= max;
+        if !bufs.last().is_some_and(|&u| fits(u)) {
+            bufs.push(0);
+        }
+        let last = bufs.len() - 1;
+        let off = bufs[last].next_multiple_of(align);
+        bufs[last] = off + size;
+        placed.push((last, off, t.nbytes()));
+    }
+    let mut buffers: Vec<Vec<Rc<Buffer>>> = Vec::with_capacity(devices.len());
+    for (dev, sizes) in devices.iter().zip(&sizes) {
+        let mut bufs = Vec::with_capacity(sizes.len());
+        for &size in sizes {
+            let b = dev.buffer_type().alloc(size)?;
+            b.set_usage(BufferUsage::Weights);
+            bufs.push(b);
+        }
+        buffers.push(bufs);
+    }
+    let total: usize = specs.iter().map(|s| s.range.len()).sum();
+    let mut done = 0;
+    let mut stage = vec![0u8; STORE_CHUNK.min(total)];
+    let mut out = Vec::with_capacity(specs.len());
+    for (s, &(b, off, nbytes)) in specs.iter().zip(&placed) {
+        let buffer = buffers[s.device][b].clone();
+        let mut at = 0;
+        while at < s.range.len() {
+            let n = (s.range.len() - at).min(STORE_CHUNK);
+            src.read_into(s.range.start + at, &mut stage[..n])?;
+            buffer.write(off + at, &stage[..n])?;
+            at += n;
+            done += n;
+            progress(done, total);
+        }
+        out.push(StoredWeight(Rc::new(WeightData {
+            owner,
+            device: s.device,
+            buffer,
+            offset: off,
+            dtype: s.dtype,
+            ne: s.ne.clone(),
+            nbytes,
+            copies: RefCell::new(HashMap::new()),
+        })));
+    }
+    Ok(out)
+}

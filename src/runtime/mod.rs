@@ -1,0 +1,329 @@
+//! The runtime users see, a thin front over the scheduler: devices chosen once, each graph's
+//! session (plan + memory) cached by the graph's shape, runs queued per session, inputs and
+//! outputs by name. The JS API wraps exactly this. It is handed its devices (see
+//! `backends::runtime`, the composition root); weight storage lives in `backend::weights`.
+
+mod program;
+mod queue;
+
+pub use crate::backend::{ByteSource, CopyStats, StoredWeight, WeightSpec};
+pub use program::Program;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::backend::sched::CostModel;
+use crate::backend::{Device, DeviceKind, PlanOptions, Registry, Scheduler, Session};
+use crate::error::{Error, Result};
+use crate::graph::{DType, Graph, Role, TensorId};
+use queue::RunQueue;
+
+/// Which devices a runtime uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// The GPU when there is one, with the CPU for what it cannot run; else the CPU.
+    Auto,
+    /// WebGPU (an error, with the reason, when there is none), the CPU for what it cannot run.
+    WebGpu,
+    /// The CPU only.
+    Cpu,
+}
+
+impl DeviceChoice {
+    /// Whether this choice may use a GPU (a registry for it needs the GPU families).
+    pub fn wants_gpu(self) -> bool {
+        self != DeviceChoice::Cpu
+    }
+}
+
+impl std::str::FromStr for DeviceChoice {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "webgpu" | "gpu" => Ok(Self::WebGpu),
+            "cpu" => Ok(Self::Cpu),
+            _ => Err(Error::InvalidArgument(format!(
+                "devices must be \"auto\", \"webgpu\" or \"cpu\", got {s:?}"
+            ))),
+        }
+    }
+}
+
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+fn next_uid() -> u64 {
+    NEXT_UID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Graph shapes whose sessions a runtime keeps by default (the least recently run is freed
+/// when another comes).
+pub const DEFAULT_CACHED_SESSIONS: usize = 8;
+
+/// What a session depends on besides the devices: the graph's shape, which stored weight each
+/// resident weight is, and, for programs carrying their own weight bytes, the program itself.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SessionKey {
+    graph: u64,
+    stored: Vec<(TensorId, usize)>,
+    owned: Option<(u64, u64)>,
+}
+
+impl SessionKey {
+    fn of(p: &Program) -> Self {
+        let mut stored: Vec<(TensorId, usize)> =
+            p.stored.iter().map(|(&id, w)| (id, w.id())).collect();
+        stored.sort_unstable();
+        Self {
+            graph: p.graph.fingerprint(),
+            stored,
+            owned: (!p.weights.is_empty()).then_some((p.uid, p.version)),
+        }
+    }
+}
+
+/// A session and its run queue.
+struct Cached {
+    key: SessionKey,
+    session: Rc<Session>,
+    queue: Rc<RunQueue>,
+}
+
+/// Devices, a scheduler over them, and the sessions of the graphs it ran.
+pub struct Runtime {
+    uid: u64,
+    sched: Scheduler,
+    notes: Vec<String>,
+    /// Least recently used first.
+    sessions: RefCell<Vec<Cached>>,
+    max_sessions: Cell<usize>,
+    copied: Cell<CopyStats>,
+}
+
+impl Runtime {
+    /// A runtime on `choice`'s devices from `reg`; `cost_model` calibrates each device once
+    /// (cached). Without a GPU in `reg`, `Auto` uses the CPU and `WebGpu` fails with the
+    /// reasons the registry gives.
+    pub async fn new(reg: &Registry, choice: DeviceChoice, cost_model: bool) -> Result<Self> {
+        let cpu = reg.by_kind(DeviceKind::Cpu)?;
+        let gpu = reg
+            .by_kind(DeviceKind::Gpu)
+            .or_else(|_| reg.by_kind(DeviceKind::IntegratedGpu));
+        let reasons: Vec<String> = reg
+            .backend_regs()
+            .iter()
+            .filter_map(|r| {
+                r.unavailable_reason()
+                    .map(|why| format!("{}: {why}", r.name()))
+            })
+            .collect();
+        let devices: Vec<Rc<dyn Device>> = match (choice, gpu) {
+            (DeviceChoice::Cpu, _) => vec![cpu],
+            (_, Ok(gpu)) => vec![gpu, cpu],
+            (DeviceChoice::Auto, Err(_)) => vec![cpu],
+            (DeviceChoice::WebGpu, Err(_)) => {
+                return Err(Error::NoDevice(format!(
+                    "no WebGPU device ({})",
+                    if reasons.is_empty() {
+                        "no GPU family registered".to_string()
+                    } else {
+                        reasons.join("; ")
+                    }
+                )))
+            }
+        };
+        Self::with_devices(devices, cost_model, reasons).await
+    }
+
+    /// A runtime over given devices (priority order: the last is the fallback for every op).
+    pub async fn with_devices(
+        devices: Vec<Rc<dyn Device>>,
+        cost_model: bool,
+        notes: Vec<String>,
+    ) -> Result<Self> {
+        let mut sched = Scheduler::new(devices)?;
+        if cost_model && sched.devices().len() > 1 {
+            sched.set_cost_model(Some(CostModel::calibrate(sched.devices()).await?));
+        }
+        Ok(Self {
+            uid: next_uid(),
+            sched,
+            notes,
+            sessions: RefCell::new(Vec::new()),
+            max_sessions: Cell::new(DEFAULT_CACHED_SESSIONS),
+            copied: Cell::new(CopyStats::default()),
+        })
+    }
+
+    /// Names of the devices in use, in priority order.
+    pub fn device_names(&self) -> Vec<String> {
+        self.sched
+            .devices()
+            .iter()
+            .map(|d| d.name().to_string())
+            .collect()
+    }
+
+    /// Why devices are missing (e.g. no WebGPU adapter).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The scheduler (devices, cost model) runs are planned with.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.sched
+    }
+
+    /// The device each weight of `graph` should be kept on: where the ops reading it run in
+    /// this runtime's own plan of `graph` (cost model included), so that a model's weights
+    /// live where their ops run for the shape given; a weight read on several devices goes to
+    /// the first that reads it. Weights no op reads go to the last (fallback) device.
+    pub fn weight_homes(&self, graph: &Graph) -> Result<HashMap<TensorId, usize>> {
+        let plan = self.sched.plan(graph, &PlanOptions::default())?;
+        let fallback = self.sched.devices().len() - 1;
+        Ok(graph
+            .iter()
+            .filter(|(_, t)| t.role == Role::Weight && !t.is_view())
+            .map(|(id, _)| {
+                let d = plan.weight_devices[id.0].first().copied();
+                (id, d.unwrap_or(fallback))
+            })
+            .collect())
+    }
+
+    /// Stores weights on this runtime's devices ([`crate::backend::store_weights`]):
+    /// `spec.device` indexes [`Runtime::device_names`].
+    pub fn store_weights(
+        &self,
+        specs: &[WeightSpec],
+        src: &dyn ByteSource,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<StoredWeight>> {
+        crate::backend::store_weights(self.sched.devices(), self.uid, specs, src, progress)
+    }
+
+    /// How many graph shapes keep their sessions (memory) at once; at least 1.
+    pub fn set_cached_sessions(&self, n: usize) {
+        self.max_sessions.set(n.max(1));
+        self.evict();
+    }
+
+    fn evict(&self) {
+        let mut s = self.sessions.borrow_mut();
+        let excess = s.len().saturating_sub(self.max_sessions.get());
+        s.drain(..excess);
+    }
+
+    /// The session of `p`'s shape: cached, or planned now (the least recently run one freed
+    /// when the cache is full).
+    fn session(&self, p: &Program) -> Result<(Rc<Session>, Rc<RunQueue>)> {
+        let key = SessionKey::of(p);
+        {
+            let mut cache = self.sessions.borrow_mut();
+            if let Some(i) = cache.iter().position(|c| c.key == key) {
+                let c = cache.remove(i);
+                let found = (c.session.clone(), c.queue.clone());
+                cache.push(c);
+                return Ok(found);
+            }
+        }
+        let mut opts = PlanOptions::default();
+        let names = self.device_names();
+        for (&id, w) in &p.stored {
+            if w.owner() != self.uid {
+                return Err(Error::InvalidArgument(format!(
+                    "weight {} is stored on another runtime's devices",
+                    p.graph.tensor(id).name
+                )));
+            }
+            opts.resident.insert(id, names[w.device()].clone());
+        }
+        let plan = self.sched.plan(&p.graph, &opts)?;
+        let mut session = Session::new(&self.sched, &p.graph, plan, &p.stored)?;
+        session.set_weights(&p.weights)?;
+        let (session, queue) = (Rc::new(session), Rc::new(RunQueue::default()));
+        self.sessions.borrow_mut().push(Cached {
+            key,
+            session: session.clone(),
+            queue: queue.clone(),
+        });
+        self.evict();
+        Ok((session, queue))
+    }
+
+    /// Runs `p` with inputs by name (raw bytes); returns the outputs as (name, dtype, bytes).
+    pub async fn run(
+        &self,
+        p: &Program,
+        inputs: &HashMap<String, Vec<u8>>,
+    ) -> Result<Vec<(String, DType, Vec<u8>)>> {
+        if p.graph.outputs().is_empty() {
+            return Err(Error::Graph(
+                "the graph has no output (mark one with output())".into(),
+            ));
+        }
+        let mut by_id = HashMap::new();
+        for (name, bytes) in inputs {
+            let ids: Vec<TensorId> = p
+                .graph
+                .iter()
+                .filter(|(_, t)| t.role == Role::Input && !t.is_view() && &t.name == name)
+                .map(|(id, _)| id)
+                .collect();
+            match ids.as_slice() {
+                [id] => by_id.insert(*id, bytes.clone()),
+                [] => {
+                    return Err(Error::InvalidArgument(format!(
+                        "the graph has no input named {name:?}"
+                    )))
+                }
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                        "several inputs are named {name:?}"
+                    )))
+                }
+            };
+        }
+        let (session, queue) = self.session(p)?;
+        let _turn = queue.enter().await;
+        let outs = session.run(&by_id).await?;
+        let mut copied = self.copied.get();
+        copied += session.last_run_copies();
+        self.copied.set(copied);
+        Ok(p.graph
+            .outputs()
+            .into_iter()
+            .zip(outs)
+            .map(|(id, b)| (p.graph.tensor(id).name.clone(), p.graph.tensor(id).dtype, b))
+            .collect())
+    }
+
+    /// Bytes copied between devices by every run so far (per run: split inputs; once:
+    /// weight copies).
+    pub fn copy_stats(&self) -> CopyStats {
+        self.copied.get()
+    }
+
+    /// The plan of `p` described for people.
+    pub fn explain(&self, p: &Program) -> Result<String> {
+        Ok(self.session(p)?.0.explain())
+    }
+
+    /// Frees the session of `p`'s shape (its device memory); a later run plans it again.
+    pub fn release(&self, p: &Program) {
+        let key = SessionKey::of(p);
+        self.sessions.borrow_mut().retain(|c| c.key != key);
+    }
+
+    /// Frees every session (device memory of every graph run so far).
+    pub fn clear(&self) {
+        self.sessions.borrow_mut().clear();
+    }
+
+    /// Number of sessions kept.
+    pub fn cached_sessions(&self) -> usize {
+        self.sessions.borrow().len()
+    }
+}

@@ -1,0 +1,108 @@
+//! A graph with its weight values: what a runtime runs.
+
+use std::collections::HashMap;
+
+use super::next_uid;
+use crate::backend::StoredWeight;
+use crate::error::{Error, Result};
+use crate::graph::{row_from_f32, DType, Graph, TensorId};
+
+/// A graph with its weight values (owned bytes, or weights stored on the runtime's devices):
+/// what a runtime runs.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub(super) graph: Graph,
+    pub(super) weights: HashMap<TensorId, Vec<u8>>,
+    pub(super) stored: HashMap<TensorId, StoredWeight>,
+    pub(super) uid: u64,
+    pub(super) version: u64,
+}
+
+impl Default for Program {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Program {
+    /// An empty program.
+    pub fn new() -> Self {
+        Self {
+            graph: Graph::new(),
+            weights: HashMap::new(),
+            stored: HashMap::new(),
+            uid: next_uid(),
+            version: 0,
+        }
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// The graph, to add nodes (plans made before are dropped on the next run).
+    pub fn graph_mut(&mut self) -> &mut Graph {
+        self.version += 1;
+        &mut self.graph
+    }
+
+    /// Adds a weight with its value: raw bytes of `dtype`.
+    pub fn weight_bytes(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        ne: &[usize],
+        bytes: Vec<u8>,
+    ) -> Result<TensorId> {
+        let id = self.graph_mut().weight(name, dtype, ne)?;
+        let want = self.graph.tensor(id).nbytes();
+        if bytes.len() != want {
+            return Err(Error::InvalidArgument(format!(
+                "weight {name} needs {want} bytes, got {}",
+                bytes.len()
+            )));
+        }
+        self.weights.insert(id, bytes);
+        Ok(id)
+    }
+
+    /// Adds a weight whose value is stored on a device ([`Runtime::store_weights`]); runs of
+    /// this program read it there (ops on it run on that device unless another offloads them).
+    pub fn weight_stored(&mut self, name: &str, w: &StoredWeight) -> Result<TensorId> {
+        let id = self.graph_mut().weight(name, w.dtype(), w.ne())?;
+        self.stored.insert(id, w.clone());
+        Ok(id)
+    }
+
+    /// Adds a weight from f32 values, converted (or quantized) to `dtype`.
+    pub fn weight_f32(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        ne: &[usize],
+        values: &[f32],
+    ) -> Result<TensorId> {
+        if dtype == DType::I32 {
+            return Err(Error::InvalidArgument(format!(
+                "weight {name}: give i32 weights as integers"
+            )));
+        }
+        let numel: usize = ne.iter().product();
+        if values.len() != numel {
+            return Err(Error::InvalidArgument(format!(
+                "weight {name} needs {numel} values, got {}",
+                values.len()
+            )));
+        }
+        let row = *ne.first().unwrap_or(&1);
+        let rb = dtype.row_bytes(row)?;
+        let mut bytes = vec![0u8; numel / row.max(1) * rb];
+        if row > 0 {
+            for (src, dst) in values.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
+                row_from_f32(dtype, src, dst);
+            }
+        }
+        self.weight_bytes(name, dtype, ne, bytes)
+    }
+}
