@@ -333,7 +333,7 @@ impl SentenceEmbedder {
     pub fn explain(&self, rt: &Runtime) -> Result<String> {
         match self.last_shape.get() {
             Some((batch, seq)) => {
-                let p = self.build(batch, seq)?;
+                let p = self.program(batch, seq)?;
                 Ok(format!("batch {batch} × {seq} tokens\n{}", rt.explain(&p)?))
             }
             None => Ok("nothing embedded yet".into()),
@@ -420,7 +420,7 @@ impl SentenceEmbedder {
         seq: usize,
     ) -> Result<Vec<Vec<f32>>> {
         // Cheap to build again: the runtime keeps this shape's plan and memory.
-        let program = self.build(batch, seq)?;
+        let program = self.program(batch, seq)?;
         self.last_shape.set(Some((batch, seq)));
         let dummy = [self.tokenizer.cls_id(), self.tokenizer.sep_id()];
         let mut tokens = vec![self.tokenizer.pad_id() as i32; seq * batch];
@@ -464,8 +464,9 @@ impl SentenceEmbedder {
             .collect())
     }
 
-    /// The encoder graph for `batch` sequences of `seq` tokens, bound to the stored weights.
-    fn build(&self, batch: usize, seq: usize) -> Result<Program> {
+    /// The encoder graph for `batch` sequences of `seq` tokens, bound to the stored weights
+    /// (what `embed` runs; for plans and estimates).
+    pub fn program(&self, batch: usize, seq: usize) -> Result<Program> {
         let mut p = Program::new();
         let ids = self
             .weights

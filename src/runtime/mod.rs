@@ -171,6 +171,13 @@ impl Runtime {
         &self.notes
     }
 
+    /// Turns the cost model on (with these per-device costs) or off, for plans made from now on
+    /// (cached sessions are freed).
+    pub fn set_cost_model(&mut self, cost: Option<CostModel>) {
+        self.sched.set_cost_model(cost);
+        self.clear();
+    }
+
     /// The scheduler (devices, cost model) runs are planned with.
     pub fn scheduler(&self) -> &Scheduler {
         &self.sched
@@ -304,6 +311,20 @@ impl Runtime {
     /// weight copies).
     pub fn copy_stats(&self) -> CopyStats {
         self.copied.get()
+    }
+
+    /// The cost model's estimates of one run of `p` (seconds): the plan this runtime runs, and
+    /// each device alone (with the scheduler's fallbacks), by device name; `None` when the
+    /// cost model is off.
+    pub fn estimates(&self, p: &Program) -> Result<Option<(f64, Vec<(String, f64)>)>> {
+        let (session, _) = self.session(p)?;
+        let Some(planned) = self.sched.estimate(session.graph(), session.plan()) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            planned,
+            self.sched.single_device_estimates(session.graph())?,
+        )))
     }
 
     /// The plan of `p` described for people.

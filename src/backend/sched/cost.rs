@@ -94,6 +94,42 @@ impl CostModel {
             + bytes as f64 / ca.transfer_bytes_per_s.min(cb.transfer_bytes_per_s)
     }
 
+    /// Estimated seconds of one run of `graph` placed as `device_of` says (compute nodes;
+    /// `None` counts as the last device): every node's time, plus one transfer per tensor
+    /// and device that reads it away from where it lives (inputs live with their first
+    /// consumer, outputs go back to the host). Weights cost nothing per run: they are stored,
+    /// or copied once, where their ops run.
+    pub fn estimate(&self, graph: &Graph, device_of: &[Option<usize>]) -> f64 {
+        let host = self.devices.len().saturating_sub(1);
+        let dev = |id: TensorId| device_of.get(id.0).copied().flatten().unwrap_or(host);
+        let mut home: HashMap<TensorId, usize> = HashMap::new();
+        let mut moved: std::collections::HashSet<(TensorId, usize)> = Default::default();
+        let mut total = 0.0;
+        for id in graph.compute_nodes() {
+            let d = dev(id);
+            total += self.node_time(graph, id, d);
+            for &s in &graph.tensor(id).src {
+                let (root, _) = graph.storage_of(s);
+                let rt = graph.tensor(root);
+                let from = match rt.role {
+                    Role::Weight => continue,
+                    Role::Input => *home.entry(root).or_insert(d),
+                    Role::Compute => dev(root),
+                };
+                if from != d && moved.insert((root, d)) {
+                    total += self.transfer_time(rt.nbytes(), from, d);
+                }
+            }
+        }
+        for id in graph.outputs() {
+            let (root, _) = graph.storage_of(id);
+            if graph.tensor(root).role == Role::Compute {
+                total += self.transfer_time(graph.tensor(root).nbytes(), dev(root), host);
+            }
+        }
+        total
+    }
+
     /// Moves unpinned nodes to the device where compute plus transfers cost least.
     pub(crate) fn refine(
         &self,
@@ -159,6 +195,25 @@ impl CostModel {
                         placement.why[id.0] = Some(Why::Cost);
                     }
                 }
+            }
+        }
+        // The promise: never slower (by the estimate) than the best plan on one device.
+        let mut best = self.estimate(graph, &placement.device);
+        for d in 0..devices.len() {
+            let mut single = Placement {
+                device: placement.device.clone(),
+                why: placement.why.clone(),
+            };
+            for &id in &nodes {
+                if !pins.contains_key(&id) && sup.yes(id, d) && single.device[id.0] != Some(d) {
+                    single.device[id.0] = Some(d);
+                    single.why[id.0] = Some(Why::Cost);
+                }
+            }
+            let t = self.estimate(graph, &single.device);
+            if t < best {
+                best = t;
+                *placement = single;
             }
         }
     }

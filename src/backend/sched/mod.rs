@@ -67,6 +67,46 @@ impl Scheduler {
         &self.devices
     }
 
+    /// The cost model, when on.
+    pub fn cost_model(&self) -> Option<&CostModel> {
+        self.cost.as_ref()
+    }
+
+    /// The cost model's estimate of one run of `plan` (seconds), when the model is on.
+    pub fn estimate(&self, graph: &Graph, plan: &Plan) -> Option<f64> {
+        self.cost
+            .as_ref()
+            .map(|c| c.estimate(graph, &plan.device_of))
+    }
+
+    /// The cost model's estimate of one run of `graph` with every node each device supports
+    /// on that device (the rest where the scheduler falls back), per device; empty when the
+    /// cost model is off.
+    pub fn single_device_estimates(&self, graph: &Graph) -> Result<Vec<(String, f64)>> {
+        let Some(cost) = &self.cost else {
+            return Ok(Vec::new());
+        };
+        let mut sup = place::SupportTable::new(graph, &self.devices);
+        let base = place::place(
+            graph,
+            &self.devices,
+            &mut sup,
+            &HashMap::new(),
+            &HashMap::new(),
+        )?;
+        let mut out = Vec::new();
+        for (d, dev) in self.devices.iter().enumerate() {
+            let mut device_of = base.device.clone();
+            for id in graph.compute_nodes() {
+                if sup.yes(id, d) {
+                    device_of[id.0] = Some(d);
+                }
+            }
+            out.push((dev.name().to_string(), cost.estimate(graph, &device_of)));
+        }
+        Ok(out)
+    }
+
     fn device_index(&self, name: &str) -> Result<usize> {
         self.devices
             .iter()
@@ -124,6 +164,8 @@ pub struct CopyStats {
     /// Copies made by every run: split inputs (activations, and weights of a plan that is not
     /// told where they are stored).
     pub per_run_bytes: u64,
+    /// The part of `per_run_bytes` that is weights.
+    pub per_run_weight_bytes: u64,
     /// Copies made once: resident weights copied to a device other than their home.
     pub one_time_bytes: u64,
 }
@@ -131,6 +173,7 @@ pub struct CopyStats {
 impl std::ops::AddAssign for CopyStats {
     fn add_assign(&mut self, o: Self) {
         self.per_run_bytes += o.per_run_bytes;
+        self.per_run_weight_bytes += o.per_run_weight_bytes;
         self.one_time_bytes += o.one_time_bytes;
     }
 }
@@ -319,6 +362,9 @@ impl Session {
                 let (dst, dst_off) = self.mems[split.device].locate(g, inp.tensor)?;
                 dst.copy_via_host(src, src_off, dst_off, inp.bytes).await?;
                 copied.per_run_bytes += inp.bytes as u64;
+                if g.tensor(inp.tensor).role == Role::Weight {
+                    copied.per_run_weight_bytes += inp.bytes as u64;
+                }
             }
             let (backend, mem) = (&self.backends[split.device], &self.mems[split.device]);
             match &self.prepared {
