@@ -125,12 +125,15 @@ fn unknown_tensor_ids_are_errors() {
     assert!(g2.set_output(webtensor::graph::TensorId(0)).is_err());
 }
 
+/// Requests a device's buffer got: (what, offset, length).
+type Calls = Rc<std::cell::RefCell<Vec<(&'static str, usize, usize)>>>;
+
 /// A device's memory that records every request it gets, to show the [`Buffer`] wrapper
 /// hands it only non-empty, in-range ones.
 struct Recording {
     size: usize,
     bytes: std::cell::RefCell<Vec<u8>>,
-    calls: Rc<std::cell::RefCell<Vec<(&'static str, usize, usize)>>>,
+    calls: Calls,
 }
 
 impl Recording {

@@ -64,7 +64,8 @@ fn steady_state(rt: &Runtime, e: &SentenceEmbedder) -> webtensor::runtime::CopyS
 fn check_estimates(rt: &Runtime, e: &SentenceEmbedder) {
     for (batch, tokens) in SHAPES {
         let p = e.program(batch, tokens).unwrap();
-        let (planned, singles) = rt.estimates(&p).unwrap().expect("cost model on");
+        let est = rt.estimates(&p).unwrap().expect("cost model on");
+        let (planned, singles) = (est.planned, est.alone);
         println!("{batch} × {tokens}: planned {planned:.6} s, alone {singles:?}");
         for (dev, t) in singles {
             assert!(

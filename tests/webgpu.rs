@@ -515,11 +515,11 @@ fn buffers_check_limits_and_ranges() {
 
     let dst = bt.alloc(16).unwrap();
     dst.clear(0).unwrap();
-    assert!(dst.copy_from(&*buf, 4, 8, 8).unwrap());
+    assert!(dst.copy_from(&buf, 4, 8, 8).unwrap());
     assert_eq!(block_on(dst.read(8, 8)).unwrap(), want[4..12]);
     // Unaligned copies fall back to the host (Ok(false)); out-of-range ones are errors.
-    assert!(!dst.copy_from(&*buf, 1, 0, 3).unwrap());
-    assert!(dst.copy_from(&*buf, 0, 12, 8).is_err());
+    assert!(!dst.copy_from(&buf, 1, 0, 3).unwrap());
+    assert!(dst.copy_from(&buf, 0, 12, 8).is_err());
 }
 
 #[test]

@@ -130,7 +130,7 @@ async fn in_place_mul_in_browser() {
     mem.place(&g, x, buf.clone(), 256).unwrap();
     mem.place(&g, y, buf.clone(), 256).unwrap();
     buf.write(256, bytemuck::cast_slice(&vals)).unwrap();
-    let backend = dev.clone().create_backend().unwrap();
+    let backend = webtensor::backend::Backend::new(dev.clone()).unwrap();
     backend.compute(&g, &g.compute_nodes(), &mem).unwrap();
     backend.synchronize().await.unwrap();
     let got = f32s(&buf.read(256, 444).await.unwrap());

@@ -84,6 +84,15 @@ impl SessionKey {
     }
 }
 
+/// The cost model's estimates of one run of a graph, in seconds.
+#[derive(Clone, Debug)]
+pub struct PlanEstimates {
+    /// The plan the runtime runs.
+    pub planned: f64,
+    /// Each device alone (with the scheduler's fallbacks for what it cannot run), by name.
+    pub alone: Vec<(String, f64)>,
+}
+
 /// A session and its run queue.
 struct Cached {
     key: SessionKey,
@@ -313,18 +322,16 @@ impl Runtime {
         self.copied.get()
     }
 
-    /// The cost model's estimates of one run of `p` (seconds): the plan this runtime runs, and
-    /// each device alone (with the scheduler's fallbacks), by device name; `None` when the
-    /// cost model is off.
-    pub fn estimates(&self, p: &Program) -> Result<Option<(f64, Vec<(String, f64)>)>> {
+    /// The cost model's estimates of one run of `p`; `None` when the cost model is off.
+    pub fn estimates(&self, p: &Program) -> Result<Option<PlanEstimates>> {
         let (session, _) = self.session(p)?;
         let Some(planned) = self.sched.estimate(session.graph(), session.plan()) else {
             return Ok(None);
         };
-        Ok(Some((
+        Ok(Some(PlanEstimates {
             planned,
-            self.sched.single_device_estimates(session.graph())?,
-        )))
+            alone: self.sched.single_device_estimates(session.graph())?,
+        }))
     }
 
     /// The plan of `p` described for people.
