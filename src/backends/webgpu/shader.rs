@@ -1,7 +1,7 @@
 //! WGSL assembly. Each file in `shaders/` holds one piece: the shared prelude, the operand
 //! snippets (`a` per source dtype, `b`, the output `d`), the shared entry points (element and
 //! row kernels: bounds check, then the kernel's body) and each kernel's own code. A pipeline's
-//! source is joined here from its [`Recipe`], after a generated header: the constants shared
+//! source is joined here from its `Recipe`, after a generated header: the constants shared
 //! with Rust and the parameter structs, whose WGSL declarations come from the Rust
 //! definitions below (one field list for both sides).
 
