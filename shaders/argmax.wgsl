@@ -1,17 +1,9 @@
 // Index of each row's maximum, the first one on ties. u.y: row count.
-@group(0) @binding(2) var<storage, read_write> d: array<i32>;
 
-var<workgroup> best_v: array<f32, 256>;
-var<workgroup> best_i: array<u32, 256>;
+var<workgroup> best_v: array<f32, WG>;
+var<workgroup> best_i: array<u32, WG>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = flat_group(wid, nwg);
-    if (row >= p.u.y) {
-        return;
-    }
-    let r = row_index(row, p.a_ne);
+fn row(r: vec4<u32>, lid: u32) {
     let n = p.a_ne.x;
     // A thread starts from its first element (not -inf), so rows of -inf still give index 0.
     var bv = bitcast<f32>(0xff7fffffu);

@@ -1,24 +1,18 @@
 // Byte copy of a tensor with packed rows (any row strides) into a contiguous destination of
 // the same dtype (quantized `cont`). One invocation per destination word; the last word
-// keeps the bytes past the tensor. u.x: row bytes; u.y: destination bytes; offs in bytes
-// (offs.x word aligned).
-@group(0) @binding(2) var<storage, read_write> d: array<u32>;
+// keeps the bytes past the tensor. u.x: row bytes; u.y: destination words; u.z: destination
+// bytes; offs in bytes (offs.x word aligned).
 
 fn src_byte(k: u32) -> u32 {
     let row = k / p.u.x;
     let r = unravel(row, vec4<u32>(p.a_ne.y, p.a_ne.z, p.a_ne.w, 1u));
     let b = p.offs.y + r.x * p.a_nb.y + r.y * p.a_nb.z + r.z * p.a_nb.w + k % p.u.x;
-    return (a[b >> 2u] >> ((b & 3u) * 8u)) & 0xffu;
+    return a_byte(b);
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let w = flat_id(gid, nwg);
-    let n = p.u.y;
+fn element(w: u32) {
+    let n = p.u.z;
     let k0 = 4u * w;
-    if (k0 >= n) {
-        return;
-    }
     let o = (p.offs.x >> 2u) + w;
     var v = 0u;
     var mask = 0u;

@@ -1,15 +1,9 @@
 // Converting copy into a contiguous f16 destination (offs.x even), one u32 word (two halves)
-// per invocation so no two invocations share a word. u.y: element count.
-@group(0) @binding(2) var<storage, read_write> d: array<u32>;
+// per invocation so no two invocations share a word. u.y: word count; u.z: element count.
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let w = flat_id(gid, nwg);
-    let n = p.u.y;
+fn element(w: u32) {
+    let n = p.u.z;
     let e0 = 2u * w;
-    if (e0 >= n) {
-        return;
-    }
     let v0 = a_get(unravel(e0, p.d_ne));
     let o = (p.offs.x >> 1u) + w;
     if (e0 + 1u < n) {

@@ -1,7 +1,7 @@
 // One Q4_0 block of a (row i.yzw, block at element i.x) dotted with 32 values of b: the
 // scale is read once, each byte gives elements j and j + 16.
 fn a_dot32(i: vec4<u32>, bk: u32) -> f32 {
-    let blk = p.offs.y + (i.x / 32u) * p.a_nb.x + i.y * p.a_nb.y + i.z * p.a_nb.z + i.w * p.a_nb.w;
+    let blk = a_block(i);
     var s = 0.0;
     for (var j = 0u; j < 16u; j++) {
         let byte = a_byte(blk + 2u + j);

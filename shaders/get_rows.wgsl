@@ -1,14 +1,7 @@
 // d[i0, i1, i2] = a[i0, idx[i1, i2], i2 or 0]. b: i32 row indices. u.y: element count.
 // An index outside a's rows yields NaN (the CPU reference reports an error).
-@group(0) @binding(2) var<storage, read_write> d: array<f32>;
-@group(0) @binding(3) var<storage, read_write> b: array<i32>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let idx = flat_id(gid, nwg);
-    if (idx >= p.u.y) {
-        return;
-    }
+fn element(idx: u32) {
     let i = unravel(idx, p.d_ne);
     let r = b[p.offs.z + i.y * p.b_nb.x + i.z * p.b_nb.y];
     var v: f32;

@@ -2,19 +2,10 @@
 // 64x64 output tile per workgroup of 16x16 threads, each thread a 4x4 register block,
 // k in steps of 16 through workgroup memory. a is read through a_get (f32, f16, q8_0, q4_0).
 // u.x, u.y: b.ne2 / a.ne2, b.ne3 / a.ne3.
-@group(0) @binding(2) var<storage, read_write> d: array<f32>;
-@group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
-// b[k], or word k of a's binding when b shares a's memory (offs.w bit 0).
-fn b_at(k: u32) -> f32 {
-    if ((p.offs.w & 1u) != 0u) {
-        return a_word(k);
-    }
-    return b[k];
-}
-
-const TM: u32 = 64u;
-const TN: u32 = 64u;
+// The thread layout fixes the tile: 16 x 16 threads of 4 x 4 outputs.
+const TM: u32 = MATMUL_TILE;
+const TN: u32 = MATMUL_TILE;
 const TK: u32 = 16u;
 
 // Tiles as vec4 along m (sa) and n (sb): a thread's 4 values are one conflict-free load.

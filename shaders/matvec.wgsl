@@ -3,25 +3,14 @@
 // blocks of k (a_dot32, per dtype) for every column at once, so each weight is read once
 // whatever the column count, then reduces all columns together in workgroup memory.
 // Grid: (ceil(M / 4), 1, batch). u.x, u.y: b.ne2 / a.ne2, b.ne3 / a.ne3.
-@group(0) @binding(2) var<storage, read_write> d: array<f32>;
-@group(0) @binding(3) var<storage, read_write> b: array<f32>;
 
-// b[k], or word k of a's binding when b shares a's memory (offs.w bit 0).
-fn b_at(k: u32) -> f32 {
-    if ((p.offs.w & 1u) != 0u) {
-        return a_word(k);
-    }
-    return b[k];
-}
+const ROWS: u32 = MATVEC_ROWS;
+const TPR: u32 = WG / ROWS;
+const COLS: u32 = MATVEC_COLS;
 
-const ROWS: u32 = 4u;
-const TPR: u32 = 64u;
-// Columns per dispatch at most (MATVEC_MAX_N in ops.rs).
-const COLS: u32 = 8u;
+var<workgroup> part: array<f32, COLS * WG>; // [COLS][ROWS * TPR]
 
-var<workgroup> part: array<f32, 2048>; // [COLS][ROWS * TPR]
-
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let M = p.d_ne.x;
     let K = p.a_ne.x;
@@ -52,13 +41,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     for (var n = 0u; n < N; n++) {
-        part[n * 256u + lid] = acc[n];
+        part[n * WG + lid] = acc[n];
     }
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s = s >> 1u) {
         if (t < s) {
             for (var n = 0u; n < N; n++) {
-                part[n * 256u + lid] = part[n * 256u + lid] + part[n * 256u + lid + s];
+                part[n * WG + lid] = part[n * WG + lid] + part[n * WG + lid + s];
             }
         }
         workgroupBarrier();
@@ -66,7 +55,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (t == 0u && m < M) {
         let base = p.offs.x + m * p.d_nb.x + i2 * p.d_nb.z + i3 * p.d_nb.w;
         for (var n = 0u; n < N; n++) {
-            d[base + n * p.d_nb.y] = part[n * 256u + lid];
+            d[base + n * p.d_nb.y] = part[n * WG + lid];
         }
     }
 }

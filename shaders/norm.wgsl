@@ -1,14 +1,6 @@
 // Layer norm (u.x = 0) or RMS norm (u.x = 1) over rows, eps f.x. u.y: row count.
-@group(0) @binding(2) var<storage, read_write> d: array<f32>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = flat_group(wid, nwg);
-    if (row >= p.u.y) {
-        return;
-    }
-    let r = row_index(row, p.a_ne);
+fn row(r: vec4<u32>, lid: u32) {
     let n = p.a_ne.x;
     var mean = 0.0;
     if (p.u.x == 0u) {

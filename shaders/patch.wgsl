@@ -1,13 +1,7 @@
 // Byte-granular update of one u32 word: d[w] = (d[w] & ~mask) | (value & mask). Lets
 // buffer writes and memsets reach bytes that queue.writeBuffer (4-byte granular) cannot.
-struct Patch {
-    word: u32,
-    mask: u32,
-    value: u32,
-    pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> q: Patch;
+// After the generated `PatchParams` struct (shader.rs).
+@group(0) @binding(0) var<uniform> q: PatchParams;
 @group(0) @binding(1) var<storage, read_write> d: array<u32>;
 
 @compute @workgroup_size(1)

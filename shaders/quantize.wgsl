@@ -1,8 +1,8 @@
 // Quantizing copy into a contiguous Q8_0 (u.x = 0, 34-byte blocks) or Q4_0 (u.x = 1, 18-byte
 // blocks) destination, as ggml's reference quantizers do. Blocks do not end on word
 // boundaries, so each invocation builds two whole blocks (68 or 36 bytes: whole words) and
-// no two invocations share a word. u.y: block count; offs.x: dst byte offset (word aligned).
-@group(0) @binding(2) var<storage, read_write> d: array<u32>;
+// no two invocations share a word. u.y: block pairs; u.z: block count; offs.x: dst byte offset
+// (word aligned).
 
 var<private> words: array<u32, 17>;
 var<private> vals: array<f32, 32>;
@@ -53,14 +53,9 @@ fn encode(blk: u32, base: u32) {
     }
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let pair = flat_id(gid, nwg);
-    let nblocks = p.u.y;
+fn element(pair: u32) {
+    let nblocks = p.u.z;
     let b0 = 2u * pair;
-    if (b0 >= nblocks) {
-        return;
-    }
     let bb = select(18u, 34u, p.u.x == 0u);
     encode(b0, 0u);
     var nbytes = bb;

@@ -2,17 +2,10 @@
 // may run in place) or per passed-through element. u.x: 0 normal (adjacent pairs), 1 neox
 // (split halves); u.y: invocation count; u.z: n_dims. f.x: freq_base, f.y: freq_scale.
 // b: i32 positions, one per index of dim 2.
-@group(0) @binding(2) var<storage, read_write> d: array<f32>;
-@group(0) @binding(3) var<storage, read_write> b: array<i32>;
 
 const TWO_PI: f32 = 6.28318530717958648;
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let idx = flat_id(gid, nwg);
-    if (idx >= p.u.y) {
-        return;
-    }
+fn element(idx: u32) {
     let n_dims = p.u.z;
     let half = n_dims / 2u;
     let per_row = half + p.d_ne.x - n_dims;

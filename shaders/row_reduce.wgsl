@@ -1,5 +1,5 @@
 // Workgroup reductions for row kernels (one workgroup of WG threads per row).
-var<workgroup> red: array<f32, 256>;
+var<workgroup> red: array<f32, WG>;
 
 fn wg_sum(v: f32, lid: u32) -> f32 {
     red[lid] = v;

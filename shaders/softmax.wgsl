@@ -1,15 +1,5 @@
 // Row softmax of a * f.x + mask (its rows repeated over a's rows, heads and batch). u.y: row
 // count; u.z: 1 if the mask b is bound.
-@group(0) @binding(2) var<storage, read_write> d: array<f32>;
-@group(0) @binding(3) var<storage, read_write> b: array<f32>;
-
-// b[k], or word k of a's binding when b shares a's memory (offs.w bit 0).
-fn b_at(k: u32) -> f32 {
-    if ((p.offs.w & 1u) != 0u) {
-        return a_word(k);
-    }
-    return b[k];
-}
 
 fn value(i: vec4<u32>) -> f32 {
     var m = 0.0;
@@ -19,14 +9,7 @@ fn value(i: vec4<u32>) -> f32 {
     return a_get(i) * p.f.x + m;
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = flat_group(wid, nwg);
-    if (row >= p.u.y) {
-        return;
-    }
-    let r = row_index(row, p.a_ne);
+fn row(r: vec4<u32>, lid: u32) {
     let n = p.a_ne.x;
     var mx = bitcast<f32>(0xff7fffffu);
     for (var i0 = lid; i0 < n; i0 += WG) {

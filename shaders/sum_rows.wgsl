@@ -1,14 +1,6 @@
 // Sum (u.x = 0) or mean (u.x = 1) of each row. u.y: row count.
-@group(0) @binding(2) var<storage, read_write> d: array<f32>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = flat_group(wid, nwg);
-    if (row >= p.u.y) {
-        return;
-    }
-    let r = row_index(row, p.a_ne);
+fn row(r: vec4<u32>, lid: u32) {
     let n = p.a_ne.x;
     var s = 0.0;
     for (var i0 = lid; i0 < n; i0 += WG) {

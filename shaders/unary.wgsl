@@ -1,6 +1,5 @@
 // Element-wise functions of a. u.x: 0 scale by f.x, 1 gelu (tanh), 2 gelu (erf), 3 silu,
 // 4 relu; u.y: element count.
-@group(0) @binding(2) var<storage, read_write> d: array<f32>;
 
 // erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit, as the CPU reference).
 fn erf_approx(x: f32) -> f32 {
@@ -19,12 +18,7 @@ fn gelu_tanh(x: f32) -> f32 {
     return 0.5 * x * (1.0 + tanh(u));
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let idx = flat_id(gid, nwg);
-    if (idx >= p.u.y) {
-        return;
-    }
+fn element(idx: u32) {
     let i = unravel(idx, p.d_ne);
     let x = a_get(i);
     var r: f32;

@@ -8,7 +8,8 @@ use futures_channel::oneshot;
 
 use super::buffer::WebGpuBuffer;
 use super::context::{Ctx, DEVICE_NAME};
-use super::ops::{self, granularity, unit, NodePlan, PARAMS_SIZE};
+use super::ops::{self, granularity, unit, NodePlan};
+use super::shader::{self, IN_PLACE, PARAMS_SIZE, SHARED_B};
 use super::WebGpuDevice;
 use crate::backend::{BackendImpl, Event, LocalBoxFuture, TensorMemory};
 use crate::error::{Error, Result};
@@ -106,10 +107,6 @@ fn rel_offset(graph: &Graph, id: TensorId, off: usize, b: &Binding<'_>) -> Resul
     }
     Ok((rel_bytes / unit(t.dtype)) as u32)
 }
-
-/// Flag bits in `offs.w`: b is read through a's binding; the output is written through it.
-const SHARED_B: u32 = 1;
-const IN_PLACE: u32 = 2;
 
 /// Whether byte ranges `[x, x + nx)` and `[y, y + ny)` of one buffer intersect.
 fn intersect(
@@ -266,7 +263,7 @@ impl BackendImpl for WebGpuBackend {
             uniform_data[k * stride..k * stride + PARAMS_SIZE]
                 .copy_from_slice(bytemuck::bytes_of(&plan.params));
             let key = plan.key;
-            pipelines.push(ctx.pipeline(key, || ops::shader_source(key))?);
+            pipelines.push(ctx.pipeline(key, || shader::source(key))?);
             bindings.push((d, a, b));
         }
         ctx.scoped(|| {

@@ -6,8 +6,9 @@ use std::rc::Rc;
 
 use wgpu::util::DeviceExt;
 
-use super::context::{wgsl, Ctx};
+use super::context::Ctx;
 use super::ops::Kernel;
+use super::shader::{self, PatchParams};
 use crate::backend::{Buffer, BufferImpl, BufferType, LocalBoxFuture};
 use crate::error::Result;
 use crate::graph::DType;
@@ -126,17 +127,22 @@ impl WebGpuBuffer {
         let align = self.ctx.storage_align();
         let base = (word * 4) / align * align;
         let rel = (word * 4 - base) / 4;
-        let pipeline = self
-            .ctx
-            .pipeline((Kernel::Patch, DType::I32), || wgsl::PATCH.to_string())?;
+        let pipeline = self.ctx.pipeline((Kernel::Patch, DType::I32), || {
+            shader::source((Kernel::Patch, DType::I32))
+        })?;
         self.ctx.scoped(|| {
-            let params: [u32; 4] = [rel as u32, mask, value, 0];
+            let params = PatchParams {
+                word: rel as u32,
+                mask,
+                value,
+                pad: 0,
+            };
             let uniform = self
                 .ctx
                 .device
                 .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                     label: Some("webtensor patch"),
-                    contents: bytemuck::cast_slice(&params),
+                    contents: bytemuck::bytes_of(&params),
                     usage: wgpu::BufferUsages::UNIFORM,
                 });
             let bind = self

@@ -17,38 +17,6 @@ use crate::error::{Error, Result};
 /// The device name everywhere (device, buffer type prefix, errors).
 pub(super) const DEVICE_NAME: &str = "WebGPU";
 
-/// Shader sources, assembled from a shared prelude, a source-dtype snippet and an op body.
-pub(super) mod wgsl {
-    pub const COMMON: &str = include_str!("../../../shaders/common.wgsl");
-    pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
-    pub const OUT_F32: &str = include_str!("../../../shaders/out_f32.wgsl");
-    pub const ROW_INDEX: &str = include_str!("../../../shaders/row_index.wgsl");
-    pub const SRC_F32: &str = include_str!("../../../shaders/src_a_f32.wgsl");
-    pub const SRC_F16: &str = include_str!("../../../shaders/src_a_f16.wgsl");
-    pub const SRC_Q8_0: &str = include_str!("../../../shaders/src_a_q8_0.wgsl");
-    pub const SRC_Q4_0: &str = include_str!("../../../shaders/src_a_q4_0.wgsl");
-    pub const SRC_U32: &str = include_str!("../../../shaders/src_a_u32.wgsl");
-    pub const BINARY: &str = include_str!("../../../shaders/binary.wgsl");
-    pub const UNARY: &str = include_str!("../../../shaders/unary.wgsl");
-    pub const SOFTMAX: &str = include_str!("../../../shaders/softmax.wgsl");
-    pub const NORM: &str = include_str!("../../../shaders/norm.wgsl");
-    pub const SUM_ROWS: &str = include_str!("../../../shaders/sum_rows.wgsl");
-    pub const ARGMAX: &str = include_str!("../../../shaders/argmax.wgsl");
-    pub const ROPE: &str = include_str!("../../../shaders/rope.wgsl");
-    pub const CPY: &str = include_str!("../../../shaders/cpy.wgsl");
-    pub const CPY_F16: &str = include_str!("../../../shaders/cpy_f16.wgsl");
-    pub const COPY_U32: &str = include_str!("../../../shaders/copy_u32.wgsl");
-    pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
-    pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
-    pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
-    pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
-    pub const DOT_PLAIN: &str = include_str!("../../../shaders/dot_plain.wgsl");
-    pub const DOT_Q8_0: &str = include_str!("../../../shaders/dot_q8_0.wgsl");
-    pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
-    pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
-    pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
-}
-
 /// A compiled compute pipeline with its (derived) bind group layout.
 pub(super) struct Pipeline {
     pub pipeline: wgpu::ComputePipeline,

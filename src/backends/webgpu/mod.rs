@@ -7,8 +7,9 @@
 //!
 //! Files: `context` (device, queue, limits, pipeline cache, error scopes, readback and
 //! completion futures), `buffer` (buffer type and buffers), `ops` (what runs and how: one
-//! `ops::plan` per node, which `supports_op` also answers from), `backend` (bindings and
-//! the one-submit encoder). Every operand is bound read-write, since WebGPU forbids a
+//! `ops::plan` per node, which `supports_op` also answers from), `shader` (WGSL sources
+//! joined from `shaders/` pieces, the parameter structs and their generated WGSL),
+//! `backend` (bindings and the one-submit encoder). Every operand is bound read-write, since WebGPU forbids a
 //! buffer being both read-only and writable in one dispatch; operands sharing bytes are
 //! bound once (a second operand, or an in-place output, goes through the first's binding).
 
@@ -16,6 +17,7 @@ mod backend;
 mod buffer;
 mod context;
 mod ops;
+mod shader;
 
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};

@@ -4,19 +4,10 @@
 //! [`plan`] is the single source of truth: `supports_op` answers from it, so the device never
 //! claims a node its shaders cannot run.
 
-use super::context::{wgsl, Ctx};
+use super::context::Ctx;
+use super::shader::{in_place_kernel, Params, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, WG};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, UnaryOp, MAX_DIMS};
-
-/// Invocations per 1-D workgroup (the WGSL `WG`; SwiftShader allows at most 256).
-const WG: usize = 256;
-/// Output tile edge of the matmul shader.
-const MATMUL_TILE: usize = 64;
-/// Rows of `a` per workgroup of the matvec shader.
-const MATVEC_ROWS: usize = 4;
-/// Up to this many columns of `b`, matmul runs as matrix-vector products, all columns in one
-/// workgroup (a 64x64 tile would leave most of its threads idle). The shader's `COLS`.
-const MATVEC_MAX_N: usize = 8;
 
 /// A compute shader: an op family with its output variant. With the dtype of source `a`
 /// (which picks the snippet `a_get` reads it through) it keys the pipeline cache.
@@ -48,35 +39,8 @@ pub(super) enum Kernel {
     Patch,
 }
 
-/// Whether a kernel can compute into its first operand's memory (`d_put` in its shader).
-pub(super) fn in_place_kernel(k: Kernel) -> bool {
-    matches!(
-        k,
-        Kernel::Binary | Kernel::Unary | Kernel::SoftMax | Kernel::Norm | Kernel::Rope
-    )
-}
-
 /// Pipeline cache key: the kernel and the dtype of source `a`.
 pub(super) type PipelineKey = (Kernel, DType);
-
-/// The parameter block every shader reads (`Params` in common.wgsl).
-#[repr(C)]
-#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(super) struct Params {
-    pub d_ne: [u32; 4],
-    pub d_nb: [u32; 4],
-    pub a_ne: [u32; 4],
-    pub a_nb: [u32; 4],
-    pub b_ne: [u32; 4],
-    pub b_nb: [u32; 4],
-    /// Offsets of dst, a, b inside their bindings (in storage units).
-    pub offs: [u32; 4],
-    pub u: [u32; 4],
-    pub f: [f32; 4],
-}
-
-/// Byte size of [`Params`].
-pub(super) const PARAMS_SIZE: usize = std::mem::size_of::<Params>();
 
 /// One node as a dispatch.
 pub(super) struct NodePlan {
@@ -115,62 +79,6 @@ pub(super) fn unit(dt: DType) -> usize {
 /// Alignment a tensor's byte offset must have (quantized f16 scales are read as half-words).
 pub(super) fn granularity(dt: DType) -> usize {
     unit(dt).max(if dt.is_quantized() { 2 } else { 1 })
-}
-
-/// WGSL source for a pipeline key: the shared prelude, the snippet reading `a`, the row
-/// reductions where needed, and the kernel's body.
-pub(super) fn shader_source(key: PipelineKey) -> String {
-    let (kernel, dtype) = key;
-    let body = match kernel {
-        Kernel::Binary => wgsl::BINARY,
-        Kernel::Unary => wgsl::UNARY,
-        Kernel::SoftMax => wgsl::SOFTMAX,
-        Kernel::Norm => wgsl::NORM,
-        Kernel::SumRows => wgsl::SUM_ROWS,
-        Kernel::Argmax => wgsl::ARGMAX,
-        Kernel::Rope => wgsl::ROPE,
-        Kernel::Cpy => wgsl::CPY,
-        Kernel::CpyF16 => wgsl::CPY_F16,
-        Kernel::Quantize => wgsl::QUANTIZE,
-        Kernel::CopyU32 => wgsl::COPY_U32,
-        Kernel::CopyBytes => wgsl::COPY_BYTES,
-        Kernel::GetRows => wgsl::GET_ROWS,
-        Kernel::MatMul => wgsl::MATMUL,
-        Kernel::MatVec => wgsl::MATVEC,
-        Kernel::Patch => return wgsl::PATCH.to_string(),
-    };
-    let src = match (kernel, dtype) {
-        (Kernel::CopyU32 | Kernel::CopyBytes, _) | (_, DType::I32) => wgsl::SRC_U32,
-        (_, DType::F16) => wgsl::SRC_F16,
-        (_, DType::Q8_0) => wgsl::SRC_Q8_0,
-        (_, DType::Q4_0) => wgsl::SRC_Q4_0,
-        (_, DType::F32) => wgsl::SRC_F32,
-    };
-    let mut s = String::with_capacity(8192);
-    s.push_str(wgsl::COMMON);
-    s.push_str(src);
-    if matches!(
-        kernel,
-        Kernel::SoftMax | Kernel::Norm | Kernel::SumRows | Kernel::Argmax
-    ) {
-        s.push_str(wgsl::ROW_INDEX);
-    }
-    // argmax has its own (value, index) reduction.
-    if matches!(kernel, Kernel::SoftMax | Kernel::Norm | Kernel::SumRows) {
-        s.push_str(wgsl::ROW_REDUCE);
-    }
-    if in_place_kernel(kernel) {
-        s.push_str(wgsl::OUT_F32);
-    }
-    if kernel == Kernel::MatVec {
-        s.push_str(match dtype {
-            DType::Q8_0 => wgsl::DOT_Q8_0,
-            DType::Q4_0 => wgsl::DOT_Q4_0,
-            _ => wgsl::DOT_PLAIN,
-        });
-    }
-    s.push_str(body);
-    s
 }
 
 fn to_u32(x: usize, what: &str) -> Result<u32> {
@@ -371,6 +279,8 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
                 if t.dtype == DType::F32 {
                     ((Kernel::Cpy, srcs[0].dtype), None, grid(ctx, n, false)?)
                 } else {
+                    params.u[1] = to_u32(n.div_ceil(2), "word count")?;
+                    params.u[2] = to_u32(n, "element count")?;
                     (
                         (Kernel::CpyF16, srcs[0].dtype),
                         None,
@@ -381,7 +291,8 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             (DType::F32 | DType::F16, DType::Q8_0 | DType::Q4_0) => {
                 let blocks = n / crate::graph::QK;
                 params.u[0] = u32::from(t.dtype == DType::Q4_0);
-                params.u[1] = to_u32(blocks, "block count")?;
+                params.u[1] = to_u32(blocks.div_ceil(2), "block pair count")?;
+                params.u[2] = to_u32(blocks, "block count")?;
                 (
                     (Kernel::Quantize, srcs[0].dtype),
                     None,
@@ -391,7 +302,8 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             (s, d) if s == d && s.is_quantized() && srcs[0].rows_contiguous() => {
                 let bytes = t.nbytes();
                 params.u[0] = to_u32(s.row_bytes(t.ne[0])?, "row bytes")?;
-                params.u[1] = to_u32(bytes, "byte count")?;
+                params.u[1] = to_u32(bytes.div_ceil(4), "word count")?;
+                params.u[2] = to_u32(bytes, "byte count")?;
                 (
                     (Kernel::CopyBytes, DType::I32),
                     None,
@@ -436,7 +348,7 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
             params.u[1] = to_u32(tb.ne[3] / ta.ne[3], "batch ratio")?;
             let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
             let batch = t.ne[2] * t.ne[3];
-            let matvec = t.ne[1] <= MATVEC_MAX_N && t.ne[0].div_ceil(MATVEC_ROWS) <= max;
+            let matvec = t.ne[1] <= MATVEC_COLS && t.ne[0].div_ceil(MATVEC_ROWS) <= max;
             let (kernel, g) = if matvec {
                 (Kernel::MatVec, [t.ne[0].div_ceil(MATVEC_ROWS), 1, batch])
             } else {

@@ -1,0 +1,16 @@
+// Output access for kernels that may run in place: with IN_PLACE the output lives in a's
+// binding (WebGPU forbids binding the same bytes twice for writing).
+fn d_put(k: u32, v: f32) {
+    if ((p.offs.w & IN_PLACE) != 0u) {
+        a[k] = v;
+    } else {
+        d[k] = v;
+    }
+}
+
+fn d_read(k: u32) -> f32 {
+    if ((p.offs.w & IN_PLACE) != 0u) {
+        return a[k];
+    }
+    return d[k];
+}

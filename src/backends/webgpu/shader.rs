@@ -1,0 +1,468 @@
+//! WGSL assembly. Each file in `shaders/` holds one piece: the shared prelude, the operand
+//! snippets (`a` per source dtype, `b`, the output `d`), the shared entry points (element and
+//! row kernels: bounds check, then the kernel's body) and each kernel's own code. A pipeline's
+//! source is joined here from its `Recipe`, after a generated header: the constants shared
+//! with Rust and the parameter structs, whose WGSL declarations come from the Rust
+//! definitions below (one field list for both sides).
+
+use super::ops::{Kernel, PipelineKey};
+use crate::graph::DType;
+
+/// Invocations per 1-D workgroup (`WG`; SwiftShader allows at most 256).
+pub(super) const WG: usize = 256;
+/// Output tile edge of the matmul shader (`MATMUL_TILE`; its 16 x 16 threads of 4 x 4
+/// outputs fix it at 64).
+pub(super) const MATMUL_TILE: usize = 64;
+/// Rows of `a` per workgroup of the matvec shader (`MATVEC_ROWS`).
+pub(super) const MATVEC_ROWS: usize = 4;
+/// Up to this many columns of `b`, matmul runs as matrix-vector products, all columns in one
+/// workgroup (a 64x64 tile would leave most of its threads idle). The shader's `MATVEC_COLS`.
+pub(super) const MATVEC_COLS: usize = 8;
+/// `offs.w` flag: `b` shares `a`'s memory and is read through `a`'s binding (`SHARED_B`).
+pub(super) const SHARED_B: u32 = 1;
+/// `offs.w` flag: the output is written over `a`, through `a`'s binding (`IN_PLACE`).
+pub(super) const IN_PLACE: u32 = 2;
+
+/// The constants every op shader sees, by their WGSL names.
+const CONSTANTS: [(&str, u32); 6] = [
+    ("WG", WG as u32),
+    ("MATMUL_TILE", MATMUL_TILE as u32),
+    ("MATVEC_ROWS", MATVEC_ROWS as u32),
+    ("MATVEC_COLS", MATVEC_COLS as u32),
+    ("SHARED_B", SHARED_B),
+    ("IN_PLACE", IN_PLACE),
+];
+
+/// A Rust type a shader reads from a uniform, with its WGSL name, size and alignment.
+pub(super) trait WgslType {
+    const WGSL: &'static str;
+    const SIZE: usize;
+    const ALIGN: usize;
+}
+
+impl WgslType for u32 {
+    const WGSL: &'static str = "u32";
+    const SIZE: usize = 4;
+    const ALIGN: usize = 4;
+}
+
+impl WgslType for [u32; 4] {
+    const WGSL: &'static str = "vec4<u32>";
+    const SIZE: usize = 16;
+    const ALIGN: usize = 16;
+}
+
+impl WgslType for [f32; 4] {
+    const WGSL: &'static str = "vec4<f32>";
+    const SIZE: usize = 16;
+    const ALIGN: usize = 16;
+}
+
+/// Defines a `#[repr(C)]` Pod struct a shader reads as a uniform, and its WGSL declaration
+/// (`wgsl()`) from the same field list; the field docs become WGSL comments. A compile-time
+/// check keeps every field where WGSL's layout rules put it.
+macro_rules! uniform_struct {
+    (
+        $(#[doc = $doc:literal])*
+        pub(super) struct $name:ident {
+            $( $(#[doc = $fdoc:literal])* pub $field:ident: $ty:ty, )*
+        }
+    ) => {
+        $(#[doc = $doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+        pub(super) struct $name {
+            $( $(#[doc = $fdoc])* pub $field: $ty, )*
+        }
+
+        // With every field at a multiple of its WGSL alignment and the size a multiple of
+        // each, WGSL lays the struct out exactly as repr(C) does (no padding anywhere).
+        const _: () = {
+            $(
+                assert!(
+                    std::mem::offset_of!($name, $field) % <$ty as WgslType>::ALIGN == 0,
+                    concat!(stringify!($name), ".", stringify!($field), " is not WGSL-aligned"),
+                );
+                assert!(
+                    std::mem::size_of::<$ty>() == <$ty as WgslType>::SIZE,
+                    concat!(stringify!($name), ".", stringify!($field), " differs in size"),
+                );
+                assert!(
+                    std::mem::size_of::<$name>() % <$ty as WgslType>::ALIGN == 0,
+                    concat!(stringify!($name), " needs trailing padding in WGSL"),
+                );
+            )*
+        };
+
+        impl $name {
+            /// Field names and byte offsets, to check against the WGSL layout.
+            #[cfg(all(test, not(target_arch = "wasm32")))]
+            const LAYOUT: &'static [(&'static str, usize)] =
+                &[$( (stringify!($field), std::mem::offset_of!($name, $field)) ),*];
+
+            /// The WGSL declaration of this struct.
+            pub fn wgsl() -> String {
+                let mut s = String::from(concat!("struct ", stringify!($name), " {\n"));
+                $(
+                    $( s.push_str(concat!("    //", $fdoc, "\n")); )*
+                    s.push_str(concat!("    ", stringify!($field), ": "));
+                    s.push_str(<$ty as WgslType>::WGSL);
+                    s.push_str(",\n");
+                )*
+                s.push_str("}\n");
+                s
+            }
+        }
+    };
+}
+
+uniform_struct! {
+    /// The parameter block every op shader reads (`p`). Offsets and strides are in storage
+    /// units of their tensor (see `ops::unit`).
+    pub(super) struct Params {
+        /// Shape of the output d.
+        pub d_ne: [u32; 4],
+        /// Strides of d.
+        pub d_nb: [u32; 4],
+        /// Shape of operand a.
+        pub a_ne: [u32; 4],
+        /// Strides of a.
+        pub a_nb: [u32; 4],
+        /// Shape of operand b.
+        pub b_ne: [u32; 4],
+        /// Strides of b.
+        pub b_nb: [u32; 4],
+        /// Offsets of d, a, b inside their bindings; w: SHARED_B | IN_PLACE flags.
+        pub offs: [u32; 4],
+        /// Op-specific integers (each kernel file says which); u.y: the work item count.
+        pub u: [u32; 4],
+        /// Op-specific floats.
+        pub f: [f32; 4],
+    }
+}
+
+uniform_struct! {
+    /// The patch shader's parameters (`q`): d[word] = (d[word] & !mask) | (value & mask).
+    pub(super) struct PatchParams {
+        /// Word index inside the binding.
+        pub word: u32,
+        /// Bits to replace.
+        pub mask: u32,
+        /// Their new values.
+        pub value: u32,
+        /// Padding to 16 bytes.
+        pub pad: u32,
+    }
+}
+
+/// Byte size of [`Params`].
+pub(super) const PARAMS_SIZE: usize = std::mem::size_of::<Params>();
+
+/// The shader files.
+mod wgsl {
+    pub const PRELUDE: &str = include_str!("../../../shaders/prelude.wgsl");
+    pub const ENTRY_ELEMENT: &str = include_str!("../../../shaders/entry_element.wgsl");
+    pub const ENTRY_ROW: &str = include_str!("../../../shaders/entry_row.wgsl");
+    pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
+    pub const A_F32: &str = include_str!("../../../shaders/a_f32.wgsl");
+    pub const A_PACKED: &str = include_str!("../../../shaders/a_packed.wgsl");
+    pub const A_F16: &str = include_str!("../../../shaders/a_f16.wgsl");
+    pub const A_Q8_0: &str = include_str!("../../../shaders/a_q8_0.wgsl");
+    pub const A_Q4_0: &str = include_str!("../../../shaders/a_q4_0.wgsl");
+    pub const B: &str = include_str!("../../../shaders/b.wgsl");
+    pub const D: &str = include_str!("../../../shaders/d.wgsl");
+    pub const D_IN_PLACE: &str = include_str!("../../../shaders/d_in_place.wgsl");
+    pub const DOT_PLAIN: &str = include_str!("../../../shaders/dot_plain.wgsl");
+    pub const DOT_Q8_0: &str = include_str!("../../../shaders/dot_q8_0.wgsl");
+    pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
+    pub const BINARY: &str = include_str!("../../../shaders/binary.wgsl");
+    pub const UNARY: &str = include_str!("../../../shaders/unary.wgsl");
+    pub const SOFTMAX: &str = include_str!("../../../shaders/softmax.wgsl");
+    pub const NORM: &str = include_str!("../../../shaders/norm.wgsl");
+    pub const SUM_ROWS: &str = include_str!("../../../shaders/sum_rows.wgsl");
+    pub const ARGMAX: &str = include_str!("../../../shaders/argmax.wgsl");
+    pub const ROPE: &str = include_str!("../../../shaders/rope.wgsl");
+    pub const CPY: &str = include_str!("../../../shaders/cpy.wgsl");
+    pub const CPY_F16: &str = include_str!("../../../shaders/cpy_f16.wgsl");
+    pub const COPY_U32: &str = include_str!("../../../shaders/copy_u32.wgsl");
+    pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
+    pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
+    pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
+    pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
+    pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
+    pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
+}
+
+/// How an op shader is put together around its kernel file.
+struct Recipe {
+    /// The kernel file.
+    body: &'static str,
+    /// The shared entry point calling the body (`fn element` / `fn row`), or `None` when the
+    /// body declares its own `main`.
+    entry: Option<&'static str>,
+    /// WGSL element type of the output `d` (binding 2).
+    d: &'static str,
+    /// WGSL element type of operand `b` (binding 3), if the kernel reads one.
+    b: Option<&'static str>,
+    /// May write over `a` (`d_put` / `d_read`).
+    in_place: bool,
+    /// Uses the workgroup reductions `wg_sum` / `wg_max`.
+    reductions: bool,
+}
+
+/// The recipe of an op shader; `None` for the standalone patch shader.
+fn recipe(kernel: Kernel) -> Option<Recipe> {
+    let r = |body, entry, d, b| Recipe {
+        body,
+        entry,
+        d,
+        b,
+        in_place: false,
+        reductions: false,
+    };
+    let element = Some(wgsl::ENTRY_ELEMENT);
+    let row = Some(wgsl::ENTRY_ROW);
+    Some(match kernel {
+        Kernel::Binary => Recipe {
+            in_place: true,
+            ..r(wgsl::BINARY, element, "f32", Some("f32"))
+        },
+        Kernel::Unary => Recipe {
+            in_place: true,
+            ..r(wgsl::UNARY, element, "f32", None)
+        },
+        Kernel::SoftMax => Recipe {
+            in_place: true,
+            reductions: true,
+            ..r(wgsl::SOFTMAX, row, "f32", Some("f32"))
+        },
+        Kernel::Norm => Recipe {
+            in_place: true,
+            reductions: true,
+            ..r(wgsl::NORM, row, "f32", None)
+        },
+        Kernel::SumRows => Recipe {
+            reductions: true,
+            ..r(wgsl::SUM_ROWS, row, "f32", None)
+        },
+        // argmax has its own (value, index) reduction.
+        Kernel::Argmax => r(wgsl::ARGMAX, row, "i32", None),
+        Kernel::Rope => Recipe {
+            in_place: true,
+            ..r(wgsl::ROPE, element, "f32", Some("i32"))
+        },
+        Kernel::Cpy => r(wgsl::CPY, element, "f32", None),
+        Kernel::CpyF16 => r(wgsl::CPY_F16, element, "u32", None),
+        Kernel::Quantize => r(wgsl::QUANTIZE, element, "u32", None),
+        Kernel::CopyU32 => r(wgsl::COPY_U32, element, "u32", Some("u32")),
+        Kernel::CopyBytes => r(wgsl::COPY_BYTES, element, "u32", None),
+        Kernel::GetRows => r(wgsl::GET_ROWS, element, "f32", Some("i32")),
+        Kernel::MatMul => r(wgsl::MATMUL, None, "f32", Some("f32")),
+        Kernel::MatVec => r(wgsl::MATVEC, None, "f32", Some("f32")),
+        Kernel::Patch => return None,
+    })
+}
+
+/// Whether a kernel can compute into its first operand's memory (`d_put` in its shader).
+pub(super) fn in_place_kernel(kernel: Kernel) -> bool {
+    recipe(kernel).is_some_and(|r| r.in_place)
+}
+
+/// WGSL source for a pipeline: the header (constants, `Params`, operand element types), the
+/// prelude, the snippets reading `a` (per dtype) and `b` and writing `d`, the helpers the
+/// kernel uses, its body and its entry point.
+pub(super) fn source((kernel, dtype): PipelineKey) -> String {
+    let Some(r) = recipe(kernel) else {
+        return PatchParams::wgsl() + wgsl::PATCH;
+    };
+    let a: &[&str] = match (kernel, dtype) {
+        (Kernel::CopyU32 | Kernel::CopyBytes, _) | (_, DType::I32) => &[wgsl::A_PACKED],
+        (_, DType::F16) => &[wgsl::A_PACKED, wgsl::A_F16],
+        (_, DType::Q8_0) => &[wgsl::A_PACKED, wgsl::A_Q8_0],
+        (_, DType::Q4_0) => &[wgsl::A_PACKED, wgsl::A_Q4_0],
+        (_, DType::F32) => &[wgsl::A_F32],
+    };
+    let mut s = String::with_capacity(8192);
+    for (name, value) in CONSTANTS {
+        s.push_str(&format!("const {name}: u32 = {value}u;\n"));
+    }
+    s.push_str(&Params::wgsl());
+    s.push_str(&format!("alias DT = {};\n", r.d));
+    s.push_str(wgsl::PRELUDE);
+    a.iter().for_each(|snippet| s.push_str(snippet));
+    s.push_str(wgsl::D);
+    if let Some(bt) = r.b {
+        s.push_str(&format!("alias BT = {bt};\n"));
+        s.push_str(wgsl::B);
+    }
+    if r.in_place {
+        s.push_str(wgsl::D_IN_PLACE);
+    }
+    if r.reductions {
+        s.push_str(wgsl::ROW_REDUCE);
+    }
+    if kernel == Kernel::MatVec {
+        s.push_str(match dtype {
+            DType::Q8_0 => wgsl::DOT_Q8_0,
+            DType::Q4_0 => wgsl::DOT_Q4_0,
+            _ => wgsl::DOT_PLAIN,
+        });
+    }
+    s.push_str(r.body);
+    if let Some(entry) = r.entry {
+        s.push_str(entry);
+    }
+    s
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    /// Every kernel; the match makes a new variant a compile error here until it is listed.
+    fn all_kernels() -> Vec<Kernel> {
+        let all = [
+            Kernel::Binary,
+            Kernel::Unary,
+            Kernel::SoftMax,
+            Kernel::Norm,
+            Kernel::SumRows,
+            Kernel::Argmax,
+            Kernel::Rope,
+            Kernel::Cpy,
+            Kernel::CpyF16,
+            Kernel::Quantize,
+            Kernel::CopyU32,
+            Kernel::CopyBytes,
+            Kernel::GetRows,
+            Kernel::MatMul,
+            Kernel::MatVec,
+            Kernel::Patch,
+        ];
+        for k in all {
+            match k {
+                Kernel::Binary
+                | Kernel::Unary
+                | Kernel::SoftMax
+                | Kernel::Norm
+                | Kernel::SumRows
+                | Kernel::Argmax
+                | Kernel::Rope
+                | Kernel::Cpy
+                | Kernel::CpyF16
+                | Kernel::Quantize
+                | Kernel::CopyU32
+                | Kernel::CopyBytes
+                | Kernel::GetRows
+                | Kernel::MatMul
+                | Kernel::MatVec
+                | Kernel::Patch => {}
+            }
+        }
+        all.to_vec()
+    }
+
+    /// The pipeline keys `ops::plan` can ask for (and a few more): the copies that convert,
+    /// matmul and get_rows take every float or quantized `a`; the byte and word copies and
+    /// the patch key on I32; the rest (in-place and row kernels) read f32.
+    fn all_keys() -> Vec<PipelineKey> {
+        let mut keys = Vec::new();
+        for k in all_kernels() {
+            let dtypes: &[DType] = match k {
+                Kernel::CopyU32 | Kernel::CopyBytes | Kernel::Patch => &[DType::I32],
+                Kernel::Cpy
+                | Kernel::CpyF16
+                | Kernel::Quantize
+                | Kernel::GetRows
+                | Kernel::MatMul
+                | Kernel::MatVec => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
+                _ => &[DType::F32],
+            };
+            keys.extend(dtypes.iter().map(|&dt| (k, dt)));
+        }
+        keys
+    }
+
+    fn parse(key: PipelineKey) -> naga::Module {
+        let src = source(key);
+        let module = naga::front::wgsl::parse_str(&src)
+            .unwrap_or_else(|e| panic!("{key:?}: {}", e.emit_to_string(&src)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            // unpack2x16float: part of WebGPU, optional only on GLES (wgpu enables it there).
+            naga::valid::Capabilities::default()
+                | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{key:?}: {}", e.emit_to_string(&src)));
+        module
+    }
+
+    #[test]
+    fn every_shader_parses_and_validates() {
+        let keys = all_keys();
+        assert_eq!(keys.len(), 6 * 4 + 3 + 7);
+        for key in keys {
+            let module = parse(key);
+            assert_eq!(module.entry_points.len(), 1, "{key:?}: one entry point");
+            assert_eq!(module.entry_points[0].name, "main");
+        }
+    }
+
+    /// Byte offsets and size of struct `name` as naga lays it out.
+    fn wgsl_layout(module: &naga::Module, name: &str) -> (Vec<(String, usize)>, usize) {
+        let ty = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no struct {name}"))
+            .1;
+        match &ty.inner {
+            naga::TypeInner::Struct { members, span } => (
+                members
+                    .iter()
+                    .map(|m| (m.name.clone().unwrap_or_default(), m.offset as usize))
+                    .collect(),
+                *span as usize,
+            ),
+            other => panic!("{name} is {other:?}"),
+        }
+    }
+
+    fn rust_layout(layout: &[(&str, usize)]) -> Vec<(String, usize)> {
+        layout.iter().map(|&(n, o)| (n.to_string(), o)).collect()
+    }
+
+    #[test]
+    fn generated_structs_match_the_rust_layout() {
+        let module = parse((Kernel::Binary, DType::F32));
+        let (fields, size) = wgsl_layout(&module, "Params");
+        assert_eq!(fields, rust_layout(Params::LAYOUT));
+        assert_eq!(size, PARAMS_SIZE);
+        assert_eq!(fields.len(), 9);
+
+        let module = parse((Kernel::Patch, DType::I32));
+        let (fields, size) = wgsl_layout(&module, "PatchParams");
+        assert_eq!(fields, rust_layout(PatchParams::LAYOUT));
+        assert_eq!(size, std::mem::size_of::<PatchParams>());
+        assert_eq!(fields.len(), 4);
+    }
+
+    #[test]
+    fn shared_constants_reach_the_shaders() {
+        let module = parse((Kernel::MatVec, DType::Q8_0));
+        for (name, value) in CONSTANTS {
+            let (_, c) = module
+                .constants
+                .iter()
+                .find(|(_, c)| c.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("no constant {name}"));
+            match module.global_expressions[c.init] {
+                naga::Expression::Literal(naga::Literal::U32(v)) => assert_eq!(v, value, "{name}"),
+                ref e => panic!("{name} = {e:?}"),
+            }
+        }
+        let wg = module.entry_points[0].workgroup_size;
+        assert_eq!(wg, [WG as u32, 1, 1]);
+    }
+}
