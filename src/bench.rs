@@ -1,15 +1,20 @@
 //! Benchmark support shared by the native benches and the wasm benchmark page: a prepared
-//! matmul run through a device's real backend, a probe of this machine's SIMD peak, and a
-//! per-op profile of the CPU backend ([`profile`]). Benchmarks print numbers; nothing here is
-//! a timed test.
+//! matmul run through a device's real backend and a probe of this machine's SIMD peak (both
+//! behind the `bench` feature, out of the default package), and a per-op profile of the CPU
+//! backend ([`profile`], always built). Benchmarks print numbers; nothing here is a timed test.
 
+#[cfg(feature = "bench")]
 use std::rc::Rc;
 
+#[cfg(feature = "bench")]
 use crate::backend::{Backend, Device, TensorMemory};
+#[cfg(feature = "bench")]
 use crate::error::Result;
+#[cfg(feature = "bench")]
 use crate::graph::{row_from_f32, DType, Graph, TensorId};
 
 /// `W (k×m, wtype) · X (k×n, f32)` prepared on a device: data written once, `run` enqueues it.
+#[cfg(feature = "bench")]
 pub struct MatmulProblem {
     backend: Rc<dyn Backend>,
     graph: Graph,
@@ -18,6 +23,7 @@ pub struct MatmulProblem {
     flops: f64,
 }
 
+#[cfg(feature = "bench")]
 impl MatmulProblem {
     /// Builds and uploads a problem with deterministic pseudo-random data.
     pub fn new(device: Rc<dyn Device>, wtype: DType, m: usize, n: usize, k: usize) -> Result<Self> {
@@ -76,6 +82,7 @@ impl MatmulProblem {
 /// checksum keeping the work alive, the flops done). Timing it gives this machine's practical
 /// f32 SIMD peak for one thread: 6 multiply and 6 add chains (a GEMM's mul+add pairs; the two
 /// kinds issue on separate ports), or 12 fused multiply-add chains with `+relaxed-simd`.
+#[cfg(feature = "bench")]
 #[inline(never)]
 pub fn simd_peak_probe(iters: u32) -> (f32, f64) {
     const CHAINS: usize = 12;
@@ -97,7 +104,7 @@ pub fn simd_peak_probe(iters: u32) -> (f32, f64) {
     (sum, iters as f64 * (CHAINS * flops_per_chain) as f64)
 }
 
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[cfg(all(feature = "bench", target_arch = "wasm32", target_feature = "simd128"))]
 fn probe_kernel(acc: [[f32; 4]; 12], m: [f32; 4], c: [f32; 4], iters: u32) -> [[f32; 4]; 12] {
     use core::arch::wasm32::*;
     let ld = |a: [f32; 4]| f32x4(a[0], a[1], a[2], a[3]);
@@ -130,7 +137,10 @@ fn probe_kernel(acc: [[f32; 4]; 12], m: [f32; 4], c: [f32; 4], iters: u32) -> [[
     })
 }
 
-#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[cfg(all(
+    feature = "bench",
+    not(all(target_arch = "wasm32", target_feature = "simd128"))
+))]
 fn probe_kernel(mut acc: [[f32; 4]; 12], m: [f32; 4], c: [f32; 4], iters: u32) -> [[f32; 4]; 12] {
     for _ in 0..iters {
         for (i, x) in acc.iter_mut().enumerate() {
@@ -189,27 +199,8 @@ pub mod profile {
         s
     }
 
-    /// A clock in milliseconds (`performance.now()` in the browser).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn now_ms() -> f64 {
-        thread_local! { static EPOCH: std::time::Instant = std::time::Instant::now(); }
-        EPOCH.with(|e| e.elapsed().as_secs_f64() * 1e3)
-    }
-
-    /// A clock in milliseconds (`performance.now()` in the browser).
-    #[cfg(target_arch = "wasm32")]
-    pub fn now_ms() -> f64 {
-        use wasm_bindgen::JsCast;
-        let perf = js_sys::Reflect::get(&js_sys::global(), &"performance".into()).ok();
-        let now = perf
-            .as_ref()
-            .and_then(|p| js_sys::Reflect::get(p, &"now".into()).ok())
-            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
-        match (perf, now) {
-            (Some(p), Some(f)) => f.call0(&p).ok().and_then(|v| v.as_f64()).unwrap_or(0.0),
-            _ => js_sys::Date::now(),
-        }
-    }
+    /// The crate's clock, in milliseconds ([`crate::clock::now_ms`]).
+    pub use crate::clock::now_ms;
 }
 
 #[cfg(test)]
@@ -231,7 +222,10 @@ mod tests {
         assert!(first.contains("3.00 ms") && first.contains("2×") && first.ends_with("MatMul"));
         assert!(profile::now_ms() >= 0.0);
     }
+}
 
+#[cfg(all(test, feature = "bench"))]
+mod bench_tests {
     use super::*;
     use crate::backends::cpu::{CpuDevice, KernelSet};
 

@@ -9,16 +9,20 @@
 
 pub mod backend;
 pub mod backends;
+// Matmul problems and the SIMD probe need the `bench` feature; the profiler is always in.
 pub mod bench;
+mod clock;
 mod error;
 pub mod graph;
 pub mod model;
 pub mod runtime;
+// The op suite, scheduler checks and seeded RNG: unit tests, or the `testing` feature.
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use error::{Error, Result};
+pub use error::{At, Error, ModelFile, Result};
 
 // The SIMD128 kernels are the point of the wasm build: never ship one without them
 // (a RUSTFLAGS set by a script replaces .cargo/config.toml's `+simd128`).

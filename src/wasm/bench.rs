@@ -1,17 +1,25 @@
-//! Benchmark entry points for bench/ (thin wrappers over `crate::bench`).
+//! Benchmark entry points for bench/ (thin wrappers over `crate::bench`): the matmul and
+//! SIMD-peak probes only with the `bench` feature (the bench scripts build with it), the
+//! profiler always.
 
+#[cfg(feature = "bench")]
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "bench")]
 use super::convert::to_js_error;
+#[cfg(feature = "bench")]
 use crate::backends::cpu::{CpuDevice, KernelSet};
+#[cfg(feature = "bench")]
 use crate::graph::DType;
 
 /// A matmul prepared on the CPU device (fast kernels): `W (k×m, dtype) · X (k×n, f32)`.
+#[cfg(feature = "bench")]
 #[wasm_bindgen]
 pub struct MatmulBench(crate::bench::MatmulProblem);
 
+#[cfg(feature = "bench")]
 #[wasm_bindgen]
 impl MatmulBench {
     /// `dtype` is "f32", "f16", "q8_0" or "q4_0".
@@ -42,6 +50,7 @@ impl MatmulBench {
 }
 
 /// Runs the SIMD peak probe for `iters` rounds and returns the flops it did.
+#[cfg(feature = "bench")]
 #[wasm_bindgen(js_name = simdPeakProbe)]
 pub fn simd_peak_probe(iters: u32) -> f64 {
     let (checksum, flops) = crate::bench::simd_peak_probe(iters);

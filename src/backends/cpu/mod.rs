@@ -137,14 +137,10 @@ impl CpuBackend {
         let cpu = buf
             .as_any()
             .downcast_ref::<CpuBuffer>()
-            .ok_or_else(|| Error::Unsupported {
+            .ok_or_else(|| Error::ForeignBuffer {
+                tensor: graph.tensor(id).name.clone(),
                 device: "CPU".into(),
-                op: "access".into(),
-                reason: format!(
-                    "tensor {} is in a {} buffer",
-                    graph.tensor(id).name,
-                    buf.type_name()
-                ),
+                buffer: buf.type_name().to_string(),
             })?;
         // The buffer is kept alive by `mem` for the whole compute call.
         unsafe { TensorView::new(graph.tensor(id), cpu.base_ptr(), cpu.size(), off) }
