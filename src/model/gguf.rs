@@ -237,10 +237,13 @@ fn tensor_nbytes(dtype: DType, ne: &[usize]) -> std::result::Result<usize, Strin
             dtype.block_size()
         ));
     }
-    let row = (n0 / dtype.block_size()).checked_mul(dtype.block_bytes());
-    ne.iter()
-        .skip(1)
-        .try_fold(row, |acc, &n| acc?.checked_mul(n))
+    (n0 / dtype.block_size())
+        .checked_mul(dtype.block_bytes())
+        .and_then(|row| {
+            ne.iter()
+                .skip(1)
+                .try_fold(row, |acc, &n| acc.checked_mul(n))
+        })
         .ok_or_else(|| format!("shape {ne:?} of {dtype} overflows"))
 }
 
