@@ -31,7 +31,7 @@ mod native {
                 "A man is riding a horse.",
             ];
         }
-        let rt = block_on(webtensor::backends::runtime(device, false))?;
+        let rt = block_on(webtensor::create_runtime(device, false))?;
         let embedder = SentenceEmbedder::load(&rt, &std::fs::read(path)?)?;
         println!("devices: {:?} {:?}", rt.device_names(), rt.notes());
         let t0 = Instant::now();

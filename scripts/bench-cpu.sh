@@ -15,8 +15,8 @@ source scripts/.env.sh
 run_pass() {  # $1 = label, $2 = extra target features, $3 = JSON suffix, $4 = node flags
   local label=$1 feat=$2 node_flags=${4:-}
   echo "== building ($label)"
-  RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target nodejs --out-dir bench/.pkg-node >/dev/null 2>&1
-  RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target web --out-dir bench/.pkg-web >/dev/null 2>&1
+  RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target nodejs --out-dir bench/.pkg-node -- --features bench >/dev/null 2>&1
+  RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target web --out-dir bench/.pkg-web -- --features bench >/dev/null 2>&1
   echo "== Node ($label)"; node $node_flags bench/node.mjs "target/bench/cpu-matmul-node$3.json"
   echo "== Chromium ($label)"; node bench/browser.mjs "target/bench/cpu-matmul-chromium$3.json"
 }

@@ -18,7 +18,7 @@ bash scripts/fetch-model.sh
 python3 scripts/export-onnx.py  # pip-installs `onnx` itself when it has to export
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
 ( cd bench && { [ -d node_modules/onnxruntime-web ] && [ -d node_modules/@wllama/wllama ] || npm ci --no-audit --no-fund; } )
-wasm wasm-pack build --release --target web --out-dir bench/.pkg-web >/dev/null 2>&1
+wasm wasm-pack build --release --target web --out-dir bench/.pkg-web -- --features bench >/dev/null 2>&1
 RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
-  wasm wasm-pack build --release --target web --out-dir bench/.pkg-web-relaxed >/dev/null 2>&1
+  wasm wasm-pack build --release --target web --out-dir bench/.pkg-web-relaxed -- --features bench >/dev/null 2>&1
 node bench/minilm.mjs target/bench/minilm-chromium.json

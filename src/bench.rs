@@ -1,7 +1,7 @@
 //! Benchmark support shared by the native benches and the wasm benchmark page: a prepared
-//! matmul run through a device's real backend and a probe of this machine's SIMD peak (the
-//! per-op profiler is `backend::profile`). Benchmarks print numbers; nothing here is a timed
-//! test.
+//! matmul run through a device's real backend and a probe of this machine's SIMD peak, behind
+//! the `bench` feature (out of the default package); the per-op profiler is
+//! `backend::profile`. Benchmarks print numbers; nothing here is a timed test.
 
 use std::rc::Rc;
 

@@ -9,16 +9,32 @@
 
 pub mod backend;
 pub mod backends;
+// Matmul problems and the SIMD probe: the `bench` feature (the profiler is `backend::profile`).
+#[cfg(feature = "bench")]
 pub mod bench;
+mod clock;
 mod error;
 pub mod graph;
 pub mod model;
 pub mod runtime;
+// The op suite, scheduler checks and seeded RNG: unit tests, or the `testing` feature.
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use error::{Error, Result};
+pub use error::{At, Error, ModelFile, Result};
+
+/// A runtime on `choice`'s devices of this build: the composition root, the one place that
+/// joins the concrete devices ([`backends::registry_for`], which asks for no GPU when the
+/// choice is the CPU) to the [`runtime::Runtime`] that only sees them as devices.
+pub async fn create_runtime(
+    choice: runtime::DeviceChoice,
+    cost_model: bool,
+) -> Result<runtime::Runtime> {
+    let reg = backends::registry_for(choice.wants_gpu()).await;
+    runtime::Runtime::new(&reg, choice, cost_model).await
+}
 
 // The SIMD128 kernels are the point of the wasm build: never ship one without them
 // (a RUSTFLAGS set by a script replaces .cargo/config.toml's `+simd128`).

@@ -122,7 +122,7 @@ fn minilm_matches_reference() {
         println!("skipped: python3 with numpy is needed (pip install numpy)");
         return;
     }
-    let cpu = block_on(webtensor::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
+    let cpu = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
     let e = SentenceEmbedder::load(&cpu, &f32_bytes).expect("load f32");
     let ids = e.encode(&TEXTS).unwrap();
     let want = reference(&ids).expect("reference embeddings");
@@ -136,7 +136,7 @@ fn minilm_matches_reference() {
     let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
     assert!(dot(&got[0], &got[1]) > dot(&got[0], &got[2]) + 0.2);
 
-    match block_on(webtensor::backends::runtime(DeviceChoice::WebGpu, false)) {
+    match block_on(webtensor::create_runtime(DeviceChoice::WebGpu, false)) {
         Ok(gpu) => {
             let e = SentenceEmbedder::load(&gpu, &f32_bytes).expect("load f32 on WebGPU");
             let c = min_cosine(&e, &gpu, &want);

@@ -144,7 +144,7 @@ fn auto_copies_no_weight_per_run_on_a_restricted_gpu() {
 #[test]
 fn auto_copies_no_weight_per_run_on_webgpu() {
     let Some(bytes) = model() else { return };
-    let rt = match block_on(webtensor::backends::runtime(DeviceChoice::WebGpu, true)) {
+    let rt = match block_on(webtensor::create_runtime(DeviceChoice::WebGpu, true)) {
         Ok(rt) => rt,
         Err(e) if std::env::var("WEBTENSOR_REQUIRE_WEBGPU").is_ok_and(|v| v == "1") => {
             panic!("WebGPU is required (WEBTENSOR_REQUIRE_WEBGPU=1) but: {e}")

@@ -19,7 +19,7 @@ fn bytes(v: &[f32]) -> Vec<u8> {
 
 #[test]
 fn runs_by_name_and_reuses_the_plan() {
-    let rt = block_on(webtensor::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
+    let rt = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
     assert_eq!(rt.device_names(), ["CPU"]);
     let mut p = Program::new();
     let w = p
@@ -41,7 +41,7 @@ fn runs_by_name_and_reuses_the_plan() {
 
 #[test]
 fn quantized_weights_from_f32() {
-    let rt = block_on(webtensor::backends::runtime(DeviceChoice::Auto, false)).unwrap();
+    let rt = block_on(webtensor::create_runtime(DeviceChoice::Auto, false)).unwrap();
     let mut p = Program::new();
     let vals: Vec<f32> = (0..64).map(|i| i as f32 / 64.0).collect();
     let w = p.weight_f32("w", DType::Q8_0, &[32, 2], &vals).unwrap();
@@ -61,7 +61,7 @@ fn quantized_weights_from_f32() {
 
 #[test]
 fn bad_calls_are_clear_errors() {
-    let rt = block_on(webtensor::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
+    let rt = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
     let mut p = Program::new();
     assert!(p
         .weight_f32("w", DType::F32, &[2, 2], &[1.0])
@@ -174,7 +174,7 @@ fn stored_weights_are_shared_by_programs() {
     }
 
     // Another runtime cannot run a program bound to these weights.
-    let other = block_on(webtensor::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
+    let other = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
     let err = block_on(other.run(&p1, &HashMap::from([("x".into(), bytes(&[1.0; 3]))])));
     assert!(err.unwrap_err().to_string().contains("another runtime"));
     // A range outside the source, or one that does not fit the shape: refused.

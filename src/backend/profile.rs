@@ -47,27 +47,8 @@ pub fn stop() -> String {
     s
 }
 
-/// A clock in milliseconds (`performance.now()` in the browser).
-#[cfg(not(target_arch = "wasm32"))]
-pub fn now_ms() -> f64 {
-    thread_local! { static EPOCH: std::time::Instant = std::time::Instant::now(); }
-    EPOCH.with(|e| e.elapsed().as_secs_f64() * 1e3)
-}
-
-/// A clock in milliseconds (`performance.now()` in the browser).
-#[cfg(target_arch = "wasm32")]
-pub fn now_ms() -> f64 {
-    use wasm_bindgen::JsCast;
-    let perf = js_sys::Reflect::get(&js_sys::global(), &"performance".into()).ok();
-    let now = perf
-        .as_ref()
-        .and_then(|p| js_sys::Reflect::get(p, &"now".into()).ok())
-        .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
-    match (perf, now) {
-        (Some(p), Some(f)) => f.call0(&p).ok().and_then(|v| v.as_f64()).unwrap_or(0.0),
-        _ => js_sys::Date::now(),
-    }
-}
+/// The crate's clock, in milliseconds.
+pub use crate::clock::now_ms;
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,5 @@
-//! The concrete devices, and the one place that knows them all (the composition root):
-//! [`registry`], [`registry_for`] and [`runtime`].
+//! The concrete devices, and the one place that knows them all: [`registry`] and
+//! [`registry_for`] (the crate root's `create_runtime` builds runtimes over them).
 
 pub mod cpu;
 pub mod webgpu;
@@ -7,8 +7,6 @@ pub mod webgpu;
 use std::rc::Rc;
 
 use crate::backend::Registry;
-use crate::error::Result;
-use crate::runtime::{DeviceChoice, Runtime};
 
 /// A registry with every device this build can reach: the CPU always, then WebGPU (which
 /// may have no device; its `unavailable_reason` says why).
@@ -19,23 +17,18 @@ use crate::runtime::{DeviceChoice, Runtime};
 /// thread-local would be dropped during thread-local destruction at exit, which aborts in
 /// the Vulkan driver's teardown.
 pub async fn registry() -> Registry {
-    registry_for(DeviceChoice::Auto).await
+    registry_for(true).await
 }
 
-/// A registry with the devices `choice` may use: the CPU alone for [`DeviceChoice::Cpu`] (no
-/// GPU instance or adapter is even asked for), else as [`registry`].
-pub async fn registry_for(choice: DeviceChoice) -> Registry {
+/// A registry with the CPU, and the GPU families when `gpu` is set: without it no GPU
+/// instance or adapter is even asked for.
+pub async fn registry_for(gpu: bool) -> Registry {
     let mut reg = Registry::new();
     reg.register(Rc::new(cpu::CpuReg::new(cpu::KernelSet::Fast)));
-    if choice.wants_gpu() {
+    if gpu {
         reg.register(webgpu_reg().await);
     }
     reg
-}
-
-/// A runtime on `choice`'s devices of this build ([`Runtime::new`] over [`registry_for`]).
-pub async fn runtime(choice: DeviceChoice, cost_model: bool) -> Result<Runtime> {
-    Runtime::new(&registry_for(choice).await, choice, cost_model).await
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -75,6 +75,13 @@ impl DType {
     }
 }
 
+impl std::fmt::Display for DType {
+    /// The short lower-case name ([`DType::name`]).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Quantizes `src` (a whole number of blocks) to Q8_0 bytes, as ggml's reference does.
 pub fn quantize_q8_0(src: &[f32], dst: &mut [u8]) {
     for (blk, out) in src

@@ -151,6 +151,13 @@ impl OpKind {
     ];
 }
 
+impl std::fmt::Display for OpKind {
+    /// Lower-case name (`matmul`, `rmsnorm`), as in messages and `explain()`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format!("{self:?}").to_lowercase())
+    }
+}
+
 impl Op {
     /// The op's kind.
     pub fn kind(&self) -> OpKind {
@@ -187,6 +194,6 @@ impl Op {
 
     /// Lower-case name for messages and `explain()`.
     pub fn name(&self) -> String {
-        format!("{:?}", self.kind()).to_lowercase()
+        self.kind().to_string()
     }
 }

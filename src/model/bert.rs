@@ -19,7 +19,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
-use crate::error::{Error, Result};
+use crate::error::{At, Error, ModelFile, Result};
 use crate::graph::{DType, Graph, TensorId};
 use crate::model::gguf::Gguf;
 use crate::model::tokenizer::WordPiece;
@@ -39,11 +39,12 @@ pub const SEQ_STEP: usize = 16;
 /// Bytes read first to parse a GGUF header (more are read when the header is longer).
 const HEADER_PREFIX: usize = 1 << 20;
 
-fn format_err(msg: impl Into<String>) -> Error {
-    Error::Format {
-        format: "BERT GGUF",
-        msg: msg.into(),
-    }
+fn format_err(what: impl Into<String>) -> Error {
+    Error::model(ModelFile::Bert, what)
+}
+
+fn tensor_err(name: &str, what: impl Into<String>) -> Error {
+    Error::model_at(ModelFile::Bert, At::Tensor(name.into()), what)
 }
 
 /// BERT's hyper-parameters, from the GGUF's `bert.*` keys.
@@ -139,23 +140,25 @@ impl SentenceEmbedder {
             src.read_into(0, &mut prefix)?;
             match Gguf::parse_header(&prefix, len)? {
                 Some(g) => break g,
-                None if n == len => return Err(format_err("the header does not fit in the file")),
+                None if n == len => {
+                    return Err(Error::model(
+                        ModelFile::Gguf,
+                        "the header does not fit in the file",
+                    ))
+                }
                 None => n = n.saturating_mul(4).min(len),
             }
         };
         let arch = g.get_str("general.architecture")?;
         if arch != "bert" {
-            return Err(Error::Unsupported {
-                device: "SentenceEmbedder".into(),
-                op: format!("architecture {arch:?}"),
-                reason: "only \"bert\" is supported".into(),
-            });
+            return Err(Error::model_at(
+                ModelFile::Bert,
+                At::Key("general.architecture".into()),
+                format!("architecture {arch:?} is not supported (only \"bert\" is)"),
+            ));
         }
         let tokenizer = WordPiece::from_gguf(&g)?;
-        let tensor = |name: &str| {
-            g.tensor(name)
-                .ok_or_else(|| format_err(format!("tensor {name} is missing")))
-        };
+        let tensor = |name: &str| g.tensor(name).ok_or_else(|| tensor_err(name, "missing"));
         let embd = tensor("token_embd.weight")?;
         let n_embd = g.get_usize("bert.embedding_length")?;
         let n_vocab = *embd.ne.get(1).unwrap_or(&1);
@@ -179,10 +182,10 @@ impl SentenceEmbedder {
             )));
         }
         if n_vocab != tokenizer.len() {
-            return Err(format_err(format!(
-                "token_embd has {n_vocab} rows, the vocabulary {} tokens",
-                tokenizer.len()
-            )));
+            return Err(tensor_err(
+                "token_embd.weight",
+                format!("{n_vocab} rows, the vocabulary {} tokens", tokenizer.len()),
+            ));
         }
         let mut expected: Vec<(String, Vec<usize>)> = vec![
             ("token_embd.weight".into(), vec![h, n_vocab]),
@@ -222,17 +225,17 @@ impl SentenceEmbedder {
                     .zip(&want)
                     .all(|(&a, &b)| a == b || (b == 0 && a > 0));
             if !fits {
-                return Err(format_err(format!(
-                    "tensor {name} has shape {:?}, expected {want:?}",
-                    t.ne
-                )));
+                return Err(tensor_err(
+                    &name,
+                    format!("shape {:?}, expected {want:?}", t.ne),
+                ));
             }
             let is_matmul = name.starts_with("blk.") && want.len() == 2;
             if !is_matmul && t.dtype != DType::F32 && !name.ends_with("embd.weight") {
-                return Err(format_err(format!(
-                    "tensor {name} is {:?}; biases and norms must be f32",
-                    t.dtype
-                )));
+                return Err(tensor_err(
+                    &name,
+                    format!("{}; biases and norms must be f32", t.dtype),
+                ));
             }
             let mut range = g.tensor_range(t);
             let mut ne = t.ne.clone();
@@ -252,7 +255,7 @@ impl SentenceEmbedder {
             .iter()
             .any(|w| w.name == "token_types.weight" && w.dtype != DType::F32)
         {
-            return Err(format_err("token_types.weight must be f32"));
+            return Err(tensor_err("token_types.weight", "must be f32"));
         }
         let max_tokens = g
             .get_usize("sentence_transformers.max_seq_length")
@@ -666,7 +669,7 @@ mod tests {
 
     #[test]
     fn padding_and_batching_do_not_change_embeddings() {
-        let rt = pollster::block_on(crate::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
+        let rt = pollster::block_on(crate::create_runtime(DeviceChoice::Cpu, false)).unwrap();
         let e = SentenceEmbedder::load(&rt, &tiny_bert("bert", None)).unwrap();
         let texts = ["hello", "hello worlds!", "world hello hello world", "!"];
         let all = pollster::block_on(e.embed(&rt, &texts)).unwrap();
@@ -684,13 +687,14 @@ mod tests {
 
     #[test]
     fn bad_files_and_calls_are_clear_errors() {
-        let rt = pollster::block_on(crate::backends::runtime(DeviceChoice::Cpu, false)).unwrap();
+        let rt = pollster::block_on(crate::create_runtime(DeviceChoice::Cpu, false)).unwrap();
         let err = SentenceEmbedder::load(&rt, &tiny_bert("llama", None)).unwrap_err();
         assert!(err.to_string().contains("architecture"), "{err}");
         let err = SentenceEmbedder::load(&rt, &tiny_bert("bert", Some("blk.1.ffn_down.bias")))
             .unwrap_err();
         assert!(
-            err.to_string().contains("blk.1.ffn_down.bias is missing"),
+            err.to_string()
+                .contains("tensor \"blk.1.ffn_down.bias\": missing"),
             "{err}"
         );
         // Truncated anywhere (header or data): an error, never a panic.

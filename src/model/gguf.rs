@@ -3,13 +3,14 @@
 //!
 //! The reader works on a byte slice (on the web a model arrives as bytes) and checks every
 //! count, length and offset against the file size before it allocates or slices, so a
-//! truncated, oversized or inconsistent file is an [`Error::Format`], never a panic or a huge
+//! truncated, oversized or inconsistent file is an [`Error::Model`] naming where (byte offset,
+//! key or tensor), never a panic or a huge
 //! allocation. Tensor data is exposed as slices of the input: ggml's block layouts are ours
 //! ([`DType`]), so weights load without conversion.
 
 use std::collections::HashSet;
 
-use crate::error::{Error, Result};
+use crate::error::{At, Error, ModelFile, Result};
 use crate::graph::{DType, MAX_DIMS};
 
 /// The four bytes every GGUF file starts with.
@@ -23,11 +24,12 @@ pub const ALIGNMENT_KEY: &str = "general.alignment";
 /// Arrays nest at most this deep (a guard against stack exhaustion on hostile files).
 const MAX_ARRAY_DEPTH: usize = 8;
 
-fn bad(msg: impl Into<String>) -> Error {
-    Error::Format {
-        format: "GGUF",
-        msg: msg.into(),
-    }
+fn bad(what: impl Into<String>) -> Error {
+    Error::model(ModelFile::Gguf, what)
+}
+
+fn bad_at(at: At, what: impl Into<String>) -> Error {
+    Error::model_at(ModelFile::Gguf, at, what)
 }
 
 /// The type tag of a metadata value (GGUF's `gguf_type`).
@@ -62,8 +64,8 @@ pub enum ValueType {
 }
 
 impl ValueType {
-    fn from_id(id: u32) -> Result<Self> {
-        Ok(match id {
+    fn from_id(id: u32) -> Option<Self> {
+        Some(match id {
             0 => Self::U8,
             1 => Self::I8,
             2 => Self::U16,
@@ -77,7 +79,7 @@ impl ValueType {
             10 => Self::U64,
             11 => Self::I64,
             12 => Self::F64,
-            _ => return Err(bad(format!("unknown metadata value type {id}"))),
+            _ => return None,
         })
     }
 
@@ -226,13 +228,23 @@ pub fn dtype_from_ggml(id: u32) -> Option<DType> {
     })
 }
 
-/// Bytes of a tensor of `dtype` and shape `ne`, overflow-checked.
-fn tensor_nbytes(dtype: DType, ne: &[usize]) -> Result<usize> {
-    let row = dtype.row_bytes(*ne.first().unwrap_or(&1))?;
-    ne.iter()
-        .skip(1)
-        .try_fold(row, |acc, &n| acc.checked_mul(n))
-        .ok_or_else(|| bad(format!("tensor of shape {ne:?} overflows")))
+/// Bytes of a tensor of `dtype` and shape `ne`, overflow-checked; `Err` says what is wrong.
+fn tensor_nbytes(dtype: DType, ne: &[usize]) -> std::result::Result<usize, String> {
+    let n0 = *ne.first().unwrap_or(&1);
+    if !n0.is_multiple_of(dtype.block_size()) {
+        return Err(format!(
+            "{dtype} rows must be a multiple of {} elements, got {n0}",
+            dtype.block_size()
+        ));
+    }
+    (n0 / dtype.block_size())
+        .checked_mul(dtype.block_bytes())
+        .and_then(|row| {
+            ne.iter()
+                .skip(1)
+                .try_fold(row, |acc, &n| acc.checked_mul(n))
+        })
+        .ok_or_else(|| format!("shape {ne:?} of {dtype} overflows"))
 }
 
 /// One tensor's description: name, dtype, shape (innermost first) and where its data is.
@@ -279,17 +291,23 @@ impl<'a> Cursor<'a> {
 
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return Err(bad(format!(
-                "truncated: {what} needs {n} bytes at offset {}, the file has {}",
-                self.pos, self.file_len
-            )));
+            return Err(bad_at(
+                At::Offset(self.pos),
+                format!(
+                    "truncated: {what} needs {n} bytes, the file has {}",
+                    self.file_len
+                ),
+            ));
         }
         if n > self.bytes.len() - self.pos {
             self.short = true;
-            return Err(bad(format!(
-                "the header goes on past the first {} bytes",
-                self.bytes.len()
-            )));
+            return Err(bad_at(
+                At::Offset(self.pos),
+                format!(
+                    "the header goes on past the first {} bytes",
+                    self.bytes.len()
+                ),
+            ));
         }
         let s = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
@@ -312,17 +330,20 @@ impl<'a> Cursor<'a> {
 
     /// A count or length that must fit in the rest of the file at `min_each` bytes apiece.
     fn count(&mut self, what: &str, min_each: usize) -> Result<usize> {
+        let at = self.pos;
         let n = self.u64(what)?;
         let fits = usize::try_from(n).ok().filter(|&n| {
             n.checked_mul(min_each)
                 .is_some_and(|b| b <= self.remaining())
         });
         fits.ok_or_else(|| {
-            bad(format!(
-                "{what} {n} cannot fit in the {} bytes left after offset {}",
-                self.remaining(),
-                self.pos
-            ))
+            bad_at(
+                At::Offset(at),
+                format!(
+                    "{what} {n} cannot fit in the {} bytes that follow",
+                    self.remaining()
+                ),
+            )
         })
     }
 
@@ -330,8 +351,7 @@ impl<'a> Cursor<'a> {
         let len = self.count(what, 1)?;
         let at = self.pos;
         let raw = self.take(len, what)?;
-        String::from_utf8(raw.to_vec())
-            .map_err(|_| bad(format!("{what} at offset {at} is not UTF-8")))
+        String::from_utf8(raw.to_vec()).map_err(|_| bad_at(At::Offset(at), "a string is not UTF-8"))
     }
 
     fn value(&mut self, ty: ValueType, depth: usize) -> Result<Value> {
@@ -349,17 +369,23 @@ impl<'a> Cursor<'a> {
             ValueType::Bool => match self.array::<1>("bool")?[0] {
                 0 => Value::Bool(false),
                 1 => Value::Bool(true),
-                b => return Err(bad(format!("bool value {b} at offset {}", self.pos - 1))),
+                b => {
+                    return Err(bad_at(
+                        At::Offset(self.pos - 1),
+                        format!("bool value {b} (0 or 1 expected)"),
+                    ))
+                }
             },
             ValueType::String => Value::String(self.string("string length")?),
             ValueType::Array => {
                 if depth >= MAX_ARRAY_DEPTH {
-                    return Err(bad(format!(
-                        "arrays nested deeper than {MAX_ARRAY_DEPTH} at offset {}",
-                        self.pos
-                    )));
+                    return Err(bad_at(
+                        At::Offset(self.pos),
+                        format!("arrays nested deeper than {MAX_ARRAY_DEPTH}"),
+                    ));
                 }
-                let elem = ValueType::from_id(self.u32("array type")?)?;
+                let at = self.pos;
+                let elem = value_type(self.u32("array type")?, At::Offset(at))?;
                 let n = self.count("array length", elem.min_bytes())?;
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -369,6 +395,11 @@ impl<'a> Cursor<'a> {
             }
         })
     }
+}
+
+/// The value type of tag `id` read at `at`.
+fn value_type(id: u32, at: At) -> Result<ValueType> {
+    ValueType::from_id(id).ok_or_else(|| bad_at(at, format!("unknown metadata value type {id}")))
 }
 
 impl<'a> Gguf<'a> {
@@ -409,13 +440,14 @@ impl<'a> Gguf<'a> {
     fn parse_cursor(c: &mut Cursor<'a>) -> Result<Self> {
         let (bytes, file_len) = (c.bytes, c.file_len);
         if &c.array::<4>("magic")? != MAGIC {
-            return Err(bad("not a GGUF file (bad magic)"));
+            return Err(bad_at(At::Offset(0), "not a GGUF file (bad magic)"));
         }
         let version = c.u32("version")?;
         if version != 2 && version != 3 {
-            return Err(bad(format!(
-                "version {version} is not supported (2 and 3 are)"
-            )));
+            return Err(bad_at(
+                At::Offset(MAGIC.len()),
+                format!("version {version} is not supported (2 and 3 are)"),
+            ));
         }
         // Each tensor info takes at least 8 (name) + 4 + 8 (one dim) + 4 + 8 bytes.
         let n_tensors = c.count("tensor count", 32)?;
@@ -425,10 +457,10 @@ impl<'a> Gguf<'a> {
         let mut keys = HashSet::with_capacity(n_kv);
         for _ in 0..n_kv {
             let key = c.string("key length")?;
-            let ty = ValueType::from_id(c.u32("value type")?)?;
+            let ty = value_type(c.u32("value type")?, At::Key(key.clone()))?;
             let value = c.value(ty, 0)?;
             if !keys.insert(key.clone()) {
-                return Err(bad(format!("metadata key {key:?} appears twice")));
+                return Err(bad_at(At::Key(key), "appears twice"));
             }
             metadata.push((key, value));
         }
@@ -436,9 +468,10 @@ impl<'a> Gguf<'a> {
             None => DEFAULT_ALIGNMENT,
             Some((_, Value::U32(a))) if a.is_power_of_two() => *a as usize,
             Some((_, v)) => {
-                return Err(bad(format!(
-                    "{ALIGNMENT_KEY} must be a u32 power of two, got {v:?}"
-                )))
+                return Err(bad_at(
+                    At::Key(ALIGNMENT_KEY.into()),
+                    format!("must be a u32 power of two, got {v:?}"),
+                ))
             }
         };
         let mut tensors = Vec::with_capacity(n_tensors);
@@ -447,38 +480,39 @@ impl<'a> Gguf<'a> {
             let name = c.string("tensor name length")?;
             let n_dims = c.u32("tensor dims")? as usize;
             if n_dims == 0 || n_dims > MAX_DIMS {
-                return Err(bad(format!(
-                    "tensor {name:?} has {n_dims} dims (1 to {MAX_DIMS} supported)"
-                )));
+                return Err(bad_at(
+                    At::Tensor(name),
+                    format!("{n_dims} dims (1 to {MAX_DIMS} supported)"),
+                ));
             }
             let mut ne = Vec::with_capacity(n_dims);
             for _ in 0..n_dims {
                 let d = c.u64("tensor dim")?;
                 let d = usize::try_from(d)
-                    .map_err(|_| bad(format!("tensor {name:?} dim {d} overflows")))?;
+                    .map_err(|_| bad_at(At::Tensor(name.clone()), format!("dim {d} overflows")))?;
                 ne.push(d);
             }
             let type_id = c.u32("tensor type")?;
-            let dtype = dtype_from_ggml(type_id).ok_or_else(|| Error::Unsupported {
-                device: "GGUF reader".into(),
-                op: format!("tensor {name:?}"),
-                reason: format!(
-                    "GGML type {type_id} is not supported (f32, f16, q8_0, q4_0, i32 are)"
-                ),
+            let dtype = dtype_from_ggml(type_id).ok_or_else(|| {
+                bad_at(
+                    At::Tensor(name.clone()),
+                    format!("GGML type {type_id} is not supported (f32, f16, q8_0, q4_0, i32 are)"),
+                )
             })?;
             let nbytes =
-                tensor_nbytes(dtype, &ne).map_err(|e| bad(format!("tensor {name:?}: {e}")))?;
+                tensor_nbytes(dtype, &ne).map_err(|e| bad_at(At::Tensor(name.clone()), e))?;
             let offset = c.u64("tensor offset")?;
             let offset = usize::try_from(offset)
                 .ok()
                 .filter(|o| o % alignment == 0)
                 .ok_or_else(|| {
-                    bad(format!(
-                        "tensor {name:?} offset {offset} is not a multiple of {alignment}"
-                    ))
+                    bad_at(
+                        At::Tensor(name.clone()),
+                        format!("offset {offset} is not a multiple of the alignment {alignment}"),
+                    )
                 })?;
             if !names.insert(name.clone()) {
-                return Err(bad(format!("tensor {name:?} appears twice")));
+                return Err(bad_at(At::Tensor(name), "appears twice"));
             }
             tensors.push(TensorInfo {
                 name,
@@ -506,20 +540,23 @@ impl<'a> Gguf<'a> {
         for t in &tensors {
             let end = t.offset.checked_add(t.nbytes).filter(|&e| e <= data_len);
             let end = end.ok_or_else(|| {
-                bad(format!(
-                    "truncated: tensor {:?} needs bytes {}..{}+{} of a {}-byte data section",
-                    t.name, t.offset, t.offset, t.nbytes, data_len
-                ))
+                bad_at(
+                    At::Tensor(t.name.clone()),
+                    format!(
+                        "truncated: needs bytes {}..{}+{} of a {data_len}-byte data section",
+                        t.offset, t.offset, t.nbytes
+                    ),
+                )
             })?;
             spans.push((t.offset, end, &t.name));
         }
         spans.sort_unstable();
         for w in spans.windows(2) {
             if w[0].1 > w[1].0 {
-                return Err(bad(format!(
-                    "tensors {:?} and {:?} overlap",
-                    w[0].2, w[1].2
-                )));
+                return Err(bad_at(
+                    At::Tensor(w[0].2.into()),
+                    format!("overlaps tensor {:?}", w[1].2),
+                ));
             }
         }
         Ok(Self {
@@ -559,7 +596,7 @@ impl<'a> Gguf<'a> {
 
     fn require(&self, key: &str) -> Result<&Value> {
         self.get(key)
-            .ok_or_else(|| bad(format!("metadata key {key:?} is missing")))
+            .ok_or_else(|| bad_at(At::Key(key.into()), "missing"))
     }
 
     /// An integer key as `usize` (any integer type; negative values are an error).
@@ -567,7 +604,12 @@ impl<'a> Gguf<'a> {
         let v = self.require(key)?;
         v.as_i64()
             .and_then(|i| usize::try_from(i).ok())
-            .ok_or_else(|| bad(format!("{key} must be a non-negative integer, got {v:?}")))
+            .ok_or_else(|| {
+                bad_at(
+                    At::Key(key.into()),
+                    format!("must be a non-negative integer, got {v:?}"),
+                )
+            })
     }
 
     /// A float key (floats or integers).
@@ -575,21 +617,25 @@ impl<'a> Gguf<'a> {
         let v = self.require(key)?;
         v.as_f64()
             .map(|f| f as f32)
-            .ok_or_else(|| bad(format!("{key} must be a number, got {v:?}")))
+            .ok_or_else(|| bad_at(At::Key(key.into()), format!("must be a number, got {v:?}")))
     }
 
     /// A string key.
     pub fn get_str(&self, key: &str) -> Result<&str> {
         let v = self.require(key)?;
-        v.as_str()
-            .ok_or_else(|| bad(format!("{key} must be a string, got {:?}", v.value_type())))
+        v.as_str().ok_or_else(|| {
+            bad_at(
+                At::Key(key.into()),
+                format!("must be a string, got {:?}", v.value_type()),
+            )
+        })
     }
 
     /// A string-array key.
     pub fn get_str_array(&self, key: &str) -> Result<Vec<&str>> {
         let v = self.require(key)?;
         v.as_str_array()
-            .ok_or_else(|| bad(format!("{key} must be an array of strings")))
+            .ok_or_else(|| bad_at(At::Key(key.into()), "must be an array of strings"))
     }
 
     /// All tensor infos, in file order.
@@ -607,7 +653,12 @@ impl<'a> Gguf<'a> {
         t.offset
             .checked_add(t.nbytes)
             .and_then(|end| self.data.get(t.offset..end))
-            .ok_or_else(|| bad(format!("tensor {:?} is not in the bytes at hand", t.name)))
+            .ok_or_else(|| {
+                bad_at(
+                    At::Tensor(t.name.clone()),
+                    "its data is not in the bytes at hand",
+                )
+            })
     }
 
     /// Where a tensor's data lies in the file (checked against the file size when parsed).
@@ -677,7 +728,8 @@ impl GgufWriter {
         if self.tensors.iter().any(|(t, _)| t.name == name) {
             return Err(Error::InvalidArgument(format!("tensor {name} added twice")));
         }
-        let nbytes = tensor_nbytes(dtype, ne)?;
+        let nbytes = tensor_nbytes(dtype, ne)
+            .map_err(|e| Error::InvalidArgument(format!("tensor {name}: {e}")))?;
         if bytes.len() != nbytes {
             return Err(Error::InvalidArgument(format!(
                 "tensor {name} ({dtype:?} {ne:?}) needs {nbytes} bytes, got {}",
@@ -960,7 +1012,23 @@ mod tests {
         assert!(err_of(&tensor(&[17], 0, 32)).contains("truncated"));
         assert!(err_of(&tensor(&[1 << 40, 1 << 40], 0, 0)).contains("overflows"));
         assert!(err_of(&tensor(&[33], 8, 0)).contains("multiple of 32"));
-        assert!(err_of(&tensor(&[16], 15, 0)).contains("GGML type 15"));
+        assert!(err_of(&tensor(&[16], 15, 0)).contains("tensor \"t\": GGML type 15"));
+        // The error names where it is, as a value too.
+        match Gguf::parse(&tensor(&[16], 0, 8)) {
+            Err(Error::Model {
+                file: ModelFile::Gguf,
+                at: Some(At::Tensor(t)),
+                ..
+            }) => assert_eq!(t, "t"),
+            r => panic!("{r:?}"),
+        }
+        match Gguf::parse(&header(u64::MAX, 0)) {
+            Err(Error::Model {
+                at: Some(At::Offset(8)),
+                ..
+            }) => {}
+            r => panic!("{r:?}"),
+        }
         assert!(err_of(&tensor(&[1, 1, 1, 1, 1], 0, 0)).contains("5 dims"));
         // Overlapping tensors.
         let mut w = GgufWriter::new();

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 use unicode_normalization::UnicodeNormalization;
 
-use crate::error::{Error, Result};
+use crate::error::{At, Error, ModelFile, Result};
 use crate::model::gguf::Gguf;
 
 /// Words longer than this many characters become `[UNK]` (BERT's `max_input_chars_per_word`).
@@ -25,11 +25,8 @@ const SPECIALS: [&str; 5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
 /// llama.cpp's converter marks word starts with this (and drops `##`) in GGUF vocabularies.
 const PHANTOM_SPACE: char = '\u{2581}';
 
-fn vocab_err(msg: impl Into<String>) -> Error {
-    Error::Format {
-        format: "vocabulary",
-        msg: msg.into(),
-    }
+fn vocab_err(what: impl Into<String>) -> Error {
+    Error::model(ModelFile::Vocabulary, what)
 }
 
 /// A WordPiece vocabulary with BERT's special tokens and normalization.
@@ -81,9 +78,11 @@ impl WordPiece {
     pub fn from_gguf(g: &Gguf) -> Result<Self> {
         let model = g.get_str("tokenizer.ggml.model")?;
         if model != "bert" {
-            return Err(vocab_err(format!(
-                "tokenizer.ggml.model is {model:?}; WordPiece needs \"bert\""
-            )));
+            return Err(Error::model_at(
+                ModelFile::Vocabulary,
+                At::Key("tokenizer.ggml.model".into()),
+                format!("{model:?}; WordPiece needs \"bert\""),
+            ));
         }
         let raw = g.get_str_array("tokenizer.ggml.tokens")?;
         let phantom = raw.iter().any(|t| t.starts_with(PHANTOM_SPACE))

@@ -1,7 +1,7 @@
 //! The runtime users see, a thin front over the scheduler: devices chosen once, each graph's
 //! session (plan + memory) cached by the graph's shape, runs queued per session, inputs and
 //! outputs by name. The JS API wraps exactly this. It is handed its devices (see
-//! `backends::runtime`, the composition root); weight storage lives in `backend::weights`.
+//! `create_runtime` at the crate root); weight storage lives in `backend::weights`.
 
 mod program;
 mod queue;

@@ -1,4 +1,5 @@
-//! Benchmark entry points for bench/ (thin wrappers over `crate::bench`).
+//! Benchmark entry points for bench/ (thin wrappers over `crate::bench`): the matmul and
+//! SIMD-peak probes, built only with the `bench` feature (the bench scripts build with it).
 
 use std::rc::Rc;
 

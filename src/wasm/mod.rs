@@ -1,6 +1,7 @@
 //! JS bindings: thin wrappers only. JS names, `Error`s, Promises and typed arrays live here;
 //! the logic they call is in the rest of the crate, where native tests reach it.
 
+#[cfg(feature = "bench")]
 mod bench;
 mod convert;
 mod model;

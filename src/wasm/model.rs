@@ -82,7 +82,7 @@ impl SentenceEmbedder {
         };
         report("devices", 0.0, 1.0);
         let (choice, cost_model) = runtime_options(&options)?;
-        let rt = crate::backends::runtime(choice, cost_model)
+        let rt = crate::create_runtime(choice, cost_model)
             .await
             .map_err(to_js_error)?;
         report("devices", 1.0, 1.0);

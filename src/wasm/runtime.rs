@@ -330,7 +330,7 @@ impl JsRuntime {
         #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] options: JsValue,
     ) -> Result<JsRuntime, JsError> {
         let (choice, cost_model) = runtime_options(&options)?;
-        let rt = crate::backends::runtime(choice, cost_model)
+        let rt = crate::create_runtime(choice, cost_model)
             .await
             .map_err(to_js_error)?;
         Ok(JsRuntime { rt: Rc::new(rt) })

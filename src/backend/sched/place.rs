@@ -97,9 +97,10 @@ pub(crate) fn place(
         }
         if let Support::No(reason) = sup.get(id, d) {
             return Err(Error::Unsupported {
+                op: t.op.kind(),
+                dtype: t.dtype,
                 device: devices[d].name().to_string(),
-                op: format!("{} (pinned {})", t.op.name(), t.name),
-                reason: reason.clone(),
+                reason: format!("{reason} (node {} is pinned there)", t.name),
             });
         }
         device[id.0] = Some(d);
@@ -162,9 +163,10 @@ pub(crate) fn place(
                 })
                 .collect();
             return Err(Error::Unsupported {
+                op: t.op.kind(),
+                dtype: t.dtype,
                 device: "any device".into(),
-                op: format!("{} ({})", t.op.name(), t.name),
-                reason: reasons.join("; "),
+                reason: format!("node {}: {}", t.name, reasons.join("; ")),
             });
         };
         device[id.0] = Some(d);

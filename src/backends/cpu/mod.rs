@@ -135,14 +135,10 @@ impl CpuBackend {
         let (buf, off) = mem.locate(graph, id)?;
         let cpu = buf
             .downcast::<CpuBuffer>()
-            .ok_or_else(|| Error::Unsupported {
+            .ok_or_else(|| Error::ForeignBuffer {
+                tensor: graph.tensor(id).name.clone(),
                 device: "CPU".into(),
-                op: "access".into(),
-                reason: format!(
-                    "tensor {} is in a {} buffer",
-                    graph.tensor(id).name,
-                    buf.type_name()
-                ),
+                buffer: buf.type_name().to_string(),
             })?;
         // The buffer is kept alive by `mem` for the whole compute call.
         unsafe { TensorView::new(graph.tensor(id), cpu.base_ptr(), cpu.size(), off) }

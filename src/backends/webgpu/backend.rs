@@ -13,7 +13,7 @@ use super::shader::{self, IN_PLACE, PARAMS_SIZE, SHARED_B};
 use super::WebGpuDevice;
 use crate::backend::{BackendImpl, Event, LocalBoxFuture, TensorMemory};
 use crate::error::{Error, Result};
-use crate::graph::{Graph, TensorId};
+use crate::graph::{Graph, Tensor, TensorId};
 
 /// A stream on the WebGPU device.
 pub struct WebGpuBackend {
@@ -35,11 +35,21 @@ struct Binding<'m> {
     rel: u32,
 }
 
-fn bind_error(op: &str, reason: String) -> Error {
+/// Node `node` cannot be bound as planned.
+fn bind_error(node: &Tensor, reason: String) -> Error {
     Error::Unsupported {
+        op: node.op.kind(),
+        dtype: node.dtype,
         device: DEVICE_NAME.into(),
-        op: op.into(),
-        reason,
+        reason: format!("node {}: {reason}", node.name),
+    }
+}
+
+fn foreign(t: &Tensor, buffer: String) -> Error {
+    Error::ForeignBuffer {
+        tensor: t.name.clone(),
+        device: DEVICE_NAME.into(),
+        buffer,
     }
 }
 
@@ -52,17 +62,11 @@ fn locate<'m>(
 ) -> Result<(&'m WebGpuBuffer, usize, usize)> {
     let t = graph.tensor(id);
     let (buf, off) = mem.locate(graph, id)?;
-    let gb = buf.downcast::<WebGpuBuffer>().ok_or_else(|| {
-        bind_error(
-            "access",
-            format!("tensor {} is in a {} buffer", t.name, buf.type_name()),
-        )
-    })?;
+    let gb = buf
+        .downcast::<WebGpuBuffer>()
+        .ok_or_else(|| foreign(t, buf.type_name().to_string()))?;
     if !gb.is_on(ctx) {
-        return Err(bind_error(
-            "access",
-            format!("tensor {} is in another WebGPU device's buffer", t.name),
-        ));
+        return Err(foreign(t, "another WebGPU device's".into()));
     }
     // `mem.locate` checked that the tensor lies in the buffer.
     Ok((gb, off, t.nbytes()))
@@ -70,7 +74,13 @@ fn locate<'m>(
 
 /// Binds bytes `[start, end)` of `gb` from the aligned start at or below `start`, so the
 /// binding offset meets minStorageBufferOffsetAlignment whatever the tensor's (view) offset.
-fn bind_span<'m>(ctx: &Ctx, gb: &'m WebGpuBuffer, start: usize, end: usize) -> Result<Binding<'m>> {
+fn bind_span<'m>(
+    ctx: &Ctx,
+    node: &Tensor,
+    gb: &'m WebGpuBuffer,
+    start: usize,
+    end: usize,
+) -> Result<Binding<'m>> {
     let align = ctx.storage_align();
     let real = gb.real_size();
     let mut base = start / align * align;
@@ -83,7 +93,7 @@ fn bind_span<'m>(ctx: &Ctx, gb: &'m WebGpuBuffer, start: usize, end: usize) -> R
     }
     if (end - base) > ctx.max_binding() {
         return Err(bind_error(
-            "bind",
+            node,
             format!("{} bytes exceed maxStorageBufferBindingSize", end - base),
         ));
     }
@@ -95,14 +105,20 @@ fn bind_span<'m>(ctx: &Ctx, gb: &'m WebGpuBuffer, start: usize, end: usize) -> R
     })
 }
 
-/// Offset of tensor `id` (at byte `off`) inside binding `b`, in its storage units.
-fn rel_offset(graph: &Graph, id: TensorId, off: usize, b: &Binding<'_>) -> Result<u32> {
+/// Offset of tensor `id` (at byte `off`) inside binding `b` of `node`, in its storage units.
+fn rel_offset(
+    graph: &Graph,
+    node: &Tensor,
+    id: TensorId,
+    off: usize,
+    b: &Binding<'_>,
+) -> Result<u32> {
     let t = graph.tensor(id);
     let rel_bytes = off.saturating_sub(b.base as usize);
     if !rel_bytes.is_multiple_of(granularity(t.dtype)) {
         return Err(bind_error(
-            "bind",
-            format!("tensor {} at byte offset {off} is misaligned", t.name),
+            node,
+            format!("operand {} at byte offset {off} is misaligned", t.name),
         ));
     }
     Ok((rel_bytes / unit(t.dtype)) as u32)
@@ -144,11 +160,8 @@ fn bind_node<'m>(
         let same = od == oa && ta.dtype == t.dtype && ta.ne == t.ne && ta.nb == t.nb;
         if !(plan.in_place_ok && same) {
             return Err(bind_error(
-                "bind",
-                format!(
-                    "output {} overlaps its input in a way this kernel cannot run in place",
-                    t.name
-                ),
+                t,
+                "the output overlaps its input in a way this kernel cannot run in place".into(),
             ));
         }
     }
@@ -156,12 +169,8 @@ fn bind_node<'m>(
         let b_is_a = b == plan.a;
         if intersect(gd, od, nd, gb, ob, nb) && !(in_place && b_is_a) {
             return Err(bind_error(
-                "bind",
-                format!(
-                    "output {} overlaps operand {}",
-                    t.name,
-                    graph.tensor(b).name
-                ),
+                t,
+                format!("the output overlaps operand {}", graph.tensor(b).name),
             ));
         }
     }
@@ -173,16 +182,13 @@ fn bind_node<'m>(
     if plan.shared_b {
         if let Some((_, (gb, ob, nb))) = b_place {
             if !std::ptr::eq(ga, gb) {
-                return Err(bind_error(
-                    "bind",
-                    "shared operands in different buffers".into(),
-                ));
+                return Err(bind_error(t, "shared operands in different buffers".into()));
             }
             (lo, hi) = (lo.min(ob), hi.max(ob + nb));
         }
     }
-    let mut a = bind_span(ctx, ga, lo, hi)?;
-    a.rel = rel_offset(graph, plan.a, oa, &a)?;
+    let mut a = bind_span(ctx, t, ga, lo, hi)?;
+    a.rel = rel_offset(graph, t, plan.a, oa, &a)?;
     // Unused bindings get disjoint slices of the dummy buffer (two writable bindings of the
     // same bytes would alias, even there).
     let slot = ctx.storage_align() as u64;
@@ -195,27 +201,24 @@ fn bind_node<'m>(
     let mut flags = 0;
     let d = if in_place {
         flags |= IN_PLACE;
-        dummy(0, rel_offset(graph, id, od, &a)?)
+        dummy(0, rel_offset(graph, t, id, od, &a)?)
     } else {
-        let mut d = bind_span(ctx, gd, od, od + nd)?;
-        d.rel = rel_offset(graph, id, od, &d)?;
+        let mut d = bind_span(ctx, t, gd, od, od + nd)?;
+        d.rel = rel_offset(graph, t, id, od, &d)?;
         d
     };
     // Shaders writing f16 or quantized outputs own whole words from the start.
     if !od.is_multiple_of(4) {
-        return Err(bind_error(
-            "bind",
-            format!("output {} is not 4-byte aligned", t.name),
-        ));
+        return Err(bind_error(t, "the output is not 4-byte aligned".into()));
     }
     let b = match (plan.b, b_place) {
         (Some(_), Some((b, (_, ob, _)))) if plan.shared_b => {
             flags |= SHARED_B;
-            Some(dummy(1, rel_offset(graph, b, ob, &a)?))
+            Some(dummy(1, rel_offset(graph, t, b, ob, &a)?))
         }
         (Some(_), Some((b, (gb, ob, nb)))) => {
-            let mut bind = bind_span(ctx, gb, ob, ob + nb)?;
-            bind.rel = rel_offset(graph, b, ob, &bind)?;
+            let mut bind = bind_span(ctx, t, gb, ob, ob + nb)?;
+            bind.rel = rel_offset(graph, t, b, ob, &bind)?;
             Some(bind)
         }
         (Some(_), None) => Some(dummy(1, 0)),

@@ -59,10 +59,37 @@ pub(super) struct NodePlan {
     pub in_place_ok: bool,
 }
 
-fn unsupported(reason: impl Into<String>) -> Error {
-    Error::Unsupported {
-        device: super::context::DEVICE_NAME.into(),
-        op: "node".into(),
+/// Why planning a node failed: a refusal (the node's op and dtype are added by [`plan`] when it
+/// becomes an [`Error::Unsupported`]), or any other error.
+enum PlanError {
+    Refused {
+        /// The refused operand's dtype; `None`: the node's.
+        dtype: Option<DType>,
+        reason: String,
+    },
+    Other(Error),
+}
+
+impl From<Error> for PlanError {
+    fn from(e: Error) -> Self {
+        Self::Other(e)
+    }
+}
+
+type PlanResult<T> = std::result::Result<T, PlanError>;
+
+/// A refusal about the node as a whole.
+fn unsupported(reason: impl Into<String>) -> PlanError {
+    PlanError::Refused {
+        dtype: None,
+        reason: reason.into(),
+    }
+}
+
+/// A refusal because of an operand of dtype `dtype`.
+fn unsupported_dtype(dtype: DType, reason: impl Into<String>) -> PlanError {
+    PlanError::Refused {
+        dtype: Some(dtype),
         reason: reason.into(),
     }
 }
@@ -81,12 +108,12 @@ pub(super) fn granularity(dt: DType) -> usize {
     unit(dt).max(if dt.is_quantized() { 2 } else { 1 })
 }
 
-fn to_u32(x: usize, what: &str) -> Result<u32> {
+fn to_u32(x: usize, what: &str) -> PlanResult<u32> {
     u32::try_from(x).map_err(|_| unsupported(format!("{what} {x} exceeds 32-bit shader indexing")))
 }
 
 /// Shape and strides of `t` in storage units, after checking the shaders can address it.
-fn describe(ctx: &Ctx, t: &Tensor) -> Result<([u32; 4], [u32; 4])> {
+fn describe(ctx: &Ctx, t: &Tensor) -> PlanResult<([u32; 4], [u32; 4])> {
     let u = unit(t.dtype);
     let g = granularity(t.dtype);
     if !t.view_offset.is_multiple_of(g) || t.nb.iter().any(|&nb| !nb.is_multiple_of(g)) {
@@ -113,7 +140,7 @@ fn describe(ctx: &Ctx, t: &Tensor) -> Result<([u32; 4], [u32; 4])> {
 }
 
 /// A 2-D grid of 1-D workgroups covering `n` invocations (or `n` workgroups if `per_group`).
-fn grid(ctx: &Ctx, n: usize, per_group: bool) -> Result<[u32; 3]> {
+fn grid(ctx: &Ctx, n: usize, per_group: bool) -> PlanResult<[u32; 3]> {
     let max = ctx.limits.max_compute_workgroups_per_dimension.max(1) as usize;
     let groups = if per_group { n } else { n.div_ceil(WG) };
     let x = groups.clamp(1, max);
@@ -126,14 +153,17 @@ fn grid(ctx: &Ctx, n: usize, per_group: bool) -> Result<[u32; 3]> {
     Ok([x as u32, y as u32, 1])
 }
 
-fn need(t: &Tensor, allowed: &[DType], what: &str) -> Result<()> {
+fn need(t: &Tensor, allowed: &[DType], what: &str) -> PlanResult<()> {
     if allowed.contains(&t.dtype) {
         Ok(())
     } else {
-        Err(unsupported(format!(
-            "{what} of dtype {} (WebGPU takes {allowed:?})",
-            t.dtype.name()
-        )))
+        Err(unsupported_dtype(
+            t.dtype,
+            format!(
+                "{what} of dtype {} (WebGPU takes {allowed:?})",
+                t.dtype.name()
+            ),
+        ))
     }
 }
 
@@ -150,6 +180,18 @@ fn overlaps(graph: &Graph, x: TensorId, y: TensorId) -> bool {
 /// Every reason the device cannot run it is an `Error::Unsupported`.
 pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<NodePlan>> {
     let t = graph.get(id)?;
+    plan_node(ctx, graph, t).map_err(|e| match e {
+        PlanError::Refused { dtype, reason } => Error::Unsupported {
+            op: t.op.kind(),
+            dtype: dtype.unwrap_or(t.dtype),
+            device: super::context::DEVICE_NAME.into(),
+            reason: format!("node {}: {reason}", t.name),
+        },
+        PlanError::Other(e) => e,
+    })
+}
+
+fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan>> {
     let srcs = t
         .src
         .iter()
@@ -327,7 +369,7 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
         Op::GetRows => {
             need(srcs[1], &[DType::I32], "get_rows indices")?;
             if srcs[0].dtype == DType::I32 {
-                return Err(unsupported("get_rows of i32 rows"));
+                return Err(unsupported_dtype(DType::I32, "get_rows of i32 rows"));
             }
             (
                 (Kernel::GetRows, srcs[0].dtype),
@@ -338,7 +380,7 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
         Op::MatMul => {
             need(srcs[1], &[DType::F32], "matmul activations")?;
             if srcs[0].dtype == DType::I32 {
-                return Err(unsupported("matmul of i32 weights"));
+                return Err(unsupported_dtype(DType::I32, "matmul of i32 weights"));
             }
             let (ta, tb) = (srcs[0], srcs[1]);
             if ta.ne[2] == 0 || ta.ne[3] == 0 {
