@@ -12,8 +12,7 @@ use webtensor::backend::{
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::graph::{Graph, TensorId};
 use webtensor::testing::{
-    all_cases, run_suite, run_suite_on_registry, uncovered_ops, Outcome, SuiteOptions,
-    SuiteReport,
+    all_cases, run_suite, run_suite_on_registry, uncovered_ops, Outcome, SuiteOptions, SuiteReport,
 };
 use webtensor::Result;
 
@@ -240,8 +239,7 @@ fn missing_webgpu_fails_only_where_required() {
     };
     let reg = registry_of(vec![cpu(), no_webgpu()]);
     let err = pollster::block_on(run_suite_on_registry(&reg, &opts("scale", true)))
-        .err()
-        .expect("a required WebGPU without a device is an error");
+        .expect_err("a required WebGPU without a device is an error");
     assert!(err.to_string().contains("no adapter on this fake"), "{err}");
 
     let report = pollster::block_on(run_suite_on_registry(&reg, &opts("scale", false))).unwrap();

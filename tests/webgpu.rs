@@ -145,7 +145,10 @@ fn in_place_ops_are_the_expected_ones() {
     type Build = fn(&mut CaseBuilder) -> webtensor::Result<()>;
     let in_place: [(&str, Build); 8] = [
         ("add", |b| {
-            let (x, y) = (b.input(DType::F32, &[300, 5])?, b.input(DType::F32, &[300, 5])?);
+            let (x, y) = (
+                b.input(DType::F32, &[300, 5])?,
+                b.input(DType::F32, &[300, 5])?,
+            );
             let z = b.g.add(x, y)?;
             b.output(z)
         }),
@@ -165,7 +168,10 @@ fn in_place_ops_are_the_expected_ones() {
             b.output(z)
         }),
         ("softmax", |b| {
-            let (x, m) = (b.input(DType::F32, &[300, 5])?, b.input(DType::F32, &[300, 5])?);
+            let (x, m) = (
+                b.input(DType::F32, &[300, 5])?,
+                b.input(DType::F32, &[300, 5])?,
+            );
             let z = b.g.softmax(x, Some(m), 0.5)?;
             b.output(z)
         }),
@@ -196,7 +202,10 @@ fn in_place_ops_are_the_expected_ones() {
         let mut b = CaseBuilder::new(1);
         build(&mut b).unwrap();
         let out = b.g.outputs()[0];
-        assert!(dev.supports_inplace(&b.g, out), "{name} is not run in place");
+        assert!(
+            dev.supports_inplace(&b.g, out),
+            "{name} is not run in place"
+        );
     }
 
     let mut b = CaseBuilder::new(2);

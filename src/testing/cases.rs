@@ -197,11 +197,16 @@ fn shared_memory_cases(v: &mut Vec<OpCase>) {
             b.output(y)
         },
     ));
-    v.push(OpCase::new("concat_f32_x_x_dim1", OpKind::Concat, 0.0, |b| {
-        let x = b.input(DType::F32, &[9, 4])?;
-        let y = b.g.concat(x, x, 1)?;
-        b.output(y)
-    }));
+    v.push(OpCase::new(
+        "concat_f32_x_x_dim1",
+        OpKind::Concat,
+        0.0,
+        |b| {
+            let x = b.input(DType::F32, &[9, 4])?;
+            let y = b.g.concat(x, x, 1)?;
+            b.output(y)
+        },
+    ));
 }
 
 /// Values of magnitude in `[0.5, 2)` with random signs (safe divisors).

@@ -281,8 +281,7 @@ impl fmt::Display for SuiteReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{} ({}): {} cases: {} passed, {} failed, {} skipped",
-            self.name,
+            "{}: {} cases: {} passed, {} failed, {} skipped",
             self.device,
             self.results.len(),
             self.passed,
@@ -301,7 +300,9 @@ impl fmt::Display for SuiteReport {
             return Ok(());
         }
         for (why, names) in self.skip_reasons() {
-            writeln!(f, "  SKIP  {} cases: {why}: {}", names.len(), names.join(", "))?;
+            let n = names.len();
+            let cases = if n == 1 { "case" } else { "cases" };
+            writeln!(f, "  SKIP  {n} {cases}: {why}: {}", names.join(", "))?;
         }
         for r in &self.results {
             if let Outcome::Fail(m) = &r.outcome {

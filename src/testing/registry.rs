@@ -92,10 +92,12 @@ impl RegistryReport {
 impl fmt::Display for RegistryReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cases = self.devices.first().map_or(0, |r| r.results.len());
+        let names: Vec<&str> = self.devices.iter().map(|r| r.name.as_str()).collect();
         writeln!(
             f,
-            "op suite: {cases} cases on each of {} devices, against the CPU scalar reference",
-            self.devices.len()
+            "op suite: {cases} cases x {} devices ({}) against the CPU scalar reference",
+            names.len(),
+            names.join(", ")
         )?;
         for r in &self.devices {
             if f.alternate() {
