@@ -37,8 +37,11 @@ model_files() {  # the real model, tokenizer vectors and numpy for the reference
   python3 -c 'import numpy' 2>/dev/null || python3 -m pip install --quiet numpy
 }
 step "model files (fetch-model, test vectors, numpy)" model_files
-step "native tests (cargo test)" cargo test
-step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --test web_node
+# setup.sh installs lavapipe, so native WebGPU must be there: the op suite and the WebGPU
+# device tests fail instead of skipping without an adapter (WEBTENSOR_REQUIRE_WEBGPU=0 to relax).
+step "native tests (cargo test)" env WEBTENSOR_REQUIRE_WEBGPU=${WEBTENSOR_REQUIRE_WEBGPU:-1} cargo test
+# --lib: the unit tests marked wasm_bindgen_test (SIMD128 kernels, run queue) run under wasm too.
+step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --lib --test web_node
 step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-unknown --test web_browser
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
 step "end-to-end page test" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} node --test tests/e2e/

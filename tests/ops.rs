@@ -1,16 +1,19 @@
-//! The op conformance suite on the CPU: fast kernels against the scalar reference, plus
-//! proof that the harness catches wrong results, overruns and unsupported ops.
+//! The op conformance suite on every device of the registry (CPU fast kernels; WebGPU on
+//! lavapipe, required when `WEBTENSOR_REQUIRE_WEBGPU=1`) against the CPU scalar reference,
+//! plus proof that the harness catches wrong results, overruns, NaNs and unsupported ops.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::rc::Rc;
 
 use webtensor::backend::{
-    Backend, BackendImpl, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture, Support,
-    TensorMemory,
+    Backend, BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture,
+    Registry, Support, TensorMemory,
 };
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::graph::{Graph, TensorId};
-use webtensor::testing::{all_cases, run_suite, uncovered_ops, Outcome, SuiteReport};
+use webtensor::testing::{
+    all_cases, run_suite, run_suite_on_registry, uncovered_ops, Outcome, SuiteOptions, SuiteReport,
+};
 use webtensor::Result;
 
 fn reference() -> Rc<dyn Device> {
@@ -22,15 +25,16 @@ fn suite(device: Rc<dyn Device>, filter: Option<&str>) -> SuiteReport {
 }
 
 #[test]
-fn cpu_fast_matches_reference() {
-    let report = suite(Rc::new(CpuDevice::new(KernelSet::Fast)), None);
+fn every_device_matches_reference() {
+    let report = pollster::block_on(async {
+        let reg = webtensor::backends::registry().await;
+        run_suite_on_registry(&reg, &SuiteOptions::from_env()).await
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     println!("{report}");
-    for (op, n) in report.cases_per_op() {
-        println!("  {op:?}: {n} cases");
+    if let Err(e) = report.check() {
+        panic!("{e}");
     }
-    assert!(report.passed > 150, "suite too small: {}", report.passed);
-    assert_eq!(report.skipped, 0, "the CPU runs every op");
-    report.check().unwrap();
 }
 
 #[test]
@@ -40,10 +44,15 @@ fn suite_covers_every_compute_op() {
         "ops without a case: {:?}",
         uncovered_ops()
     );
-    assert!(all_cases().len() >= OP_COUNT_FLOOR);
+    let cases = all_cases();
+    assert!(cases.len() >= OP_COUNT_FLOOR, "{} cases", cases.len());
+    for op in webtensor::graph::OpKind::compute() {
+        let n = cases.iter().filter(|c| c.op == op).count();
+        println!("  {op:?}: {n} cases");
+    }
 }
 
-const OP_COUNT_FLOOR: usize = 150;
+const OP_COUNT_FLOOR: usize = 200;
 
 /// What the fake device does wrong.
 #[derive(Clone, Copy, PartialEq)]
@@ -171,6 +180,90 @@ fn harness_skips_unsupported_with_reason() {
     assert_eq!(report.skipped, report.results.len());
     assert!(report.check().is_ok());
     assert!(format!("{report}").contains("this fake supports nothing"));
+}
+
+/// A device family for registries built by hand.
+struct Family {
+    name: &'static str,
+    devices: Vec<Rc<dyn Device>>,
+    reason: Option<String>,
+}
+
+impl BackendReg for Family {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn devices(&self) -> Vec<Rc<dyn Device>> {
+        self.devices.clone()
+    }
+    fn unavailable_reason(&self) -> Option<String> {
+        self.reason.clone()
+    }
+}
+
+fn registry_of(families: Vec<Family>) -> Registry {
+    let mut reg = Registry::new();
+    for f in families {
+        reg.register(Rc::new(f));
+    }
+    reg
+}
+
+fn no_webgpu() -> Family {
+    Family {
+        name: "WebGPU",
+        devices: Vec::new(),
+        reason: Some("no adapter on this fake".into()),
+    }
+}
+
+fn opts(filter: &str, require_webgpu: bool) -> SuiteOptions {
+    SuiteOptions {
+        filter: Some(filter.into()),
+        require_webgpu,
+    }
+}
+
+#[test]
+fn missing_webgpu_fails_only_where_required() {
+    let cpu = || Family {
+        name: "CPU",
+        devices: vec![Rc::new(CpuDevice::new(KernelSet::Fast))],
+        reason: None,
+    };
+    let reg = registry_of(vec![cpu(), no_webgpu()]);
+    let err = pollster::block_on(run_suite_on_registry(&reg, &opts("scale", true)))
+        .expect_err("a required WebGPU without a device is an error");
+    assert!(err.to_string().contains("no adapter on this fake"), "{err}");
+
+    let report = pollster::block_on(run_suite_on_registry(&reg, &opts("scale", false))).unwrap();
+    report.check().unwrap();
+    assert_eq!(report.devices.len(), 1);
+    assert!(report.device("cpu").is_some_and(|r| r.passed > 0));
+    assert!(format!("{report}").contains("WebGPU: no device: no adapter on this fake"));
+
+    let only_cpu = registry_of(vec![cpu()]);
+    assert!(pollster::block_on(run_suite_on_registry(&only_cpu, &opts("scale", true))).is_err());
+}
+
+#[test]
+fn registry_report_fails_on_any_device_and_on_cpu_skips() {
+    let family = |sabotage| Family {
+        name: "CPU",
+        devices: vec![faulty(sabotage)],
+        reason: None,
+    };
+    let run = |sabotage, filter| {
+        let reg = registry_of(vec![family(sabotage), no_webgpu()]);
+        pollster::block_on(run_suite_on_registry(&reg, &opts(filter, false))).unwrap()
+    };
+    let wrong = run(Sabotage::Perturb, "matmul_f32");
+    assert!(wrong.check().is_err(), "{wrong}");
+    // The fake is a CPU device: it must run every case, so skips fail the run.
+    let skipping = run(Sabotage::Unsupported, "norm");
+    let msg = skipping.check().unwrap_err();
+    assert!(msg.contains("must run every op"), "{msg}");
+    assert!(format!("{skipping}").contains("this fake supports nothing"));
 }
 
 #[test]

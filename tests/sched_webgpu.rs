@@ -1,6 +1,6 @@
 //! The scheduler over the real WebGPU device (natively: lavapipe) and the CPU: random graphs
 //! with some ops turned off on WebGPU, compared with the CPU reference. Without an adapter
-//! the test prints why and passes.
+//! the test prints why and passes, unless `WEBTENSOR_REQUIRE_WEBGPU=1`.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::rc::Rc;
@@ -9,16 +9,16 @@ use webtensor::backend::{BackendReg, Device, DeviceKind, RestrictedDevice};
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::backends::webgpu::WebGpuReg;
 use webtensor::testing::sched::{check_scheduled, random_graph};
+use webtensor::testing::{webgpu_required, REQUIRE_WEBGPU_ENV};
 
 #[test]
 fn random_graphs_over_webgpu_and_cpu_match_the_reference() {
     pollster::block_on(async {
         let reg = WebGpuReg::new().await;
         let Some(gpu) = reg.devices().into_iter().next() else {
-            println!(
-                "WebGPU skipped: {}",
-                reg.unavailable_reason().unwrap_or_default()
-            );
+            let why = reg.unavailable_reason().unwrap_or_default();
+            assert!(!webgpu_required(), "{REQUIRE_WEBGPU_ENV}=1: {why}");
+            println!("WebGPU skipped: {why}");
             return;
         };
         let mut multi = 0;

@@ -1,5 +1,5 @@
 //! wasm tests that run in headless Chromium (started with --enable-unsafe-webgpu through
-//! webdriver.json), so WebGPU code paths run on SwiftShader.
+//! webdriver.json), so WebGPU code paths run on SwiftShader: WebGPU is required here.
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen_test::*;
@@ -36,62 +36,41 @@ async fn registries_share_one_webgpu_device() {
     let gpu = |reg: &webtensor::backend::Registry| {
         reg.devices().into_iter().find(|d| d.name() == "WebGPU")
     };
-    let Some(a) = gpu(&webtensor::backends::registry().await) else {
-        web_sys::console::log_1(&"WebGPU skipped: no adapter".into());
-        return;
-    };
+    let a = gpu(&webtensor::backends::registry().await).expect("WebGPU");
     let b = gpu(&webtensor::backends::registry().await).expect("WebGPU again");
     assert!(std::rc::Rc::ptr_eq(&a, &b), "a second GPU device was made");
 }
 
-async fn webgpu() -> Option<std::rc::Rc<dyn webtensor::backend::Device>> {
-    use webtensor::backend::BackendReg;
-    let reg = webtensor::backends::webgpu::WebGpuReg::new().await;
-    let dev = reg.devices().into_iter().next();
-    if dev.is_none() {
-        web_sys::console::log_1(
-            &format!(
-                "WebGPU skipped: {}",
-                reg.unavailable_reason().unwrap_or_default()
-            )
-            .into(),
-        );
-    }
-    dev
+/// The WebGPU device; Chromium runs with `--enable-unsafe-webgpu`, so having none fails.
+async fn webgpu() -> std::rc::Rc<dyn webtensor::backend::Device> {
+    let reg = webtensor::backends::registry().await;
+    reg.by_name("WebGPU").unwrap_or_else(|e| {
+        let why: Vec<String> = reg
+            .backend_regs()
+            .iter()
+            .filter_map(|r| r.unavailable_reason())
+            .collect();
+        panic!("WebGPU is required in Chromium: {e} ({})", why.join("; "))
+    })
 }
 
-/// The op conformance suite on WebGPU (SwiftShader here) against the CPU reference.
+/// The op conformance suite on every device (CPU SIMD128 kernels, WebGPU on SwiftShader)
+/// against the CPU scalar reference.
 #[wasm_bindgen_test]
-async fn op_suite_on_webgpu_in_chromium() {
-    use webtensor::backends::cpu::{CpuDevice, KernelSet};
-    let Some(gpu) = webgpu().await else { return };
-    let report = webtensor::testing::run_suite(
-        gpu,
-        std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
-        None,
-    )
-    .await;
+async fn op_suite_on_every_device_in_chromium() {
+    use webtensor::testing::{run_suite_on_registry, SuiteOptions};
+    let reg = webtensor::backends::registry().await;
+    let opts = SuiteOptions {
+        filter: None,
+        require_webgpu: true,
+    };
+    let report = run_suite_on_registry(&reg, &opts)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     web_sys::console::log_1(&format!("{report}").into());
     if let Err(e) = report.check() {
         panic!("{e}");
     }
-    assert!(report.passed > 100, "{report}");
-}
-
-/// The op conformance suite on the CPU's SIMD128 kernels in Chromium.
-#[wasm_bindgen_test]
-async fn op_suite_on_cpu_in_chromium() {
-    use webtensor::backends::cpu::{CpuDevice, KernelSet};
-    let report = webtensor::testing::run_suite(
-        std::rc::Rc::new(CpuDevice::new(KernelSet::Fast)),
-        std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
-        None,
-    )
-    .await;
-    if let Err(e) = report.check() {
-        panic!("{e}");
-    }
-    assert_eq!(report.skipped, 0);
 }
 
 /// Random graphs scheduled over WebGPU (some ops turned off) and the CPU equal the reference.
@@ -100,7 +79,7 @@ async fn scheduler_splits_between_webgpu_and_cpu_in_chromium() {
     use webtensor::backend::{Device, DeviceKind, RestrictedDevice};
     use webtensor::backends::cpu::{CpuDevice, KernelSet};
     use webtensor::testing::sched::{check_scheduled, random_graph};
-    let Some(gpu) = webgpu().await else { return };
+    let gpu = webgpu().await;
     let mut multi = 0;
     for seed in 1..=12u64 {
         let (g, denied) = random_graph(seed);

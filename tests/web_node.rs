@@ -1,4 +1,5 @@
-//! wasm tests that run in Node (wasm-bindgen-test's default): the CPU device end to end.
+//! wasm tests that run in Node (wasm-bindgen-test's default): the CPU device end to end and
+//! the op conformance suite on its SIMD128 kernels (Node has no WebGPU: not expected).
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen_test::*;
@@ -50,4 +51,26 @@ async fn no_webgpu_in_node_is_a_reason_not_a_panic() {
         reason.contains("Node.js") || reason.contains("navigator.gpu"),
         "{reason}"
     );
+}
+
+/// The op conformance suite on every device of the registry (here: the CPU's SIMD128
+/// kernels) against the CPU scalar reference.
+#[wasm_bindgen_test]
+async fn op_suite_on_every_device_in_node() {
+    use webtensor::testing::{run_suite_on_registry, SuiteOptions};
+    let reg = webtensor::backends::registry().await;
+    let report = run_suite_on_registry(&reg, &SuiteOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    console_log!("{report}");
+    assert!(report.device("CPU").is_some(), "{report}");
+    if let Err(e) = report.check() {
+        panic!("{e}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn suite_covers_every_compute_op() {
+    let missing = webtensor::testing::uncovered_ops();
+    assert!(missing.is_empty(), "ops without a case: {missing:?}");
 }

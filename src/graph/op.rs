@@ -98,57 +98,82 @@ pub enum Op {
     Argmax,
 }
 
-/// Fieldless twin of [`Op`]: for tables, coverage checks and pipeline keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OpKind {
+/// Defines [`OpKind`] and [`OpKind::ALL`] from one list, so a kind added to the enum is in
+/// `ALL` (and so in the op suite's coverage check) by construction.
+macro_rules! op_kinds {
+    ($($(#[$doc:meta])* $kind:ident,)*) => {
+        /// Fieldless twin of [`Op`]: for tables, coverage checks and pipeline keys.
+        /// [`Op::kind`] matches every `Op` exhaustively, so a new op needs a kind here.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum OpKind {
+            $($(#[$doc])* $kind,)*
+        }
+
+        impl OpKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [OpKind] = &[$(OpKind::$kind,)*];
+        }
+    };
+}
+
+op_kinds! {
+    /// [`Op::Leaf`].
     Leaf,
+    /// [`Op::View`].
     View,
+    /// [`Op::GetRows`].
     GetRows,
+    /// [`Op::Binary`] with [`BinaryOp::Add`].
     Add,
+    /// [`Op::Binary`] with [`BinaryOp::Sub`].
     Sub,
+    /// [`Op::Binary`] with [`BinaryOp::Mul`].
     Mul,
+    /// [`Op::Binary`] with [`BinaryOp::Div`].
     Div,
+    /// [`Op::Scale`].
     Scale,
+    /// [`Op::MatMul`].
     MatMul,
+    /// [`Op::SoftMax`].
     SoftMax,
+    /// [`Op::Norm`].
     Norm,
+    /// [`Op::RmsNorm`].
     RmsNorm,
+    /// [`Op::Unary`] with [`UnaryOp::Gelu`].
     Gelu,
+    /// [`Op::Unary`] with [`UnaryOp::GeluErf`].
     GeluErf,
+    /// [`Op::Unary`] with [`UnaryOp::Silu`].
     Silu,
+    /// [`Op::Unary`] with [`UnaryOp::Relu`].
     Relu,
+    /// [`Op::Rope`].
     Rope,
+    /// [`Op::Cpy`].
     Cpy,
+    /// [`Op::Concat`].
     Concat,
+    /// [`Op::SumRows`].
     SumRows,
+    /// [`Op::Mean`].
     Mean,
+    /// [`Op::Argmax`].
     Argmax,
 }
 
 impl OpKind {
-    /// Every kind that computes something (not `Leaf`/`View`): what the op suite must cover.
-    pub const COMPUTE: [OpKind; 20] = [
-        OpKind::GetRows,
-        OpKind::Add,
-        OpKind::Sub,
-        OpKind::Mul,
-        OpKind::Div,
-        OpKind::Scale,
-        OpKind::MatMul,
-        OpKind::SoftMax,
-        OpKind::Norm,
-        OpKind::RmsNorm,
-        OpKind::Gelu,
-        OpKind::GeluErf,
-        OpKind::Silu,
-        OpKind::Relu,
-        OpKind::Rope,
-        OpKind::Cpy,
-        OpKind::Concat,
-        OpKind::SumRows,
-        OpKind::Mean,
-        OpKind::Argmax,
-    ];
+    /// Whether nodes of this kind compute something (all but `Leaf` and `View`): the kinds
+    /// the op suite must cover.
+    pub fn is_compute(self) -> bool {
+        !matches!(self, OpKind::Leaf | OpKind::View)
+    }
+
+    /// Every kind that computes something, in declaration order.
+    pub fn compute() -> impl Iterator<Item = OpKind> {
+        OpKind::ALL.iter().copied().filter(|k| k.is_compute())
+    }
 }
 
 impl std::fmt::Display for OpKind {

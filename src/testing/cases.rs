@@ -1,9 +1,10 @@
-//! The op case table: shapes with odd sizes, non-contiguous operands, broadcasting, every
-//! dtype each op takes, in-place runs, and per-op tolerances.
+//! The op case table: shapes with odd sizes, empty tensors, non-contiguous operands,
+//! broadcasting, operands sharing memory, every dtype each op takes, in-place runs, and
+//! per-op tolerances.
 
 use super::{CaseBuilder, OpCase};
 use crate::error::Result;
-use crate::graph::{BinaryOp, DType, OpKind, RopeMode, RopeParams, TensorId, UnaryOp};
+use crate::graph::{BinaryOp, DType, Op, OpKind, RopeMode, RopeParams, TensorId, UnaryOp};
 
 /// Tolerance of ops that should match the reference to float rounding.
 const EXACTISH: f64 = 1e-7;
@@ -60,24 +61,6 @@ fn operand(
     }
 }
 
-fn binary_kind(op: BinaryOp) -> OpKind {
-    match op {
-        BinaryOp::Add => OpKind::Add,
-        BinaryOp::Sub => OpKind::Sub,
-        BinaryOp::Mul => OpKind::Mul,
-        BinaryOp::Div => OpKind::Div,
-    }
-}
-
-fn unary_kind(op: UnaryOp) -> OpKind {
-    match op {
-        UnaryOp::Gelu => OpKind::Gelu,
-        UnaryOp::GeluErf => OpKind::GeluErf,
-        UnaryOp::Silu => OpKind::Silu,
-        UnaryOp::Relu => OpKind::Relu,
-    }
-}
-
 fn shape_name(ne: [usize; 4]) -> String {
     ne.iter()
         .map(|n| n.to_string())
@@ -101,7 +84,7 @@ fn binary_cases(v: &mut Vec<OpCase>) {
             b.output(z)
         },
     ));
-    let shapes: [([usize; 4], [usize; 4], Layout, Layout); 8] = [
+    let shapes: [([usize; 4], [usize; 4], Layout, Layout); 9] = [
         ([7, 5, 3, 2], [7, 5, 3, 2], Layout::Contig, Layout::Contig),
         ([33, 4, 3, 2], [33, 1, 3, 1], Layout::Contig, Layout::Contig),
         ([65, 3, 1, 1], [65, 1, 1, 1], Layout::Contig, Layout::Contig),
@@ -110,6 +93,13 @@ fn binary_cases(v: &mut Vec<OpCase>) {
         (
             [5, 7, 1, 1],
             [5, 1, 1, 1],
+            Layout::Transposed,
+            Layout::Contig,
+        ),
+        // b repeated along dim 0 (and 2) onto a transposed a.
+        (
+            [7, 5, 3, 1],
+            [1, 5, 1, 1],
             Layout::Transposed,
             Layout::Contig,
         ),
@@ -127,7 +117,7 @@ fn binary_cases(v: &mut Vec<OpCase>) {
         ),
     ];
     for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div] {
-        let kind = binary_kind(op);
+        let kind = Op::Binary(op).kind();
         for (a_ne, b_ne, la, lb) in shapes {
             let name = format!(
                 "{}_{}_{}_{la:?}_{lb:?}",
@@ -162,6 +152,61 @@ fn binary_cases(v: &mut Vec<OpCase>) {
             .in_place(),
         );
     }
+}
+
+/// Operands that share memory: one tensor twice, or two views into one tensor (as attention
+/// slices q and k from a fused projection). A device binds overlapping spans once and must
+/// read both operands through that binding.
+fn shared_memory_cases(v: &mut Vec<OpCase>) {
+    v.push(OpCase::new("mul_f32_x_x_9x4", OpKind::Mul, EXACTISH, |b| {
+        let x = b.input(DType::F32, &[9, 4])?;
+        let y = b.g.mul(x, x)?;
+        b.output(y)
+    }));
+    // x * x computed over x itself: one span for all three.
+    v.push(
+        OpCase::new("mul_f32_x_x_37x3", OpKind::Mul, EXACTISH, |b| {
+            let x = b.input_range(DType::F32, &[37, 3], -9.0, 9.0)?;
+            let y = b.g.mul(x, x)?;
+            b.output(y)
+        })
+        .in_place(),
+    );
+    v.push(OpCase::new(
+        "matmul_f32_k_q_views_of_one_tensor",
+        OpKind::MatMul,
+        F32_ACC,
+        |b| {
+            let qk = b.input(DType::F32, &[16, 6])?;
+            let q = b.g.view(qk, &[8, 6], &[4, 64], 0)?;
+            let k = b.g.view(qk, &[8, 6], &[4, 64], 32)?;
+            let y = b.g.matmul(k, q)?;
+            b.output(y)
+        },
+    ));
+    v.push(OpCase::new(
+        "softmax_input_and_mask_views_of_one_tensor",
+        OpKind::SoftMax,
+        F32_ACC,
+        |b| {
+            // Even rows are the input, odd rows the mask.
+            let both = b.input_range(DType::F32, &[6, 12], -3.0, 3.0)?;
+            let x = b.g.view(both, &[6, 6], &[4, 48], 0)?;
+            let mask = b.g.view(both, &[6, 6], &[4, 48], 24)?;
+            let y = b.g.softmax(x, Some(mask), 0.5)?;
+            b.output(y)
+        },
+    ));
+    v.push(OpCase::new(
+        "concat_f32_x_x_dim1",
+        OpKind::Concat,
+        0.0,
+        |b| {
+            let x = b.input(DType::F32, &[9, 4])?;
+            let y = b.g.concat(x, x, 1)?;
+            b.output(y)
+        },
+    ));
 }
 
 /// Values of magnitude in `[0.5, 2)` with random signs (safe divisors).
@@ -203,6 +248,12 @@ fn scale_unary_cases(v: &mut Vec<OpCase>) {
             },
         ));
     }
+    // Nothing to dispatch: the device must not fail or write anything.
+    v.push(OpCase::new("scale_0x4_empty", OpKind::Scale, 0.0, |b| {
+        let x = b.input(DType::F32, &[0, 4])?;
+        let y = b.g.scale(x, 2.0)?;
+        b.output(y)
+    }));
     v.push(
         OpCase::new("scale_67x5", OpKind::Scale, EXACTISH, |b| {
             let x = b.input(DType::F32, &[67, 5])?;
@@ -217,7 +268,7 @@ fn scale_unary_cases(v: &mut Vec<OpCase>) {
         UnaryOp::Silu,
         UnaryOp::Relu,
     ] {
-        let kind = unary_kind(op);
+        let kind = Op::Unary(op).kind();
         let lname = format!("{kind:?}").to_lowercase();
         for (ne, layout) in shapes {
             v.push(OpCase::new(
@@ -298,6 +349,12 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
             a_batch: [3, 1],
             b_batch: [3, 1],
             ..lb(mm(F32, 32, 8, 5), Layout::Permuted)
+        },
+        // Weights broadcast over a transposed (non-contiguous) activation batch.
+        Mm {
+            a_batch: [2, 1],
+            b_batch: [4, 1],
+            ..lb(mm(F32, 20, 9, 5), Layout::Transposed)
         },
         mm(F16, 33, 17, 9),
         mm(F16, 64, 65, 1),
@@ -406,15 +463,23 @@ fn softmax_cases(v: &mut Vec<OpCase>) {
             b.output(y)
         },
     ));
-    v.push(
-        OpCase::new("softmax_37x5", OpKind::SoftMax, F32_ACC, |b| {
-            let x = b.input_range(DType::F32, &[37, 5], -4.0, 4.0)?;
-            let m = b.input(DType::F32, &[37, 5])?;
-            let y = b.g.softmax(x, Some(m), 0.7)?;
-            b.output(y)
-        })
-        .in_place(),
-    );
+    // In place, with rows shorter and longer than a workgroup.
+    for ne0 in [37, 300] {
+        v.push(
+            OpCase::new(
+                format!("softmax_{ne0}x5"),
+                OpKind::SoftMax,
+                F32_ACC,
+                move |b| {
+                    let x = b.input_range(DType::F32, &[ne0, 5], -4.0, 4.0)?;
+                    let m = b.input(DType::F32, &[ne0, 5])?;
+                    let y = b.g.softmax(x, Some(m), 0.7)?;
+                    b.output(y)
+                },
+            )
+            .in_place(),
+        );
+    }
 }
 
 fn norm_cases(v: &mut Vec<OpCase>) {
@@ -447,28 +512,31 @@ fn norm_cases(v: &mut Vec<OpCase>) {
                 },
             ));
         }
-        v.push(
-            OpCase::new(format!("{lname}_67x4"), kind, F32_ACC, move |b| {
-                let x = b.input_range(DType::F32, &[67, 4], -3.0, 5.0)?;
-                let y = if rms {
-                    b.g.rms_norm(x, 1e-6)?
-                } else {
-                    b.g.norm(x, 1e-5)?
-                };
-                b.output(y)
-            })
-            .in_place(),
-        );
+        for ne0 in [67, 300] {
+            v.push(
+                OpCase::new(format!("{lname}_{ne0}x4"), kind, F32_ACC, move |b| {
+                    let x = b.input_range(DType::F32, &[ne0, 4], -3.0, 5.0)?;
+                    let y = if rms {
+                        b.g.rms_norm(x, 1e-6)?
+                    } else {
+                        b.g.norm(x, 1e-5)?
+                    };
+                    b.output(y)
+                })
+                .in_place(),
+            );
+        }
     }
 }
 
 fn rope_cases(v: &mut Vec<OpCase>) {
     // (shape [head_dim, heads, tokens, batch], n_dims, freq_scale, layout)
-    let list: [([usize; 4], usize, f32, Layout); 4] = [
+    let list: [([usize; 4], usize, f32, Layout); 5] = [
         ([64, 3, 5, 2], 64, 1.0, Layout::Contig),
         ([64, 3, 5, 1], 32, 1.0, Layout::Contig),
         ([10, 2, 7, 1], 6, 0.5, Layout::Contig),
         ([32, 3, 4, 1], 16, 1.0, Layout::Permuted),
+        ([10, 3, 5, 2], 8, 1.0, Layout::Permuted),
     ];
     for mode in [RopeMode::Normal, RopeMode::NeoX] {
         for (ne, n_dims, freq_scale, layout) in list {
@@ -514,7 +582,7 @@ fn rope_cases(v: &mut Vec<OpCase>) {
 fn cpy_cases(v: &mut Vec<OpCase>) {
     use DType::*;
     // (from, to, shape, layout)
-    let list: [(DType, DType, [usize; 4], Layout); 14] = [
+    let list: [(DType, DType, [usize; 4], Layout); 21] = [
         (F32, F16, [65, 3, 2, 1], Layout::Contig),
         (F32, Q8_0, [64, 3, 2, 1], Layout::Contig),
         (F32, Q4_0, [96, 5, 1, 1], Layout::Contig),
@@ -529,6 +597,15 @@ fn cpy_cases(v: &mut Vec<OpCase>) {
         (F32, Q8_0, [64, 4, 3, 1], Layout::Permuted),
         (F32, Q4_0, [32, 7, 1, 1], Layout::Offset),
         (F16, F32, [6, 4, 3, 1], Layout::Permuted),
+        (F16, F32, [3, 5, 1, 1], Layout::Transposed),
+        // 30 bytes: not a whole number of 4-byte words.
+        (F16, F16, [5, 3, 1, 1], Layout::Contig),
+        // Five blocks (odd: a lone last block) gathered from a transposed view.
+        (F32, Q8_0, [32, 5, 1, 1], Layout::Transposed),
+        (F32, Q4_0, [32, 5, 1, 1], Layout::Transposed),
+        (F16, Q8_0, [64, 3, 1, 1], Layout::Contig),
+        (F16, Q4_0, [64, 3, 1, 1], Layout::Contig),
+        (Q4_0, Q4_0, [32, 3, 1, 1], Layout::Offset),
     ];
     for (from, to, ne, layout) in list {
         let tol = if to.is_quantized() {
@@ -581,6 +658,28 @@ fn concat_cases(v: &mut Vec<OpCase>) {
             ));
         }
     }
+    v.push(OpCase::new(
+        "concat_f32_dim1_second_Transposed",
+        OpKind::Concat,
+        0.0,
+        |b| {
+            let x = b.input(DType::F32, &[5, 3, 2])?;
+            let y = operand(b, DType::F32, [5, 4, 2, 1], Layout::Transposed, -1.0, 1.0)?;
+            let z = b.g.concat(x, y, 1)?;
+            b.output(z)
+        },
+    ));
+    v.push(OpCase::new(
+        "concat_f32_dim1_empty_second",
+        OpKind::Concat,
+        0.0,
+        |b| {
+            let x = b.input(DType::F32, &[5, 3, 2])?;
+            let y = b.input(DType::F32, &[5, 0, 2])?;
+            let z = b.g.concat(x, y, 1)?;
+            b.output(z)
+        },
+    ));
     v.push(OpCase::new("concat_i32_dim1", OpKind::Concat, 0.0, |b| {
         let x = b.input_i32(&[6, 2], &(0..12).collect::<Vec<_>>())?;
         let y = b.input_i32(&[6, 3], &(100..118).collect::<Vec<_>>())?;
@@ -706,6 +805,7 @@ pub fn all_cases() -> Vec<OpCase> {
     let mut v = Vec::new();
     get_rows_cases(&mut v);
     binary_cases(&mut v);
+    shared_memory_cases(&mut v);
     scale_unary_cases(&mut v);
     matmul_cases(&mut v);
     softmax_cases(&mut v);

@@ -4,20 +4,25 @@
 //! equality for integer outputs. A coverage check keeps every compute op in the table.
 //!
 //! The runner is async and uses only the generic device API, so the same table runs
-//! natively, in Node and in a browser, on any device.
+//! natively, in Node and in a browser, on any device; [`run_suite_on_registry`] runs it on
+//! every device a registry lists.
 
 mod cases;
+mod registry;
 mod rng;
 pub mod sched;
 
 pub use cases::all_cases;
+pub use registry::{
+    run_suite_on_registry, webgpu_required, RegistryReport, SuiteOptions, REQUIRE_WEBGPU_ENV,
+};
 pub use rng::Rng;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
-use crate::backend::{run_graph, run_graph_aliased, Backend, Device, Support};
+use crate::backend::{run_graph, run_graph_aliased, Backend, Device, DeviceKind, Support};
 use crate::error::{Error, Result};
 use crate::graph::{row_from_f32, row_to_f32, DType, Graph, OpKind, TensorId};
 
@@ -173,12 +178,10 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Ops of [`OpKind::COMPUTE`] that no case in [`all_cases`] tests.
+/// Compute ops ([`OpKind::compute`]) that no case in [`all_cases`] tests.
 pub fn uncovered_ops() -> Vec<OpKind> {
     let cases = all_cases();
-    OpKind::COMPUTE
-        .iter()
-        .copied()
+    OpKind::compute()
         .filter(|k| !cases.iter().any(|c| c.op == *k))
         .collect()
 }
@@ -208,8 +211,12 @@ pub struct CaseResult {
 }
 
 /// Results of a suite run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SuiteReport {
+    /// Name of the device under test ("CPU", "WebGPU").
+    pub name: String,
+    /// Its kind.
+    pub kind: DeviceKind,
     /// Description of the device under test.
     pub device: String,
     /// Per case, in table order.
@@ -247,28 +254,62 @@ impl SuiteReport {
 
     /// Cases per op, for the summary.
     pub fn cases_per_op(&self) -> Vec<(OpKind, usize)> {
-        OpKind::COMPUTE
-            .iter()
-            .map(|&k| (k, self.results.iter().filter(|r| r.op == k).count()))
+        OpKind::compute()
+            .map(|k| (k, self.results.iter().filter(|r| r.op == k).count()))
             .collect()
+    }
+
+    /// Skipped cases grouped by reason, in first-seen order.
+    pub fn skip_reasons(&self) -> Vec<(&str, Vec<&str>)> {
+        let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+        for r in &self.results {
+            let Outcome::Skipped(why) = &r.outcome else {
+                continue;
+            };
+            match groups.iter_mut().find(|(w, _)| w == why) {
+                Some((_, names)) => names.push(&r.name),
+                None => groups.push((why, vec![&r.name])),
+            }
+        }
+        groups
     }
 }
 
+/// The summary line, skips grouped by reason, and every failure; `{:#}` lists every case
+/// (with its nmse) instead.
 impl fmt::Display for SuiteReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}: {} cases: {} passed, {} failed, {} skipped",
+            self.device,
+            self.results.len(),
+            self.passed,
+            self.failed,
+            self.skipped
+        )?;
+        if f.alternate() {
+            for r in &self.results {
+                let nmse = r.nmse.map_or(String::new(), |e| format!(" nmse={e:.2e}"));
+                match &r.outcome {
+                    Outcome::Pass => writeln!(f, "  OK    {}{nmse}", r.name)?,
+                    Outcome::Fail(m) => writeln!(f, "  FAIL  {}: {m}", r.name)?,
+                    Outcome::Skipped(why) => writeln!(f, "  SKIP  {}: {why}", r.name)?,
+                }
+            }
+            return Ok(());
+        }
+        for (why, names) in self.skip_reasons() {
+            let n = names.len();
+            let cases = if n == 1 { "case" } else { "cases" };
+            writeln!(f, "  SKIP  {n} {cases}: {why}: {}", names.join(", "))?;
+        }
         for r in &self.results {
-            let nmse = r.nmse.map_or(String::new(), |e| format!(" nmse={e:.2e}"));
-            match &r.outcome {
-                Outcome::Pass => writeln!(f, "  OK    {}{nmse}", r.name)?,
-                Outcome::Fail(m) => writeln!(f, "  FAIL  {}: {m}", r.name)?,
-                Outcome::Skipped(why) => writeln!(f, "  SKIP  {}: {why}", r.name)?,
+            if let Outcome::Fail(m) = &r.outcome {
+                writeln!(f, "  FAIL  {}: {m}", r.name)?;
             }
         }
-        write!(
-            f,
-            "{}: {} passed, {} failed, {} skipped",
-            self.device, self.passed, self.failed, self.skipped
-        )
+        Ok(())
     }
 }
 
@@ -280,8 +321,13 @@ pub async fn run_suite(
     filter: Option<&str>,
 ) -> SuiteReport {
     let mut report = SuiteReport {
+        name: device.name().to_string(),
+        kind: device.kind(),
         device: device.description(),
-        ..Default::default()
+        results: Vec::new(),
+        passed: 0,
+        failed: 0,
+        skipped: 0,
     };
     let backends =
         Backend::new(device.clone()).and_then(|d| Ok((d, Backend::new(reference.clone())?)));
@@ -318,19 +364,15 @@ pub async fn run_case(case: &OpCase, dut: &Backend, reference: &Backend) -> (Out
     let device = dut.device();
     for id in g.compute_nodes() {
         if let Support::No(why) = device.supports_op(g, id) {
-            return (
-                Outcome::Skipped(format!("{} unsupported: {why}", g.tensor(id).name)),
-                None,
-            );
+            let op = g.tensor(id).op.name();
+            return (Outcome::Skipped(format!("{op} unsupported: {why}")), None);
         }
     }
     if let Some(&out) = g.outputs().first().filter(|_| case.in_place) {
         if !device.supports_inplace(g, out) {
-            let why = "the device does not compute this op in place";
-            return (
-                Outcome::Skipped(format!("{}: {why}", g.tensor(out).name)),
-                None,
-            );
+            let op = g.tensor(out).op.name();
+            let why = format!("{op} is not computed in place on this device");
+            return (Outcome::Skipped(why), None);
         }
     }
     let expected = match run_case_graph(reference, &built, case.in_place).await {
