@@ -15,6 +15,7 @@ export const EXAMPLES = [
 
 const $ = (sel) => document.querySelector(sel);
 const fmt = (ms) => `${ms.toFixed(1)} ms`;
+const bytes = (n) => (n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1 << 20)).toFixed(1)} MiB`);
 
 function dot(a, b) {
   let s = 0;
@@ -91,12 +92,18 @@ export async function modelDemo() {
       const t0 = performance.now();
       const embs = await embedder.embed(texts);
       const t1 = performance.now();
+      const before = embedder.copyStats();
       const again = await embedder.embed(texts);
       const t2 = performance.now();
+      const after = embedder.copyStats();
+      const crossed = after.perRunBytes - before.perRunBytes + after.oneTimeBytes - before.oneTimeBytes;
       out.replaceChildren(similarityTable(texts, embs));
       timings.textContent = `embed ${texts.length} sentences: first ${fmt(t1 - t0)} (plans the graph), then ${fmt(t2 - t1)}` +
-        ` — ${embedder.dim}-d embeddings`;
+        ` — ${embedder.dim}-d embeddings; ${bytes(crossed)} crossed between devices per embed` +
+        ` (${bytes(after.oneTimeBytes)} of weights copied once in all)`;
       timings.dataset.embedMs = String(t2 - t1);
+      timings.dataset.crossedBytes = String(crossed);
+      timings.dataset.perRunWeightBytes = String(after.perRunWeightBytes - before.perRunWeightBytes);
       section.querySelector('.explain').textContent = embedder.explain();
       section.dataset.same = String(again.every((e, i) => e.every((v, k) => v === embs[i][k])));
       await search(texts, embs);

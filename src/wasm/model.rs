@@ -4,11 +4,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Float32Array, Function, Promise, Uint8Array};
+use js_sys::{Array, Float32Array, Function, Object, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::convert::{prop, runtime_options, to_js_error};
+use super::convert::{prop, runtime_options, set, to_js_error};
 use crate::runtime::{ByteSource, Runtime};
 
 #[wasm_bindgen(module = "/js/fetch_progress.js")]
@@ -130,6 +130,14 @@ impl SentenceEmbedder {
         self.model()?.explain(&self.rt).map_err(to_js_error)
     }
 
+    /// Bytes copied between devices by every embed so far: `{ perRunBytes, perRunWeightBytes,
+    /// oneTimeBytes }` (per run: activations crossing a device boundary, and weights when a
+    /// plan had to copy them each run; once: weights copied to a second device and kept).
+    #[wasm_bindgen(js_name = copyStats)]
+    pub fn copy_stats(&self) -> Result<Object, JsError> {
+        copy_stats_object(self.rt.copy_stats())
+    }
+
     /// Embedding size (384 for MiniLM).
     #[wasm_bindgen(getter)]
     pub fn dim(&self) -> usize {
@@ -183,4 +191,13 @@ impl ByteSource for JsBytes {
         self.0.subarray(offset as u32, end as u32).copy_to(out);
         Ok(())
     }
+}
+
+/// `CopyStats` as a JS object.
+pub(super) fn copy_stats_object(c: crate::runtime::CopyStats) -> Result<Object, JsError> {
+    let o = Object::new();
+    set(&o, "perRunBytes", &(c.per_run_bytes as f64).into())?;
+    set(&o, "perRunWeightBytes", &(c.per_run_weight_bytes as f64).into())?;
+    set(&o, "oneTimeBytes", &(c.one_time_bytes as f64).into())?;
+    Ok(o)
 }

@@ -372,6 +372,13 @@ impl JsRuntime {
         })
     }
 
+    /// Bytes copied between devices by every run so far: `{ perRunBytes, perRunWeightBytes,
+    /// oneTimeBytes }`.
+    #[wasm_bindgen(js_name = copyStats)]
+    pub fn copy_stats(&self) -> Result<js_sys::Object, JsError> {
+        super::model::copy_stats_object(self.rt.copy_stats())
+    }
+
     /// The placement of `graph`: splits, which node runs where and why, copies, memory.
     pub fn explain(&self, graph: &JsGraph) -> Result<String, JsError> {
         let program = graph.p.borrow();

@@ -85,6 +85,13 @@ test('the model demo embeds sentences, compares them, and searches', async () =>
   assert.equal(await model.getAttribute('data-same'), 'true', 'two runs of the same input differ');
   assert.match(await model.locator('.results li').first().textContent(), /guitar/);
   assert.match(await model.locator('.explain').textContent(), /plan: \d+ nodes/);
+  // 'auto' (the demo's default): in steady state no weight crosses between devices per run,
+  // and the page says how many bytes did cross.
+  const timings = model.locator('.timings');
+  assert.equal(await timings.getAttribute('data-per-run-weight-bytes'), '0', await model.locator('.explain').textContent());
+  assert.match(await timings.textContent(), /crossed between devices per embed/);
+  console.log(`model demo: ${await timings.textContent()}`);
+  console.log((await model.locator('.explain').textContent()).split('\n').slice(0, 2).join('\n'));
 
   // type new sentences and run again
   await model.locator('textarea').fill('I love pizza.\nPizza is my favourite food.\nThe train leaves at noon.');
