@@ -197,7 +197,11 @@ impl ByteSource for JsBytes {
 pub(super) fn copy_stats_object(c: crate::runtime::CopyStats) -> Result<Object, JsError> {
     let o = Object::new();
     set(&o, "perRunBytes", &(c.per_run_bytes as f64).into())?;
-    set(&o, "perRunWeightBytes", &(c.per_run_weight_bytes as f64).into())?;
+    set(
+        &o,
+        "perRunWeightBytes",
+        &(c.per_run_weight_bytes as f64).into(),
+    )?;
     set(&o, "oneTimeBytes", &(c.one_time_bytes as f64).into())?;
     Ok(o)
 }
