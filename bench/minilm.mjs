@@ -3,7 +3,8 @@
 // webtensor's f32 CPU embeddings (the same model must give the same vectors).
 //   node bench/minilm.mjs [out.json]
 // MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu,..." picks the runs (runner:weights:device; the
-// runner "webtensor-relaxed" is webtensor's relaxed-SIMD build); BENCH_REPS the repetitions;
+// runner "webtensor-relaxed" is webtensor's relaxed-SIMD build, "webtensor-X" any build in
+// bench/.pkg-web-X); BENCH_REPS the repetitions;
 // MINILM_ROUNDS (default 3) rounds over all runs, interleaved, each figure the median over the
 // rounds of the per-round medians (this machine has noisy stretches of seconds);
 // MINILM_PROFILE=1 also prints where webtensor's CPU time goes at 128 tokens, per op.
@@ -34,9 +35,11 @@ try {
     const context = await browser.newContext();
     const page = await context.newPage();
     page.on('console', (m) => console.log(`  ${m.text()}`));
-    const relaxed = runner === 'webtensor-relaxed';
-    const q = new URLSearchParams({ runner: relaxed ? 'webtensor' : runner, type, device, reps });
-    if (relaxed) q.set('pkg', '.pkg-web-relaxed');
+    // "webtensor-X" runs the package built into bench/.pkg-web-X (relaxed: the relaxed-SIMD
+    // build; any other, e.g. an older commit's build, for same-run before/after figures).
+    const build = runner.match(/^webtensor-(.+)$/);
+    const q = new URLSearchParams({ runner: build ? 'webtensor' : runner, type, device, reps });
+    if (build) q.set('pkg', `.pkg-web-${build[1]}`);
     if (process.env.MINILM_PROFILE) q.set('profile', '1');
     console.log(`round ${round + 1}: ${runner} ${type} ${device}`);
     await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
