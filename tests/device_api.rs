@@ -332,3 +332,20 @@ fn prepared_and_direct_runs_give_identical_bytes() {
         "the prepared form ran once, the direct run not at all"
     );
 }
+
+/// A runtime asked for the CPU alone registers no GPU family (no instance, no adapter
+/// request); `'auto'` registers WebGPU too (with or without a device).
+#[test]
+fn cpu_only_registries_ask_for_no_gpu() {
+    let cpu_only = block_on(webtensor::backends::registry_for(false));
+    let names: Vec<&str> = cpu_only.backend_regs().iter().map(|r| r.name()).collect();
+    assert_eq!(names, ["CPU"]);
+    let all = block_on(webtensor::backends::registry_for(true));
+    assert_eq!(all.backend_regs().len(), 2);
+    let rt = block_on(webtensor::create_runtime(
+        webtensor::runtime::DeviceChoice::Cpu,
+        true,
+    ))
+    .unwrap();
+    assert_eq!(rt.device_names(), ["CPU"]);
+}
