@@ -38,15 +38,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("128 tok", 1, 128),
         ("16 × 32", 16, 32),
     ];
-    let texts = |n: usize, tokens: usize| -> Vec<String> {
-        (0..n)
-            .map(|i| {
-                let words: Vec<String> = (0..tokens - 2)
-                    .map(|j| format!("w{}", (i + j) % 7))
-                    .collect();
-                words.join(" ")
-            })
-            .collect()
+    // Texts of exactly `tokens` tokens ([CLS] and [SEP] included), as bench/minilm.html makes.
+    const WORDS: [&str; 16] = [
+        "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "seven",
+        "happy", "wizards", "quietly", "brew", "potions",
+    ];
+    let texts = |e: &SentenceEmbedder, n: usize, tokens: usize| -> Vec<String> {
+        let mut words: Vec<&str> = Vec::new();
+        let count = |w: &[&str]| e.encode(&[&w.join(" ")]).map_or(0, |v| v[0].len());
+        while count(&words) < tokens {
+            words.push(WORDS[words.len() % WORDS.len()]);
+        }
+        while count(&words) > tokens {
+            words.pop();
+        }
+        vec![words.join(" "); n]
     };
     let choices = [
         ("cpu", DeviceChoice::Cpu, false),
@@ -67,7 +73,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             let e = SentenceEmbedder::load(&rt, &bytes)?;
             for (k, &(_, n, tokens)) in cases.iter().enumerate() {
-                let t = texts(n, tokens);
+                let t = texts(&e, n, tokens);
                 let refs: Vec<&str> = t.iter().map(String::as_str).collect();
                 for _ in 0..2 {
                     block_on(e.embed(&rt, &refs))?;

@@ -69,7 +69,7 @@ test('demo page lists the devices and computes on each', async () => {
 const score = async (page, i, j) =>
   Number(await page.locator(`#model table.similarity tr:nth-child(${i + 2}) td:nth-child(${j + 2})`).getAttribute('data-score'));
 
-test('the model demo embeds sentences, compares them, and searches', async () => {
+test('the model demo embeds sentences, compares them, and searches', async (t) => {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -90,8 +90,8 @@ test('the model demo embeds sentences, compares them, and searches', async () =>
   const timings = model.locator('.timings');
   assert.equal(await timings.getAttribute('data-per-run-weight-bytes'), '0', await model.locator('.explain').textContent());
   assert.match(await timings.textContent(), /crossed between devices per embed/);
-  console.log(`model demo: ${await timings.textContent()}`);
-  console.log((await model.locator('.explain').textContent()).split('\n').slice(0, 2).join('\n'));
+  t.diagnostic(`model demo: ${await timings.textContent()}`);
+  for (const line of (await model.locator('.explain').textContent()).split('\n').slice(0, 2)) t.diagnostic(line);
 
   // type new sentences and run again
   await model.locator('textarea').fill('I love pizza.\nPizza is my favourite food.\nThe train leaves at noon.');
