@@ -52,6 +52,11 @@ fn steady_state(rt: &Runtime, e: &SentenceEmbedder) -> webtensor::runtime::CopyS
     run_all();
     let before = rt.copy_stats();
     run_all();
+    assert_eq!(
+        rt.cached_sessions(),
+        SHAPES.len(),
+        "one session per shape, reused by every embed"
+    );
     let after = rt.copy_stats();
     webtensor::runtime::CopyStats {
         per_run_bytes: after.per_run_bytes - before.per_run_bytes,

@@ -39,6 +39,61 @@ fn runs_by_name_and_reuses_the_plan() {
     assert!(rt.explain(&p).unwrap().contains("split 0 on CPU"));
 }
 
+/// Sessions are cached by graph shape and weight values: a program built again the same way
+/// reuses the first one's session; other weight values or another shape get their own, and
+/// the least recently run is freed past the cache size.
+#[test]
+fn sessions_are_cached_by_shape_and_values() {
+    let rt = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
+    let build = |w: [f32; 4], cols: usize| {
+        let mut p = Program::new();
+        let w = p.weight_f32("w", DType::F32, &[2, 2], &w).unwrap();
+        let x = p.graph_mut().input("x", DType::F32, &[2, cols]).unwrap();
+        let y = p.graph_mut().matmul(w, x).unwrap();
+        p.graph_mut().set_output(y).unwrap();
+        p
+    };
+    let run = |p: &Program, cols: usize| {
+        let x = HashMap::from([("x".to_string(), bytes(&vec![1.0; 2 * cols]))]);
+        f32s(&block_on(rt.run(p, &x)).unwrap()[0].2)
+    };
+    assert_eq!(run(&build([1.0, 2.0, 3.0, 4.0], 1), 1), [3.0, 7.0]);
+    assert_eq!(run(&build([1.0, 2.0, 3.0, 4.0], 1), 1), [3.0, 7.0]);
+    assert_eq!(
+        rt.cached_sessions(),
+        1,
+        "the same graph and values planned twice"
+    );
+    assert_eq!(run(&build([0.0, 1.0, 0.0, 1.0], 1), 1), [1.0, 1.0]);
+    assert_eq!(
+        rt.cached_sessions(),
+        2,
+        "other weight values share a session"
+    );
+    assert_eq!(
+        run(&build([1.0, 2.0, 3.0, 4.0], 2), 2),
+        [3.0, 7.0, 3.0, 7.0]
+    );
+    assert_eq!(rt.cached_sessions(), 3);
+    rt.set_cached_sessions(2);
+    assert_eq!(rt.cached_sessions(), 2);
+    // The oldest (the first program's) was freed; running it plans it again, correctly.
+    assert_eq!(run(&build([1.0, 2.0, 3.0, 4.0], 1), 1), [3.0, 7.0]);
+    assert_eq!(rt.cached_sessions(), 2);
+    let mut p = build([1.0, 2.0, 3.0, 4.0], 1);
+    run(&p, 1);
+    let w = p
+        .graph()
+        .iter()
+        .find(|(_, t)| t.name == "w")
+        .map(|(id, _)| id)
+        .unwrap();
+    let y = p.graph_mut().scale(w, 2.0).unwrap();
+    p.graph_mut().set_output(y).unwrap();
+    let out = block_on(rt.run(&p, &HashMap::from([("x".to_string(), bytes(&[1.0; 2]))])));
+    assert_eq!(out.unwrap().len(), 2, "a changed graph is planned again");
+}
+
 #[test]
 fn quantized_weights_from_f32() {
     let rt = block_on(webtensor::create_runtime(DeviceChoice::Auto, false)).unwrap();

@@ -63,12 +63,12 @@ fn next_uid() -> u64 {
 pub const DEFAULT_CACHED_SESSIONS: usize = 8;
 
 /// What a session depends on besides the devices: the graph's shape, which stored weight each
-/// resident weight is, and, for programs carrying their own weight bytes, the program itself.
+/// resident weight is, and the bytes of the weights a program carries itself (a digest).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct SessionKey {
     graph: u64,
     stored: Vec<(TensorId, usize)>,
-    owned: Option<(u64, u64)>,
+    owned: u64,
 }
 
 impl SessionKey {
@@ -76,10 +76,11 @@ impl SessionKey {
         let mut stored: Vec<(TensorId, usize)> =
             p.stored.iter().map(|(&id, w)| (id, w.id())).collect();
         stored.sort_unstable();
+        let (graph, owned) = p.shape_key();
         Self {
-            graph: p.graph.fingerprint(),
+            graph,
             stored,
-            owned: (!p.weights.is_empty()).then_some((p.uid, p.version)),
+            owned,
         }
     }
 }

@@ -1,8 +1,9 @@
 //! A graph with its weight values: what a runtime runs.
 
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
-use super::next_uid;
 use crate::backend::StoredWeight;
 use crate::error::{Error, Result};
 use crate::graph::{row_from_f32, DType, Graph, TensorId};
@@ -14,8 +15,10 @@ pub struct Program {
     pub(super) graph: Graph,
     pub(super) weights: HashMap<TensorId, Vec<u8>>,
     pub(super) stored: HashMap<TensorId, StoredWeight>,
-    pub(super) uid: u64,
     pub(super) version: u64,
+    /// (version, graph fingerprint, digest of the owned weight bytes), computed once per
+    /// version: what the runtime's session cache keys on.
+    shape_key: Cell<Option<(u64, u64, u64)>>,
 }
 
 impl Default for Program {
@@ -31,9 +34,29 @@ impl Program {
             graph: Graph::new(),
             weights: HashMap::new(),
             stored: HashMap::new(),
-            uid: next_uid(),
             version: 0,
+            shape_key: Cell::new(None),
         }
+    }
+
+    /// The graph's fingerprint and a digest of the owned weights' bytes: programs built the
+    /// same way from the same values share them (and so a session).
+    pub(super) fn shape_key(&self) -> (u64, u64) {
+        if let Some((v, g, w)) = self.shape_key.get() {
+            if v == self.version {
+                return (g, w);
+            }
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut owned: Vec<(&TensorId, &Vec<u8>)> = self.weights.iter().collect();
+        owned.sort_unstable_by_key(|(id, _)| **id);
+        for (id, bytes) in owned {
+            id.hash(&mut h);
+            bytes.hash(&mut h);
+        }
+        let key = (self.graph.fingerprint(), h.finish());
+        self.shape_key.set(Some((self.version, key.0, key.1)));
+        key
     }
 
     /// The graph.
