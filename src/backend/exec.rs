@@ -55,7 +55,10 @@ impl TensorMemory {
             .get(&root)
             .ok_or_else(|| Error::Graph(format!("tensor {} has no memory assigned", t.name)))?;
         let off = off + view_off;
-        if off.checked_add(t.nbytes()).is_none_or(|end| end > buf.size()) {
+        if off
+            .checked_add(t.nbytes())
+            .is_none_or(|end| end > buf.size())
+        {
             // Formatted only on failure: this runs for every operand of every node.
             super::check_range(&format!("tensor {}", t.name), off, t.nbytes(), buf.size())?;
         }

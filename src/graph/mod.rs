@@ -45,14 +45,6 @@ impl Graph {
     /// have the same fingerprint, so a runtime can reuse one graph's plan for the other.
     pub fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
-        /// Feeds `Debug` output (the op's parameters, f32s included) into the hasher.
-        struct Feed<'a>(&'a mut std::collections::hash_map::DefaultHasher);
-        impl std::fmt::Write for Feed<'_> {
-            fn write_str(&mut self, s: &str) -> std::fmt::Result {
-                self.0.write(s.as_bytes());
-                Ok(())
-            }
-        }
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.tensors.len().hash(&mut h);
         for t in &self.tensors {
@@ -60,7 +52,7 @@ impl Graph {
             t.dtype.hash(&mut h);
             t.ne.hash(&mut h);
             t.nb.hash(&mut h);
-            let _ = std::fmt::Write::write_fmt(&mut Feed(&mut h), format_args!("{:?}", t.op));
+            t.op.hash_into(&mut h);
             t.src.hash(&mut h);
             t.view_of.hash(&mut h);
             t.view_offset.hash(&mut h);

@@ -98,6 +98,34 @@ pub enum Op {
     Argmax,
 }
 
+impl Op {
+    /// Feeds the op and its parameters (f32s by their bits) into `h`.
+    pub fn hash_into(&self, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        self.kind().hash(h);
+        let (a, b, n): (f32, f32, usize) = match *self {
+            Op::Scale(s) => (s, 0.0, 0),
+            Op::SoftMax { scale } => (scale, 0.0, 0),
+            Op::Norm { eps } | Op::RmsNorm { eps } => (eps, 0.0, 0),
+            Op::Unary(u) => (0.0, 0.0, u as usize),
+            Op::Rope(p) => (p.freq_base, p.freq_scale, p.n_dims * 2 + p.mode as usize),
+            Op::Concat { dim } => (0.0, 0.0, dim),
+            Op::Leaf
+            | Op::View
+            | Op::GetRows
+            | Op::Binary(_)
+            | Op::MatMul
+            | Op::Cpy
+            | Op::SumRows
+            | Op::Mean
+            | Op::Argmax => (0.0, 0.0, 0),
+        };
+        a.to_bits().hash(h);
+        b.to_bits().hash(h);
+        n.hash(h);
+    }
+}
+
 /// Defines [`OpKind`] and [`OpKind::ALL`] from one list, so a kind added to the enum is in
 /// `ALL` (and so in the op suite's coverage check) by construction.
 macro_rules! op_kinds {

@@ -73,9 +73,12 @@ struct SessionKey {
 
 impl SessionKey {
     fn of(p: &Program) -> Self {
-        let mut stored: Vec<(TensorId, usize)> =
-            p.stored.iter().map(|(&id, w)| (id, w.id())).collect();
-        stored.sort_unstable();
+        // In graph order (no sort: ids ascend).
+        let stored = p
+            .graph
+            .iter()
+            .filter_map(|(id, _)| p.stored.get(&id).map(|w| (id, w.id())))
+            .collect();
         let (graph, owned) = p.shape_key();
         Self {
             graph,

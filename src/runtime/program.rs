@@ -48,11 +48,12 @@ impl Program {
             }
         }
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        let mut owned: Vec<(&TensorId, &Vec<u8>)> = self.weights.iter().collect();
-        owned.sort_unstable_by_key(|(id, _)| **id);
-        for (id, bytes) in owned {
-            id.hash(&mut h);
-            bytes.hash(&mut h);
+        // In graph order (no sort: ids ascend).
+        for (id, _) in self.graph.iter() {
+            if let Some(bytes) = self.weights.get(&id) {
+                id.hash(&mut h);
+                bytes.hash(&mut h);
+            }
         }
         let key = (self.graph.fingerprint(), h.finish());
         self.shape_key.set(Some((self.version, key.0, key.1)));

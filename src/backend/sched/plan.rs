@@ -331,9 +331,14 @@ pub(crate) fn build(
         m.weight_bytes = weights[d].size();
     }
 
+    // In tensor order, then device order (no sort: both ascend here).
     let mut weight_copies = Vec::new();
-    for (&w, &home) in resident {
-        for &d in weight_devices.get(w.0).into_iter().flatten() {
+    for (w, devs) in weight_devices.iter().enumerate() {
+        let w = TensorId(w);
+        let Some(&home) = resident.get(&w) else {
+            continue;
+        };
+        for d in (0..ndev).filter(|d| devs.contains(d)) {
             if d != home {
                 weight_copies.push(WeightCopyPlan {
                     tensor: w,
@@ -344,7 +349,6 @@ pub(crate) fn build(
             }
         }
     }
-    weight_copies.sort_by_key(|c| (c.tensor, c.to));
 
     Ok(Plan {
         devices: devices.iter().map(|d| d.name().to_string()).collect(),
