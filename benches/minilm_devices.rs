@@ -62,8 +62,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Per choice and case: every round's median.
     let mut ms = vec![vec![Vec::new(); cases.len()]; choices.len()];
     let mut notes = vec![String::new(); choices.len()];
-    for _round in 0..rounds {
-        for (c, &(name, choice, cost)) in choices.iter().enumerate() {
+    for round in 0..rounds {
+        // Odd rounds run the choices in reverse: what ran just before (a GPU still settling,
+        // caches) does not always favour the same one.
+        for i in 0..choices.len() {
+            let c = if round % 2 == 0 { i } else { choices.len() - 1 - i };
+            let (name, choice, cost) = choices[c];
             let rt = match block_on(webtensor::create_runtime(choice, cost)) {
                 Ok(rt) => rt,
                 Err(e) => {
