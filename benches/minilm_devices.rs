@@ -66,7 +66,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Odd rounds run the choices in reverse: what ran just before (a GPU still settling,
         // caches) does not always favour the same one.
         for i in 0..choices.len() {
-            let c = if round % 2 == 0 { i } else { choices.len() - 1 - i };
+            let c = if round % 2 == 0 {
+                i
+            } else {
+                choices.len() - 1 - i
+            };
             let (name, choice, cost) = choices[c];
             let rt = match block_on(webtensor::create_runtime(choice, cost)) {
                 Ok(rt) => rt,
