@@ -53,13 +53,6 @@ pub struct PreparedSplit {
     prepared: Option<Box<dyn PreparedImpl>>,
 }
 
-impl PreparedSplit {
-    /// Whether the device prepared anything (false: each run computes the nodes directly).
-    pub fn is_prepared(&self) -> bool {
-        self.prepared.is_some()
-    }
-}
-
 impl dyn Device {
     /// A new stream on this device: [`Backend::new`].
     pub fn create_backend(self: Rc<Self>) -> Result<Rc<Backend>> {
@@ -144,10 +137,10 @@ impl Backend {
             if t.op.is_noop() {
                 continue;
             }
-            let t0 = profile::now_ms();
+            let t0 = crate::clock::now_ms();
             self.imp.compute(graph, &[id], mem)?;
             self.imp.synchronize().await?;
-            let ms = profile::now_ms() - t0;
+            let ms = crate::clock::now_ms() - t0;
             profile::record(
                 || {
                     let shapes: Vec<String> = t

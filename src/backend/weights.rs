@@ -156,16 +156,6 @@ impl StoredWeight {
         self.0.copies.borrow_mut().insert(d, c.clone());
         Ok(c)
     }
-
-    /// Bytes held by copies on other devices, per device index.
-    pub fn copy_bytes(&self) -> Vec<(usize, usize)> {
-        self.0
-            .copies
-            .borrow()
-            .iter()
-            .map(|(&d, c)| (d, c.buffer.size()))
-            .collect()
-    }
 }
 
 /// Stores weights on `devices[spec.device]`, reading `src` a chunk at a time (never a second

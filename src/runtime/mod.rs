@@ -191,11 +191,6 @@ impl Runtime {
         self.clear();
     }
 
-    /// The scheduler (devices, cost model) runs are planned with.
-    pub fn scheduler(&self) -> &Scheduler {
-        &self.sched
-    }
-
     /// The device each weight of `graph` should be kept on: where the ops reading it run in
     /// this runtime's own plan of `graph` (cost model included), so that a model's weights
     /// live where their ops run for the shape given; a weight read on several devices goes to

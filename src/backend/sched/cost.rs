@@ -189,23 +189,37 @@ impl CostModel {
         // The promise: never slower (by the estimate) than the best plan on one device.
         let mut best = self.estimate(graph, &placement.device);
         for d in 0..devices.len() {
-            let mut single = Placement {
-                device: placement.device.clone(),
-                why: placement.why.clone(),
-            };
-            for &id in &nodes {
-                if !pins.contains_key(&id) && sup.yes(id, d) && single.device[id.0] != Some(d) {
-                    single.device[id.0] = Some(d);
-                    single.why[id.0] = Some(Why::Cost);
-                }
-            }
-            let t = self.estimate(graph, &single.device);
+            let single = all_on(graph, sup, &placement.device, d, pins);
+            let t = self.estimate(graph, &single);
             if t < best {
                 best = t;
-                *placement = single;
+                for (id, (now, was)) in single.iter().zip(&mut placement.device).enumerate() {
+                    if now != was {
+                        *was = *now;
+                        placement.why[id] = Some(Why::Cost);
+                    }
+                }
             }
         }
     }
+}
+
+/// `device_of` with every compute node that device `d` supports, and `pins` leave free,
+/// moved to `d` (the rest stays where it was placed): "everything on `d`" as far as it goes.
+pub(crate) fn all_on(
+    graph: &Graph,
+    sup: &mut SupportTable<'_>,
+    device_of: &[Option<usize>],
+    d: usize,
+    pins: &HashMap<TensorId, usize>,
+) -> Vec<Option<usize>> {
+    let mut out = device_of.to_vec();
+    for id in graph.compute_nodes() {
+        if !pins.contains_key(&id) && sup.yes(id, d) {
+            out[id.0] = Some(d);
+        }
+    }
+    out
 }
 
 async fn time_graph(device: &Rc<dyn Device>, g: &Graph, reps: usize) -> Result<f64> {

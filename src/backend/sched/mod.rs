@@ -67,11 +67,6 @@ impl Scheduler {
         &self.devices
     }
 
-    /// The cost model, when on.
-    pub fn cost_model(&self) -> Option<&CostModel> {
-        self.cost.as_ref()
-    }
-
     /// The cost model's estimate of one run of `plan` (seconds), when the model is on.
     pub fn estimate(&self, graph: &Graph, plan: &Plan) -> Option<f64> {
         self.cost
@@ -96,12 +91,7 @@ impl Scheduler {
         )?;
         let mut out = Vec::new();
         for (d, dev) in self.devices.iter().enumerate() {
-            let mut device_of = base.device.clone();
-            for id in graph.compute_nodes() {
-                if sup.yes(id, d) {
-                    device_of[id.0] = Some(d);
-                }
-            }
+            let device_of = cost::all_on(graph, &mut sup, &base.device, d, &HashMap::new());
             out.push((dev.name().to_string(), cost.estimate(graph, &device_of)));
         }
         Ok(out)
