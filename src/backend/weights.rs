@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use super::{check_range, Buffer, BufferUsage, Device};
 use crate::error::{Error, Result};
-use crate::graph::{DType, Graph};
+use crate::graph::{DType, Graph, Tensor};
 
 /// Bytes copied from a [`ByteSource`] to a device at a time.
 const STORE_CHUNK: usize = 1 << 20;
@@ -145,9 +145,8 @@ impl StoredWeight {
             return Ok(c.clone());
         }
         let bt = device.buffer_type();
-        let mut probe = Graph::new();
-        let t = probe.weight("copy", self.0.dtype, &self.0.ne)?;
-        let buffer = bt.alloc(bt.alloc_size(probe.tensor(t)))?;
+        let t = weight_tensor(self.0.dtype, &self.0.ne)?;
+        let buffer = bt.alloc(bt.alloc_size(&t))?;
         buffer.set_usage(BufferUsage::Weights);
         let c = Rc::new(WeightCopy {
             buffer,
@@ -156,6 +155,13 @@ impl StoredWeight {
         self.0.copies.borrow_mut().insert(d, c.clone());
         Ok(c)
     }
+}
+
+/// The tensor a weight of `dtype` and shape `ne` is (the graph builder's checks included).
+fn weight_tensor(dtype: DType, ne: &[usize]) -> Result<Tensor> {
+    let mut g = Graph::new();
+    let id = g.weight("weight", dtype, ne)?;
+    Ok(g.tensor(id).clone())
 }
 
 /// Stores weights on `devices[spec.device]`, reading `src` a chunk at a time (never a second
@@ -168,7 +174,6 @@ pub fn store_weights(
     src: &dyn ByteSource,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<StoredWeight>> {
-    let mut probe = Graph::new();
     // (buffer index, offset, bytes) per spec; per device, the sizes of its buffers.
     let mut placed = Vec::with_capacity(specs.len());
     let mut sizes: Vec<Vec<usize>> = vec![Vec::new(); devices.len()];
@@ -176,8 +181,7 @@ pub fn store_weights(
         let dev = devices
             .get(s.device)
             .ok_or_else(|| Error::NoDevice(format!("weight {i} is for device {}", s.device)))?;
-        let t = probe.weight(&format!("w{i}"), s.dtype, &s.ne)?;
-        let t = probe.tensor(t);
+        let t = &weight_tensor(s.dtype, &s.ne)?;
         if s.range.len() != t.nbytes() || s.range.end > src.len() {
             return Err(Error::InvalidArgument(format!(
                 "weight {i} ({:?} {:?}) needs {} bytes, its range {:?} holds {} of a \
