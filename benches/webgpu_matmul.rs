@@ -16,24 +16,11 @@ fn main() {
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
     use std::rc::Rc;
-    use std::time::Instant;
 
     use webtensor::backend::{BackendReg, Device};
     use webtensor::backends::webgpu::WebGpuReg;
     use webtensor::bench::MatmulProblem;
     use webtensor::graph::DType;
-
-    async fn time_once(p: &MatmulProblem) -> webtensor::Result<f64> {
-        let t = Instant::now();
-        p.run()?;
-        p.synchronize().await?;
-        Ok(t.elapsed().as_secs_f64())
-    }
-
-    fn median(mut v: Vec<f64>) -> f64 {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    }
 
     pub fn main() {
         pollster::block_on(async {
@@ -66,22 +53,14 @@ mod native {
                         }
                     };
 
-                    if let Err(e) = time_once(&p).await {
-                        println!("{:>5} {:<5} failed: {e}", n, dtype.name());
-                        continue;
-                    }
                     let reps = if n >= 2048 { 10 } else { 5 };
-                    let mut times = Vec::new();
-                    for _ in 0..reps {
-                        match time_once(&p).await {
-                            Ok(t) => times.push(t),
-                            Err(e) => println!("run failed: {e}"),
+                    let t = match p.median_seconds(reps).await {
+                        Ok(t) => t,
+                        Err(e) => {
+                            println!("{:>5} {:<5} failed: {e}", n, dtype.name());
+                            continue;
                         }
-                    }
-                    if times.is_empty() {
-                        continue;
-                    }
-                    let t = median(times);
+                    };
                     let gflops = p.flops() / t / 1e9;
                     let pct = peak
                         .map(|pk| format!("{:5.1}% of peak", 100.0 * gflops / pk))
