@@ -4,12 +4,16 @@
 //! passes, unless `WEBTENSOR_REQUIRE_WEBGPU=1`.
 #![cfg(not(target_arch = "wasm32"))]
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use pollster::block_on;
-use webtensor::backend::{run_graph, run_graph_aliased, Backend, BackendReg, Device};
-use webtensor::backends::webgpu::{WebGpuDevice, WebGpuReg};
-use webtensor::graph::{DType, Graph, RopeMode, RopeParams};
+use webtensor::backend::{
+    run_graph, run_graph_aliased, Backend, BackendReg, Device, PlanOptions, Scheduler, Session,
+};
+use webtensor::backends::cpu::{CpuDevice, KernelSet};
+use webtensor::backends::webgpu::{ObjectCounts, WebGpuDevice, WebGpuReg};
+use webtensor::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
 use webtensor::testing::{webgpu_required, CaseBuilder, GUARD_BYTES, REQUIRE_WEBGPU_ENV};
 use webtensor::Error;
 
@@ -251,4 +255,81 @@ fn destroyed_device_fails_cleanly() {
     let y = b.g.relu(x).unwrap();
     b.output(y).unwrap();
     assert!(block_on(run_graph(&backend, &b.g, &b.leaves, 0)).is_err());
+}
+
+/// A small layer (matmul, bias, GELU, softmax, norm) over WebGPU and the CPU, its weights set:
+/// the session, its graph's input and its output.
+fn layer_session(dev: &Rc<WebGpuDevice>) -> (Session, TensorId) {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[32, 16]).unwrap();
+    let w = g.weight("w", DType::F32, &[32, 64]).unwrap();
+    let bias = g.weight("bias", DType::F32, &[64]).unwrap();
+    let h = g.matmul(w, x).unwrap();
+    let h = g.add(h, bias).unwrap();
+    let h = g.gelu(h).unwrap();
+    let h = g.softmax(h, None, 0.5).unwrap();
+    let y = g.norm(h, 1e-5).unwrap();
+    g.set_output(y).unwrap();
+    let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+    let sched = Scheduler::new(vec![dev.clone() as Rc<dyn Device>, cpu]).unwrap();
+    let plan = sched.plan(&g, &PlanOptions::default()).unwrap();
+    assert!(
+        plan.splits.iter().all(|s| s.device == 0),
+        "every node runs on WebGPU"
+    );
+    let mut session = Session::new(&sched, &g, plan, &HashMap::new()).unwrap();
+    let f32s = |n: usize, k: f32| -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| ((i % 13) as f32 * k - 0.3).to_le_bytes())
+            .collect()
+    };
+    let weights = HashMap::from([(w, f32s(32 * 64, 0.01)), (bias, f32s(64, 0.1))]);
+    session.set_weights(&weights).unwrap();
+    (session, x)
+}
+
+#[test]
+fn prepared_session_runs_create_no_gpu_objects() {
+    let Some(dev) = gpu() else { return };
+    let (mut session, x) = layer_session(&dev);
+    let input = |k: f32| -> HashMap<TensorId, Vec<u8>> {
+        let v: Vec<u8> = (0..32 * 16)
+            .flat_map(|i| ((i % 7) as f32 * k).to_le_bytes())
+            .collect();
+        HashMap::from([(x, v)])
+    };
+    // The first run may fill the readback pool.
+    block_on(session.run(&input(0.1))).unwrap();
+    let before = dev.created_objects();
+    let prepared = block_on(session.run(&input(0.2))).unwrap();
+    let steady = dev.created_objects();
+    assert_eq!(
+        steady, before,
+        "a steady-state prepared run created GPU objects"
+    );
+    // The same bytes as computing directly, which makes a bind group per dispatch and a
+    // parameter buffer on every run.
+    session.set_prepared(false).unwrap();
+    let direct = block_on(session.run(&input(0.2))).unwrap();
+    assert_eq!(prepared, direct);
+    let after = dev.created_objects();
+    let per_run = |a: ObjectCounts, b: ObjectCounts| {
+        format!(
+            "{} pipelines, {} bind groups, {} buffers",
+            b.pipelines - a.pipelines,
+            b.bind_groups - a.bind_groups,
+            b.buffers - a.buffers
+        )
+    };
+    println!(
+        "objects per run: prepared {}; direct {}",
+        per_run(before, steady),
+        per_run(steady, after)
+    );
+    assert_eq!(after.bind_groups - steady.bind_groups, 5);
+    assert_eq!(after.buffers - steady.buffers, 1);
+    // A new input gives new results through the same prepared objects.
+    session.set_prepared(true).unwrap();
+    let other = block_on(session.run(&input(0.3))).unwrap();
+    assert_ne!(other, prepared);
 }

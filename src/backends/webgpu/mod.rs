@@ -21,6 +21,7 @@ mod shader;
 
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
+pub use context::ObjectCounts;
 
 use std::rc::Rc;
 
@@ -101,6 +102,12 @@ impl WebGpuDevice {
     /// (The device API's `supports_inplace`, where the trait has it.)
     pub fn computes_in_place(&self, graph: &Graph, node: TensorId) -> bool {
         matches!(ops::plan(&self.ctx, graph, node), Ok(Some(p)) if p.in_place_ok)
+    }
+
+    /// Pipelines, bind groups and buffers this device has created so far: a steady-state run
+    /// of a prepared session adds none.
+    pub fn created_objects(&self) -> ObjectCounts {
+        self.ctx.created()
     }
 
     /// Releases the GPU device at once (like a lost device): every later call on it, its
