@@ -333,3 +333,76 @@ fn prepared_session_runs_create_no_gpu_objects() {
     let other = block_on(session.run(&input(0.3))).unwrap();
     assert_ne!(other, prepared);
 }
+
+/// The device lost in the middle of a run (after its compute was submitted, or after the
+/// readback's copy was): that run rejects with the reason, later runs fail the same way, nothing
+/// hangs, and a new device works.
+#[test]
+fn device_lost_mid_run_rejects_and_later_runs_fail_cleanly() {
+    for submits in [1, 2] {
+        let Some(dev) = gpu() else { return };
+        let (session, x) = layer_session(&dev);
+        let input = HashMap::from([(x, vec![0u8; 32 * 16 * 4])]);
+        block_on(session.run(&input)).unwrap();
+        dev.lose_after_submits(submits);
+        let lost = |r: webtensor::Result<Vec<Vec<u8>>>| match r {
+            Err(Error::Device { msg, .. }) => assert!(msg.contains("destroyed"), "{msg}"),
+            other => panic!("after {submits} submits: {other:?}"),
+        };
+        lost(block_on(session.run(&input)));
+        lost(block_on(session.run(&input)));
+        assert!(Backend::new(dev.clone()).is_err());
+    }
+    let Some(fresh) = gpu() else { return };
+    let (session, x) = layer_session(&fresh);
+    block_on(session.run(&HashMap::from([(x, vec![0u8; 32 * 16 * 4])]))).unwrap();
+}
+
+/// Sizes past the adapter's limits fail before anything is submitted or allocated: a tensor
+/// past maxStorageBufferBindingSize is refused by the device (so a GPU-only plan fails), and
+/// a session whose memory exceeds maxBufferSize fails to allocate it.
+#[test]
+fn sizes_past_the_adapters_limits_fail_before_submitting() {
+    let Some(dev) = gpu() else { return };
+    let prop = |key: &str| -> usize {
+        let (_, v) = dev
+            .properties()
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .unwrap();
+        v.parse::<u64>().unwrap().min(usize::MAX as u64) as usize
+    };
+    let (binding, max_buffer) = (prop("maxStorageBufferBindingSize"), prop("maxBufferSize"));
+    let only_gpu = Scheduler::new(vec![dev.clone() as Rc<dyn Device>]).unwrap();
+    let start = dev.created_objects();
+
+    let mut g = Graph::new();
+    let big = g.input("big", DType::F32, &[binding / 4 + 1024]).unwrap();
+    let y = g.relu(big).unwrap();
+    g.set_output(y).unwrap();
+    let why = dev.supports_op(&g, y);
+    assert!(!why.is_yes());
+    assert!(
+        format!("{why:?}").contains("maxStorageBufferBindingSize"),
+        "{why:?}"
+    );
+    assert!(only_gpu.plan(&g, &PlanOptions::default()).is_err());
+
+    // Weights that each fit a binding but together exceed one buffer.
+    let each = binding.min(max_buffer) / 2 / 4 * 4;
+    let mut g = Graph::new();
+    let mut sum = g.weight("w0", DType::F32, &[each / 4]).unwrap();
+    for k in 1..=max_buffer / each + 1 {
+        let w = g.weight(&format!("w{k}"), DType::F32, &[each / 4]).unwrap();
+        sum = g.add(sum, w).unwrap();
+    }
+    g.set_output(sum).unwrap();
+    let plan = only_gpu.plan(&g, &PlanOptions::default()).unwrap();
+    let r = Session::new(&only_gpu, &g, plan, &HashMap::new());
+    assert!(
+        matches!(r, Err(Error::AllocTooLarge { .. })),
+        "{:?}",
+        r.err()
+    );
+    assert_eq!(dev.created_objects(), start, "nothing was made");
+}

@@ -181,6 +181,21 @@ impl Session {
         resident: &HashMap<TensorId, StoredWeight>,
     ) -> Result<Self> {
         let devices = scheduler.devices();
+        // Every arena is checked against its device's limit before any is allocated.
+        for (d, dev) in devices.iter().enumerate() {
+            let bt = dev.buffer_type();
+            let m = &plan.memory[d];
+            if let Some(&size) = [m.compute_bytes, m.weight_bytes]
+                .iter()
+                .find(|&&size| size > bt.max_size())
+            {
+                return Err(Error::AllocTooLarge {
+                    size,
+                    max: bt.max_size(),
+                    buffer_type: bt.name().to_string(),
+                });
+            }
+        }
         let mut backends = Vec::new();
         let mut mems = Vec::new();
         for (d, dev) in devices.iter().enumerate() {

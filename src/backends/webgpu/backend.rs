@@ -366,7 +366,7 @@ impl Encoded {
                     pass.dispatch_workgroups(x, y, z);
                 }
             }
-            ctx.queue.submit([enc.finish()]);
+            ctx.submit(enc.finish());
         })
     }
 }

@@ -172,7 +172,7 @@ impl WebGpuBuffer {
                 pass.set_bind_group(0, &bind, &[]);
                 pass.dispatch_workgroups(1, 1, 1);
             }
-            self.ctx.queue.submit([enc.finish()]);
+            self.ctx.submit(enc.finish());
         })
     }
 }
@@ -202,7 +202,7 @@ impl BufferImpl for WebGpuBuffer {
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
                 enc.clear_buffer(&self.buf, start as u64, Some((end - start) as u64));
-                self.ctx.queue.submit([enc.finish()]);
+                self.ctx.submit(enc.finish());
             })?;
             self.write_bytes(offset, &vec![0; start - offset])?;
             return self.write_bytes(end, &vec![0; offset + len - end]);
@@ -242,7 +242,7 @@ impl BufferImpl for WebGpuBuffer {
                 dst_off as u64,
                 len as u64,
             );
-            self.ctx.queue.submit([enc.finish()]);
+            self.ctx.submit(enc.finish());
         })?;
         Ok(true)
     }

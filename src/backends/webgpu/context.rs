@@ -55,6 +55,9 @@ pub(super) struct Ctx {
     /// Idle MAP_READ staging buffers, reused by later readbacks.
     staging: RefCell<Vec<wgpu::Buffer>>,
     created: Cell<ObjectCounts>,
+    /// Test hook: the device is destroyed right after this many more submits.
+    #[cfg(feature = "testing")]
+    lose_after: Cell<Option<u32>>,
     /// Bound where a shader declares an operand the node does not have (e.g. no mask), or
     /// one read through another binding: two slots, one storage alignment apart.
     pub dummy: wgpu::Buffer,
@@ -152,6 +155,8 @@ impl Ctx {
                 buffers: 1,
                 ..ObjectCounts::default()
             }),
+            #[cfg(feature = "testing")]
+            lose_after: Cell::new(None),
             dummy,
         })
     }
@@ -171,6 +176,27 @@ impl Ctx {
     pub fn create_bind_group(&self, desc: &wgpu::BindGroupDescriptor<'_>) -> wgpu::BindGroup {
         self.count(|c| c.bind_groups += 1);
         self.device.create_bind_group(desc)
+    }
+
+    /// Submits one command buffer to the queue.
+    pub fn submit(&self, commands: wgpu::CommandBuffer) {
+        self.queue.submit([commands]);
+        #[cfg(feature = "testing")]
+        match self.lose_after.get() {
+            Some(0 | 1) => {
+                self.lose_after.set(None);
+                self.destroy();
+            }
+            Some(n) => self.lose_after.set(Some(n - 1)),
+            None => {}
+        }
+    }
+
+    /// Test hook: destroys the device (as if it were lost) right after the `n`-th submit from
+    /// now, in the middle of whatever call makes it.
+    #[cfg(feature = "testing")]
+    pub fn lose_after_submits(&self, n: u32) {
+        self.lose_after.set(Some(n));
     }
 
     fn count(&self, f: impl FnOnce(&mut ObjectCounts)) {
@@ -204,11 +230,16 @@ impl Ctx {
         self.device.destroy();
     }
 
+    /// Fails the device for good with `msg`, unless it already failed: the error then names
+    /// that first cause (a lost device makes later steps fail with vaguer messages).
     fn fail(&self, msg: String) -> Error {
-        if let Ok(mut f) = self.failure.lock() {
-            f.get_or_insert_with(|| msg.clone());
+        let Ok(mut f) = self.failure.lock() else {
+            return Self::device_error(msg);
+        };
+        match &*f {
+            Some(first) if *first != msg => Self::device_error(format!("{first} ({msg})")),
+            _ => Self::device_error(f.get_or_insert(msg).clone()),
         }
-        Self::device_error(msg)
     }
 
     /// An error caught in a scope: running out of memory leaves the device usable (the caller
@@ -297,7 +328,7 @@ impl Ctx {
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
             enc.copy_buffer_to_buffer(src, offset, &staging, 0, len);
-            self.queue.submit([enc.finish()]);
+            self.submit(enc.finish());
         })?;
         let (tx, rx) = oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, ..len, move |r| {

@@ -110,6 +110,14 @@ impl WebGpuDevice {
         self.ctx.created()
     }
 
+    /// Test hook (`testing` feature): the device is destroyed, as if lost, right after the
+    /// `n`-th queue submit from now (a run's compute, a readback's copy...), so a test can
+    /// lose it in the middle of a run.
+    #[cfg(feature = "testing")]
+    pub fn lose_after_submits(&self, n: u32) {
+        self.ctx.lose_after_submits(n);
+    }
+
     /// Releases the GPU device at once (like a lost device): every later call on it, its
     /// buffers and backends fails with `Error::Device` rather than panicking.
     pub fn destroy(&self) {
