@@ -14,6 +14,7 @@ use webtensor::backend::{
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::backends::webgpu::{ObjectCounts, WebGpuDevice, WebGpuReg};
 use webtensor::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
+use webtensor::runtime::{Program, Runtime, Value};
 use webtensor::testing::{webgpu_required, CaseBuilder, GUARD_BYTES, REQUIRE_WEBGPU_ENV};
 use webtensor::Error;
 
@@ -405,4 +406,115 @@ fn sizes_past_the_adapters_limits_fail_before_submitting() {
         r.err()
     );
     assert_eq!(dev.created_objects(), start, "nothing was made");
+}
+
+/// Outputs kept on the GPU feed later runs (of the same and of another graph) with no
+/// readback; they read back on demand; a disposed one, one of another runtime, or one of the
+/// wrong shape or dtype is an error.
+#[test]
+fn device_tensors_feed_later_runs_without_readback() {
+    let Some(dev) = gpu() else { return };
+    let runtime = |dev: &Rc<WebGpuDevice>| {
+        let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+        block_on(Runtime::with_devices(
+            vec![dev.clone() as Rc<dyn Device>, cpu],
+            false,
+            Vec::new(),
+        ))
+        .unwrap()
+    };
+    let rt = runtime(&dev);
+    let mut double = Program::new();
+    let x = double.graph_mut().input("x", DType::F32, &[8, 4]).unwrap();
+    let y = double.graph_mut().scale(x, 2.0).unwrap();
+    double.graph_mut().set_name(y, "y").unwrap();
+    double.graph_mut().set_output(y).unwrap();
+    let mut step = Program::new();
+    let h = step.graph_mut().input("h", DType::F32, &[8, 4]).unwrap();
+    let r = step.graph_mut().relu(h).unwrap();
+    let z = step.graph_mut().add(r, h).unwrap();
+    step.graph_mut().set_name(z, "z").unwrap();
+    step.graph_mut().set_output(z).unwrap();
+
+    let xs: Vec<f32> = (0..32).map(|i| i as f32 - 10.0).collect();
+    let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let floats = |b: &[u8]| -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    let kept = |outs: Vec<(String, DType, Value)>| match outs.into_iter().next() {
+        Some((_, _, Value::Device(t))) => t,
+        other => panic!("{other:?}"),
+    };
+    let run = |p: &Program, name: &str, v: Value, keep: bool| {
+        block_on(rt.run_values(p, &HashMap::from([(name.to_string(), v)]), keep))
+    };
+    // Warm both sessions (plans, pipelines, readback pool).
+    for p in [&double, &step] {
+        let name = if std::ptr::eq(p, &double) { "x" } else { "h" };
+        run(p, name, Value::Bytes(bytes(&xs)), false).unwrap();
+    }
+    let before = dev.created_objects();
+    let y = kept(run(&double, "x", Value::Bytes(bytes(&xs)), true).unwrap());
+    assert_eq!(
+        (y.device(), y.dtype(), y.shape()),
+        ("WebGPU", DType::F32, [8, 4, 1, 1])
+    );
+    let z1 = kept(run(&step, "h", Value::Device(y.clone()), true).unwrap());
+    let z2 = kept(run(&step, "h", Value::Device(z1.clone()), true).unwrap());
+    assert_eq!(
+        dev.created_objects().readbacks,
+        before.readbacks,
+        "no readback while the tensors stay on the GPU"
+    );
+    let f = |v: f32| v.max(0.0) + v;
+    let want: Vec<f32> = xs.iter().map(|&v| f(f(2.0 * v))).collect();
+    assert_eq!(floats(&block_on(z2.read()).unwrap()), want);
+    let want_y: Vec<f32> = xs.iter().map(|&v| 2.0 * v).collect();
+    assert_eq!(floats(&block_on(y.read()).unwrap()), want_y);
+
+    let err = |r: webtensor::Result<Vec<(String, DType, Value)>>, what: &str| match r {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains(what), "{msg}"),
+        other => panic!("expected an error about {what}: {other:?}"),
+    };
+    y.dispose();
+    assert!(y.is_disposed());
+    err(run(&step, "h", Value::Device(y.clone()), false), "disposed");
+    assert!(block_on(y.read()).is_err());
+    // A kept output of the wrong shape, or dtype.
+    let mut other = Program::new();
+    let a = other.graph_mut().input("a", DType::F32, &[4, 8]).unwrap();
+    let b = other.graph_mut().scale(a, 1.0).unwrap();
+    other.graph_mut().set_output(b).unwrap();
+    let wrong = kept(run(&other, "a", Value::Bytes(bytes(&xs)), true).unwrap());
+    err(
+        run(&step, "h", Value::Device(wrong), false),
+        "device tensor given",
+    );
+    let mut ints = Program::new();
+    let i = ints.graph_mut().input("i", DType::I32, &[8, 4]).unwrap();
+    let c = ints.graph_mut().cont(i).unwrap();
+    ints.graph_mut().set_output(c).unwrap();
+    let wrong = kept(run(&ints, "i", Value::Bytes(vec![0; 128]), true).unwrap());
+    err(
+        run(&step, "h", Value::Device(wrong), false),
+        "device tensor given",
+    );
+    // Another runtime's.
+    let rt2 = runtime(&dev);
+    let theirs = kept(
+        block_on(rt2.run_values(
+            &double,
+            &HashMap::from([("x".to_string(), Value::Bytes(bytes(&xs)))]),
+            true,
+        ))
+        .unwrap(),
+    );
+    err(
+        run(&step, "h", Value::Device(theirs), false),
+        "another runtime",
+    );
+    // The still-live one is unaffected.
+    assert_eq!(floats(&block_on(z2.read()).unwrap()), want);
 }

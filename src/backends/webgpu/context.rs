@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 pub(super) const DEVICE_NAME: &str = "WebGPU";
 
 /// Objects a WebGPU device has created since it was made: what a prepared session avoids
-/// making again on every run (command encoders, which WebGPU makes single-use, are not counted).
+/// making again on every run (command encoders, which WebGPU makes single-use, are not counted);
+/// and its readbacks, which tensors kept on the device avoid.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ObjectCounts {
     /// Compute pipelines (each compiled once per kernel and dtype, then cached).
@@ -27,6 +28,8 @@ pub struct ObjectCounts {
     pub bind_groups: u64,
     /// Buffers of every kind: storage, parameter (uniform) and readback staging.
     pub buffers: u64,
+    /// Copies of device memory to the host.
+    pub readbacks: u64,
 }
 
 /// Readback staging buffers up to this size are kept for reuse (larger ones are made per read).
@@ -322,6 +325,7 @@ impl Ctx {
     /// staging buffer (an idle one kept from an earlier read when one is large enough), maps
     /// it, and returns the bytes.
     pub async fn read_buffer(&self, src: &wgpu::Buffer, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.count(|c| c.readbacks += 1);
         let staging = self.take_staging(len)?;
         self.scoped(|| {
             let mut enc = self
