@@ -518,3 +518,54 @@ fn device_tensors_feed_later_runs_without_readback() {
     // The still-live one is unaffected.
     assert_eq!(floats(&block_on(z2.read()).unwrap()), want);
 }
+
+/// MiniLM (f32, when `scripts/fetch-model.sh` fetched it) on WebGPU and the CPU: a steady-state
+/// embed creates no pipeline, bind group or buffer; the first one (which prepares the
+/// session) shows what every run made before sessions were prepared.
+#[test]
+fn minilm_steady_state_runs_create_no_gpu_objects() {
+    let Some(dev) = gpu() else { return };
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/minilm-f32.gguf");
+    let Ok(bytes) = std::fs::read(path) else {
+        eprintln!("skipping: no {path} (run scripts/fetch-model.sh)");
+        return;
+    };
+    let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+    let rt = block_on(Runtime::with_devices(
+        vec![dev.clone() as Rc<dyn Device>, cpu],
+        false,
+        Vec::new(),
+    ))
+    .unwrap();
+    let e = webtensor::model::bert::SentenceEmbedder::load(&rt, &bytes).unwrap();
+    let texts = ["a quick brown fox jumps over the lazy dog"];
+    let delta = |a: ObjectCounts, b: ObjectCounts| {
+        [
+            b.pipelines - a.pipelines,
+            b.bind_groups - a.bind_groups,
+            b.buffers - a.buffers,
+            b.readbacks - a.readbacks,
+        ]
+    };
+    let c0 = dev.created_objects();
+    let first = block_on(e.embed(&rt, &texts)).unwrap();
+    let c1 = dev.created_objects();
+    block_on(e.embed(&rt, &texts)).unwrap();
+    let c2 = dev.created_objects();
+    let again = block_on(e.embed(&rt, &texts)).unwrap();
+    let c3 = dev.created_objects();
+    println!(
+        "MiniLM [pipelines, bind groups, buffers, readbacks]: first run {:?}, steady runs {:?} \
+         and {:?}",
+        delta(c0, c1),
+        delta(c1, c2),
+        delta(c2, c3)
+    );
+    assert_eq!(first, again);
+    assert!(delta(c0, c1)[1] > 0, "MiniLM ran on WebGPU");
+    assert_eq!(
+        delta(c2, c3)[..3],
+        [0, 0, 0],
+        "a steady-state run created GPU objects"
+    );
+}
