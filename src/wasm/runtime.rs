@@ -361,7 +361,7 @@ impl JsRuntime {
         &self,
         graph: &JsGraph,
         #[wasm_bindgen(unchecked_param_type = "Inputs")] inputs: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "RunOptions | undefined")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Promise {
         let rt = self.rt.clone();
         let program = graph.p.borrow().clone();
