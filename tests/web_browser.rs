@@ -194,3 +194,37 @@ async fn gpu_tensors_feed_later_runs_in_chromium() {
     let read: Promise = call(&gy, "read").dyn_into().unwrap();
     assert!(JsFuture::from(read).await.is_err());
 }
+
+/// A WebGPU device that answers the self-check wrong is dropped with the reason, and a runtime
+/// over its registry uses the CPU and shows why (`notes`, `explain()`).
+#[wasm_bindgen_test]
+async fn a_device_failing_its_self_check_is_dropped_in_chromium() {
+    use webtensor::backend::{BackendReg, Registry};
+    use webtensor::backends::cpu::{CpuReg, KernelSet};
+    use webtensor::backends::webgpu::{sabotage_self_check, WebGpuReg};
+    use webtensor::runtime::{DeviceChoice, Program, Runtime};
+    sabotage_self_check(true);
+    let gpu = WebGpuReg::new().await;
+    sabotage_self_check(false);
+    let why = gpu
+        .unavailable_reason()
+        .expect("the sabotaged device is dropped");
+    assert!(why.contains("self-check"), "{why}");
+    let mut reg = Registry::new();
+    reg.register(std::rc::Rc::new(CpuReg::new(KernelSet::Fast)));
+    reg.register(std::rc::Rc::new(gpu));
+    let rt = Runtime::new(&reg, DeviceChoice::Auto, false).await.unwrap();
+    assert_eq!(rt.device_names(), ["CPU"]);
+    let mut p = Program::new();
+    let x = p
+        .graph_mut()
+        .input("x", webtensor::graph::DType::F32, &[4])
+        .unwrap();
+    let y = p.graph_mut().relu(x).unwrap();
+    p.graph_mut().set_output(y).unwrap();
+    let plan = rt.explain(&p).unwrap();
+    assert!(
+        plan.contains("not used: WebGPU: ") && plan.contains("self-check"),
+        "{plan}"
+    );
+}

@@ -14,7 +14,7 @@ use webtensor::backend::{
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::backends::webgpu::{ObjectCounts, WebGpuDevice, WebGpuReg};
 use webtensor::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
-use webtensor::runtime::{Program, Runtime, Value};
+use webtensor::runtime::{DeviceChoice, Program, Runtime, Value};
 use webtensor::testing::{webgpu_required, CaseBuilder, GUARD_BYTES, REQUIRE_WEBGPU_ENV};
 use webtensor::Error;
 
@@ -304,8 +304,10 @@ fn prepared_session_runs_create_no_gpu_objects() {
     let before = dev.created_objects();
     let prepared = block_on(session.run(&input(0.2))).unwrap();
     let steady = dev.created_objects();
+    let objects = |c: ObjectCounts| (c.pipelines, c.bind_groups, c.buffers);
     assert_eq!(
-        steady, before,
+        objects(steady),
+        objects(before),
         "a steady-state prepared run created GPU objects"
     );
     // The same bytes as computing directly, which makes a bind group per dispatch and a
@@ -568,4 +570,39 @@ fn minilm_steady_state_runs_create_no_gpu_objects() {
         [0, 0, 0],
         "a steady-state run created GPU objects"
     );
+}
+
+/// A device that answers the self-check wrong is not used: its family is empty with the
+/// reason, runtimes use the CPU and say why in `notes()` and `explain()`.
+#[test]
+fn a_device_failing_its_self_check_is_dropped_for_the_cpu() {
+    let Some(_) = gpu() else { return };
+    webtensor::backends::webgpu::sabotage_self_check(true);
+    let reg = block_on(WebGpuReg::new());
+    let reg2 = block_on(webtensor::backends::registry());
+    webtensor::backends::webgpu::sabotage_self_check(false);
+    assert!(reg.device().is_none());
+    let why = reg.unavailable_reason().unwrap();
+    assert!(
+        why.contains("self-check") && why.contains("f32 matmul answered wrong"),
+        "{why}"
+    );
+    let rt = block_on(Runtime::new(&reg2, DeviceChoice::Auto, false)).unwrap();
+    assert_eq!(rt.device_names(), ["CPU"]);
+    assert!(rt.notes().iter().any(|n| n.contains("self-check")));
+    let mut p = Program::new();
+    let x = p.graph_mut().input("x", DType::F32, &[4]).unwrap();
+    let y = p.graph_mut().relu(x).unwrap();
+    p.graph_mut().set_output(y).unwrap();
+    let plan = rt.explain(&p).unwrap();
+    assert!(
+        plan.contains("not used: WebGPU: ") && plan.contains("self-check"),
+        "{plan}"
+    );
+    assert!(matches!(
+        block_on(Runtime::new(&reg2, DeviceChoice::WebGpu, false)),
+        Err(Error::NoDevice(msg)) if msg.contains("self-check")
+    ));
+    // Without the switch the same adapter passes.
+    assert!(block_on(WebGpuReg::new()).device().is_some());
 }

@@ -419,9 +419,16 @@ impl Runtime {
         }))
     }
 
-    /// The plan of `p` described for people.
+    /// The plan of `p` described for people, ending with why devices are missing (one
+    /// `not used:` line per note, e.g. a GPU that failed its self-check).
     pub fn explain(&self, p: &Program) -> Result<String> {
-        Ok(self.session(p)?.0.explain())
+        let mut s = self.session(p)?.0.explain();
+        for note in &self.notes {
+            s.push_str("not used: ");
+            s.push_str(note);
+            s.push('\n');
+        }
+        Ok(s)
     }
 
     /// Frees the session of `p`'s shape (its device memory); a later run plans it again.

@@ -17,11 +17,14 @@ mod backend;
 mod buffer;
 mod context;
 mod ops;
+mod selfcheck;
 mod shader;
 
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
 pub use context::ObjectCounts;
+#[cfg(feature = "testing")]
+pub use selfcheck::sabotage_self_check;
 
 use std::rc::Rc;
 
@@ -43,24 +46,39 @@ pub struct WebGpuReg {
 
 impl WebGpuReg {
     /// Requests a high-performance adapter and a device with the adapter's own limits (and
-    /// `shader-f16` when offered). Never fails: without an adapter the family is empty and
+    /// `shader-f16` when offered), then runs the known-answer self-check on it. Never fails:
+    /// without an adapter, or with one that answers wrong, the family is empty and
     /// [`BackendReg::unavailable_reason`] says why.
     pub async fn new() -> Self {
-        match Ctx::create().await {
-            Ok(ctx) => {
-                let ctx = Rc::new(ctx);
-                Self {
-                    device: Some(Rc::new(WebGpuDevice {
-                        buffer_type: Rc::new(WebGpuBufferType::new(ctx.clone())),
-                        ctx,
-                    })),
-                    reason: None,
+        let ctx = match Ctx::create().await {
+            Ok(ctx) => Rc::new(ctx),
+            Err(reason) => {
+                return Self {
+                    device: None,
+                    reason: Some(reason),
                 }
             }
-            Err(reason) => Self {
-                device: None,
-                reason: Some(reason),
+        };
+        let device = Rc::new(WebGpuDevice {
+            buffer_type: Rc::new(WebGpuBufferType::new(ctx.clone())),
+            ctx,
+        });
+        match selfcheck::check(device.clone()).await {
+            Ok(()) => Self {
+                device: Some(device),
+                reason: None,
             },
+            Err(why) => {
+                let reason = format!(
+                    "WebGPU adapter {} failed its self-check, so it is not used: {why}",
+                    device.ctx.info.name
+                );
+                device.destroy();
+                Self {
+                    device: None,
+                    reason: Some(reason),
+                }
+            }
         }
     }
 
