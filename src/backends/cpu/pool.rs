@@ -120,6 +120,8 @@ impl Pool {
             eager: self.eager,
             #[cfg(not(target_arch = "wasm32"))]
             pool: self.own.as_ref(),
+            #[cfg(target_arch = "wasm32")]
+            pool: std::marker::PhantomData,
         }
     }
 }
@@ -201,9 +203,19 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
-    #[test]
+    /// Thread counts a test can make pools of: natively any; on wasm what the pool has.
+    fn counts() -> Vec<usize> {
+        if cfg!(target_arch = "wasm32") {
+            vec![Pool::available()]
+        } else {
+            vec![1, 2, 3, 4]
+        }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn ranges_cover_every_item_once_aligned_and_at_least_min() {
-        for threads in [1, 2, 3, 4] {
+        for threads in counts() {
             let pool = Pool::new(Some(threads)).unwrap();
             let par = pool.par();
             for (n, min, align) in [(0, 1, 1), (1, 1, 1), (7, 2, 1), (100, 10, 8), (1000, 1, 32)] {
@@ -232,13 +244,36 @@ mod tests {
         }
     }
 
-    #[test]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn thread_counts_out_of_range_are_errors_naming_the_limit() {
         for n in [0, MAX_THREADS + 1] {
             let e = Pool::new(Some(n)).err().expect("error").to_string();
             assert!(e.contains(&MAX_THREADS.to_string()), "{e}");
         }
-        assert_eq!(Pool::new(Some(3)).unwrap().threads(), 3);
         assert_eq!(Pool::new(None).unwrap().threads(), Pool::available());
+        if cfg!(target_arch = "wasm32") {
+            let have = Pool::available();
+            let e = Pool::new(Some(have + 1)).err().expect("error").to_string();
+            assert!(e.contains(&format!("has {have}")), "{e}");
+        } else {
+            assert_eq!(Pool::new(Some(3)).unwrap().threads(), 3);
+        }
+    }
+
+    /// Without atomics (the SIMD128 build) rayon's global pool falls back to the calling
+    /// thread: one thread, and work split through it still runs.
+    #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn wasm_without_atomics_runs_on_the_calling_thread() {
+        assert_eq!(Pool::available(), 1);
+        let sum = std::sync::atomic::AtomicUsize::new(0);
+        Pool::global().par().eager().for_ranges(10, 1, 1, |r| {
+            sum.fetch_add(r.sum::<usize>(), std::sync::atomic::Ordering::Relaxed);
+        });
+        assert_eq!(sum.into_inner(), 45);
+        // Rayon's own parallel iterators run too (on the one thread).
+        let v: Vec<usize> = (0..4usize).into_par_iter().map(|i| i * 2).collect();
+        assert_eq!(v, [0, 2, 4, 6]);
     }
 }

@@ -70,11 +70,13 @@ unsafe fn map_row(
 }
 
 /// Relative per-element costs of the row kernels (an add is 1), which scale
-/// [`super::MIN_PAR_ELEMS`]: measured crossovers in benches/cpu_matmul.rs `rows` cases.
+/// [`super::MIN_PAR_ELEMS`]. Measured natively, 1 thread, 384-wide rows x 128
+/// (`cargo bench --bench cpu_matmul -- --thresholds`): add 0.24 ns/element, norm 0.8 (3x),
+/// softmax 7.6 (~32x), GELU 26 (~100x; the portable `exp`; SiLU/GELU-erf taken alike).
 const COST_BINARY: usize = 1;
-const COST_UNARY: usize = 4;
-const COST_SOFTMAX: usize = 4;
-const COST_NORM: usize = 2;
+const COST_UNARY: usize = 100;
+const COST_SOFTMAX: usize = 32;
+const COST_NORM: usize = 3;
 
 fn binary_with(
     par: Par,

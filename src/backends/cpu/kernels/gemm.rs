@@ -26,9 +26,11 @@ const GEMV_MAX_N: usize = 3;
 /// From this many activation rows on, Q8_0/Q4_0 weights are dequantized into the GEMM
 /// (ggml's BLAS threshold); `KC` is a multiple of the block size, so panels hold whole blocks.
 pub const QUANT_GEMM_MIN_N: usize = 32;
-/// A matmul is cut over threads from this many multiply-adds per thread. Measured
-/// (benches/cpu_matmul.rs `split` cases, native, 2 threads vs 1, medians): see the bench's
-/// printed crossover; below it the second thread's start costs more than it saves.
+/// A matmul is cut over threads from this many multiply-adds per thread. Measured natively
+/// (`cargo bench --bench cpu_matmul -- --thresholds`, release, 2 cores under load ~18, so no
+/// 2-thread win showed): a cut costs ~7 us (matmul 8^3: 0.5 us on 1 thread, 7.1 eager on 2)
+/// and 1 thread runs ~4.5 GMAC/s (64^3: 23.5 us, matvec 1024^2: 260 us), so a split pays
+/// from ~2 x 7 us of work = ~60K MACs per thread; 2^17 keeps a margin for imperfect scaling.
 pub const MIN_PAR_MACS: usize = 1 << 17;
 
 /// Rows of an F32/F16 tensor at batch `(i2, i3)`, read as f32.

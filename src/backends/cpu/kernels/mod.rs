@@ -112,6 +112,9 @@ pub(crate) fn for_rows_with<S>(
 }
 
 /// Row kernels split a node over threads from this many elements (times the op's relative
-/// cost) per thread. Measured (benches/cpu_matmul.rs `rows` cases, native, 2 threads vs 1):
-/// see the comment at the call sites' costs.
+/// cost) per thread. Measured natively (`cargo bench --bench cpu_matmul -- --thresholds`,
+/// release, 2 cores; 2026-11-30 under load ~18 from other builds, so no run showed a 2-thread
+/// win): cutting a node costs ~7 us (2 threads eager vs 1 on the smallest nodes: add 384x4
+/// 0.4 vs 6.5 us, norm 1.2 vs 7.5 us), so a split pays from ~2 x 7 us of work; an add runs
+/// 0.24 ns per element (384x128: 11.9 us), so 2^15 add-elements per thread is ~8 us each.
 pub(crate) const MIN_PAR_ELEMS: usize = 1 << 15;

@@ -27,7 +27,8 @@ pub fn rope(
     Some(())
 }
 
-/// Relative per-element costs (an add is 1) scaling [`MIN_PAR_ELEMS`].
+/// Relative per-element costs (an add is 1) scaling [`MIN_PAR_ELEMS`]; not measured apart
+/// (rope: f64 rotation per pair, like norm's few flops; conversion: a load and a store).
 const COST_ROPE: usize = 4;
 const COST_CONVERT: usize = 2;
 
