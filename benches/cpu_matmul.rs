@@ -1,12 +1,14 @@
-//! CPU matmul throughput: the fast kernels against a naive loop, printed as GFLOP/s medians
-//! and written to `target/bench/cpu_matmul.json`.
+//! CPU matmul throughput on 1 and 2 threads (interleaved runs, medians, and the 2/1 scaling)
+//! against a naive loop, written to `target/bench/cpu_matmul.json`; then the thread
+//! thresholds: small nodes on 1 thread vs 2 with every threshold off.
 //!
-//! `cargo bench --bench cpu_matmul` (add `-- --quick` for one size each).
+//! `cargo bench --bench cpu_matmul` (`-- --quick`: one size each, no thresholds;
+//! `-- --thresholds`: only the thresholds).
 
 use std::time::Instant;
 
 use webtensor::backends::cpu::kernels::{compute, KernelSet};
-use webtensor::backends::cpu::TensorView;
+use webtensor::backends::cpu::{Pool, TensorView};
 use webtensor::graph::{contiguous_strides, row_from_f32, row_to_f32, DType, Op};
 
 struct Mat {
@@ -58,8 +60,34 @@ fn time(mut f: impl FnMut(), budget: f64, min_runs: usize) -> f64 {
             t.elapsed().as_secs_f64()
         })
         .collect();
+    median(&mut v)
+}
+
+fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
+}
+
+/// Median seconds of each of `fs`, runs interleaved (`f0, f1, f0, f1, ...`) so that a noisy
+/// neighbour slows every variant alike; about `budget` seconds in all, at least `min_runs`.
+fn time_interleaved(fs: &mut [&mut dyn FnMut()], budget: f64, min_runs: usize) -> Vec<f64> {
+    let t = Instant::now();
+    for f in fs.iter_mut() {
+        f();
+    }
+    let first = t.elapsed().as_secs_f64();
+    let runs = ((budget / first.max(1e-9)) as usize).clamp(min_runs, 200);
+    let mut v = vec![Vec::with_capacity(runs); fs.len()];
+    for r in 0..runs {
+        // Alternate which variant goes first.
+        for i in 0..fs.len() {
+            let i = if r % 2 == 0 { i } else { fs.len() - 1 - i };
+            let t = Instant::now();
+            fs[i]();
+            v[i].push(t.elapsed().as_secs_f64());
+        }
+    }
+    v.iter_mut().map(|x| median(x)).collect()
 }
 
 /// The baseline: a plain triple loop over f32 (dequantizing weight rows first).
@@ -93,91 +121,207 @@ struct Row {
     m: usize,
     n: usize,
     k: usize,
-    fast: f64,
-    naive: f64,
+    /// GFLOP/s on 1 and on 2 threads.
+    t1: f64,
+    t2: f64,
+    naive: Option<f64>,
 }
 
-fn bench(dtype: DType, m: usize, n: usize, k: usize, budget: f64) -> Row {
+fn read_f32(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn bench(pools: &[Pool; 2], dtype: DType, (m, n, k): (usize, usize, usize), budget: f64) -> Row {
     let mut a = Mat::new(dtype, k, m, 1);
     let mut b = Mat::new(DType::F32, k, n, 2);
-    let mut d = Mat::new(DType::F32, m, n, 3);
-    let (av, bv, dv) = (a.view(), b.view(), d.view());
+    let mut d1 = Mat::new(DType::F32, m, n, 3);
+    let mut d2 = Mat::new(DType::F32, m, n, 4);
+    let (av, bv, dv1, dv2) = (a.view(), b.view(), d1.view(), d2.view());
     let flops = 2.0 * (m * n * k) as f64;
-    let fast = time(
-        || compute(KernelSet::Fast, &Op::MatMul, &dv, &[av, bv]).expect("matmul"),
+    let run = |p: &Pool, d: &TensorView| {
+        compute(p.par(), KernelSet::Fast, &Op::MatMul, d, &[av, bv]).expect("matmul")
+    };
+    let t = time_interleaved(
+        &mut [&mut || run(&pools[0], &dv1), &mut || run(&pools[1], &dv2)],
         budget,
         3,
     );
-    let mut out = vec![0f32; m * n];
-    let slow = time(|| naive(&a, &b, &mut out), budget, 1);
-    // Guard against a kernel that is fast because it is wrong.
-    let fast_out: Vec<f32> = d
-        .bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    let num: f64 = fast_out
-        .iter()
-        .zip(&out)
-        .map(|(x, y)| ((x - y) as f64).powi(2))
-        .sum();
-    let den: f64 = out.iter().map(|y| (*y as f64).powi(2)).sum();
     assert!(
-        num <= 1e-3 * den,
-        "{dtype:?} {m}x{n}x{k}: fast and naive disagree, nmse {}",
-        num / den
+        d1.bytes == d2.bytes,
+        "{dtype:?} {m}x{n}x{k}: 2 threads differ from 1"
     );
+    // The naive loop (a guard against a kernel that is fast because it is wrong) only where
+    // it takes under a few seconds.
+    let naive = (m * n * k <= 1 << 28).then(|| {
+        let mut out = vec![0f32; m * n];
+        let slow = time(|| naive(&a, &b, &mut out), budget, 1);
+        let fast_out = read_f32(&d1.bytes);
+        let num: f64 = fast_out
+            .iter()
+            .zip(&out)
+            .map(|(x, y)| ((x - y) as f64).powi(2))
+            .sum();
+        let den: f64 = out.iter().map(|y| (*y as f64).powi(2)).sum();
+        assert!(
+            num <= 1e-3 * den,
+            "{dtype:?} {m}x{n}x{k}: fast and naive disagree, nmse {}",
+            num / den
+        );
+        flops / slow / 1e9
+    });
     Row {
         name: format!("{}_{m}x{n}x{k}", dtype.name()),
         m,
         n,
         k,
-        fast: flops / fast / 1e9,
-        naive: flops / slow / 1e9,
+        t1: flops / t[0] / 1e9,
+        t2: flops / t[1] / 1e9,
+        naive,
+    }
+}
+
+/// The thresholds: microseconds per node on 1 thread and on 2 threads with every threshold
+/// off ([`Par::eager`]) over growing sizes; the first size where 2 threads win is where a
+/// kernel's `MIN_PAR_*` constant goes.
+fn thresholds(pools: &[Pool; 2], budget: f64) {
+    println!("\nthresholds: median us per node, 1 thread vs 2 (eager split), interleaved");
+    println!(
+        "{:<28} {:>10} {:>10} {:>8}",
+        "case", "1 thr us", "2 thr us", "2/1"
+    );
+    let mut cases: Vec<(String, Op, Vec<usize>)> = Vec::new();
+    for s in [8, 16, 24, 32, 48, 64, 96] {
+        cases.push((
+            format!("matmul {s}^3 ({} MACs)", s * s * s),
+            Op::MatMul,
+            vec![s, s, s],
+        ));
+    }
+    for m in [256, 512, 1024, 2048] {
+        cases.push((
+            format!("matvec {m}x{m} ({} MACs)", m * m),
+            Op::MatMul,
+            vec![m, 1, m],
+        ));
+    }
+    let rows_ops = [
+        ("add", Op::Binary(webtensor::graph::BinaryOp::Add)),
+        ("gelu", Op::Unary(webtensor::graph::UnaryOp::Gelu)),
+        ("softmax", Op::SoftMax { scale: 1.0 }),
+        ("norm", Op::Norm { eps: 1e-5 }),
+    ];
+    for (name, op) in rows_ops {
+        for rows in [4, 8, 16, 32, 64, 128] {
+            cases.push((
+                format!("{name} 384x{rows} ({} el)", 384 * rows),
+                op,
+                vec![384, rows],
+            ));
+        }
+    }
+    for (name, op, dims) in cases {
+        let (srcs, mut d1, mut d2) = if let Op::MatMul = op {
+            let (m, n, k) = (dims[0], dims[1], dims[2]);
+            (
+                vec![Mat::new(DType::F32, k, m, 1), Mat::new(DType::F32, k, n, 2)],
+                Mat::new(DType::F32, m, n, 3),
+                Mat::new(DType::F32, m, n, 3),
+            )
+        } else {
+            let nsrc = if matches!(op, Op::Binary(_)) { 2 } else { 1 };
+            let srcs = (0..nsrc)
+                .map(|i| Mat::new(DType::F32, dims[0], dims[1], i + 1))
+                .collect();
+            (
+                srcs,
+                Mat::new(DType::F32, dims[0], dims[1], 9),
+                Mat::new(DType::F32, dims[0], dims[1], 9),
+            )
+        };
+        let mut srcs = srcs;
+        let sv: Vec<TensorView> = srcs.iter_mut().map(|m| m.view()).collect();
+        let (dv1, dv2) = (d1.view(), d2.view());
+        let (p1, p2) = (pools[0].par(), pools[1].par().eager());
+        let t = time_interleaved(
+            &mut [
+                &mut || compute(p1, KernelSet::Fast, &op, &dv1, &sv).expect("node"),
+                &mut || compute(p2, KernelSet::Fast, &op, &dv2, &sv).expect("node"),
+            ],
+            budget,
+            21,
+        );
+        assert!(d1.bytes == d2.bytes, "{name}: 2 threads differ from 1");
+        println!(
+            "{name:<28} {:>10.1} {:>10.1} {:>7.2}x",
+            t[0] * 1e6,
+            t[1] * 1e6,
+            t[0] / t[1]
+        );
     }
 }
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let budget = if quick { 0.2 } else { 1.0 };
+    let only_thresholds = std::env::args().any(|a| a == "--thresholds");
+    let budget = if quick { 0.3 } else { 2.0 };
+    let pools = [
+        Pool::new(Some(1)).expect("1 thread"),
+        Pool::new(Some(2)).expect("2 threads"),
+    ];
+    println!(
+        "nproc {}, load average {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+    if only_thresholds {
+        thresholds(&pools, 0.3);
+        return;
+    }
     let mut rows = Vec::new();
     let gemm_sizes: &[usize] = if quick { &[256] } else { &[256, 512, 1024] };
     for &s in gemm_sizes {
-        rows.push(bench(DType::F32, s, s, s, budget));
+        rows.push(bench(&pools, DType::F32, (s, s, s), budget));
     }
-    for dtype in [DType::Q8_0, DType::Q4_0] {
-        rows.push(bench(dtype, 4096, 1, 4096, budget));
+    for dtype in [DType::F32, DType::Q8_0, DType::Q4_0] {
+        rows.push(bench(&pools, dtype, (4096, 1, 4096), budget));
     }
     if !quick {
-        rows.push(bench(DType::F16, 1024, 1024, 1024, budget));
-        rows.push(bench(DType::F32, 4096, 1, 4096, budget));
-        rows.push(bench(DType::Q8_0, 1024, 16, 1024, budget));
-        rows.push(bench(DType::Q8_0, 1024, 64, 1024, budget));
-        rows.push(bench(DType::Q4_0, 1024, 64, 1024, budget));
+        rows.push(bench(&pools, DType::F16, (1024, 1024, 1024), budget));
+        rows.push(bench(&pools, DType::Q8_0, (1024, 16, 1024), budget));
+        rows.push(bench(&pools, DType::Q8_0, (1024, 64, 1024), budget));
+        rows.push(bench(&pools, DType::Q4_0, (1024, 64, 1024), budget));
     }
     println!(
-        "{:<24} {:>12} {:>12} {:>8}",
-        "matmul (m x n x k)", "fast GF/s", "naive GF/s", "ratio"
+        "{:<24} {:>12} {:>12} {:>8} {:>12}",
+        "matmul (m x n x k)", "1 thr GF/s", "2 thr GF/s", "2/1", "naive GF/s"
     );
     let mut json = String::from("{\n  \"bench\": \"cpu_matmul\",\n  \"simd\": \"");
     json.push_str(webtensor::backends::cpu::simd_level());
     json.push_str("\",\n  \"unit\": \"GFLOP/s (median)\",\n  \"results\": [\n");
     for (i, r) in rows.iter().enumerate() {
+        let naive = r.naive.map_or("-".to_string(), |g| format!("{g:.2}"));
         println!(
-            "{:<24} {:>12.2} {:>12.2} {:>7.1}x",
+            "{:<24} {:>12.2} {:>12.2} {:>7.2}x {:>12}",
             r.name,
-            r.fast,
-            r.naive,
-            r.fast / r.naive
+            r.t1,
+            r.t2,
+            r.t2 / r.t1,
+            naive
         );
         json.push_str(&format!(
-            "    {{\"name\": \"{}\", \"m\": {}, \"n\": {}, \"k\": {}, \"fast_gflops\": {:.3}, \"naive_gflops\": {:.3}}}{}\n",
+            "    {{\"name\": \"{}\", \"m\": {}, \"n\": {}, \"k\": {}, \"gflops_1thread\": {:.3}, \"gflops_2threads\": {:.3}, \"naive_gflops\": {}}}{}\n",
             r.name,
             r.m,
             r.n,
             r.k,
-            r.fast,
-            r.naive,
+            r.t1,
+            r.t2,
+            r.naive.map_or("null".to_string(), |g| format!("{g:.3}")),
             if i + 1 < rows.len() { "," } else { "" }
         ));
     }
@@ -187,5 +331,8 @@ fn main() {
     match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, json)) {
         Ok(()) => println!("wrote {}", path.display()),
         Err(e) => eprintln!("cannot write {}: {e}", path.display()),
+    }
+    if !quick {
+        thresholds(&pools, 0.3);
     }
 }

@@ -1,12 +1,14 @@
-//! MiniLM latency natively on each device choice, same run: `'cpu'`, `'webgpu'` (every op the
-//! GPU runs placed there, no cost model) and `'auto'` (cost model on, as users get it), at the
-//! benchmark's four cases (8, 32 and 128 tokens; 16 sentences × 32 tokens), with the bytes
-//! that crossed between devices per run in steady state. A benchmark: it prints numbers.
+//! MiniLM latency natively on each device choice, same run: `'cpu'` on 1 and on 2 threads,
+//! `'webgpu'` (every op the GPU runs placed there, no cost model) and `'auto'` (cost model on,
+//! as users get it), at the benchmark's four cases (8, 32 and 128 tokens; 16 sentences × 32
+//! tokens), with the CPU's 2-thread scaling and the bytes that crossed between devices per
+//! run in steady state. A benchmark: it prints numbers.
 //!
 //! ```text
 //! cargo bench --bench minilm_devices                 # release build
 //! cargo bench --profile dev --bench minilm_devices   # quicker build (the crate is -O2 in dev)
 //! MINILM_MODEL=models/minilm-f32.gguf BENCH_REPS=9 BENCH_ROUNDS=2 cargo bench ...
+//! BENCH_CHOICES=cpu cargo bench ...                  # only the choices whose name has "cpu"
 //! ```
 //!
 //! Natively WebGPU is whatever adapter wgpu finds (Mesa's lavapipe here: a software GPU, so
@@ -14,10 +16,14 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    use std::rc::Rc;
+
     use pollster::block_on;
+    use webtensor::backend::Registry;
+    use webtensor::backends::cpu::{CpuReg, KernelSet};
     use webtensor::bench::{minilm_embed_ms, minilm_texts, MINILM_CASES};
     use webtensor::model::bert::SentenceEmbedder;
-    use webtensor::runtime::DeviceChoice;
+    use webtensor::runtime::{DeviceChoice, Runtime};
 
     let path = std::env::var("MINILM_MODEL").unwrap_or_else(|_| "models/minilm-q8_0.gguf".into());
     let Ok(bytes) = std::fs::read(&path) else {
@@ -32,11 +38,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (reps, rounds) = (env("BENCH_REPS", 5), env("BENCH_ROUNDS", 2));
     let cases = MINILM_CASES;
-    let choices = [
-        ("cpu", DeviceChoice::Cpu, false),
-        ("webgpu", DeviceChoice::WebGpu, false),
-        ("auto", DeviceChoice::Auto, true),
-    ];
+    // (name, CPU threads of a CPU-only runtime, or the device choice and cost model).
+    type Make = Result<usize, (DeviceChoice, bool)>;
+    let only = std::env::var("BENCH_CHOICES").unwrap_or_default();
+    let choices: Vec<(&str, Make)> = [
+        ("cpu 1 thread", Ok(1)),
+        ("cpu 2 threads", Ok(2)),
+        ("webgpu", Err((DeviceChoice::WebGpu, false))),
+        ("auto", Err((DeviceChoice::Auto, true))),
+    ]
+    .into_iter()
+    .filter(|(name, _)| name.contains(only.as_str()))
+    .collect();
+    let runtime = |make: &Make| -> webtensor::Result<Runtime> {
+        match *make {
+            Ok(threads) => {
+                let mut reg = Registry::new();
+                reg.register(Rc::new(CpuReg::with_threads(
+                    KernelSet::Fast,
+                    Some(threads),
+                )?));
+                block_on(Runtime::new(&reg, DeviceChoice::Cpu, false))
+            }
+            Err((choice, cost)) => block_on(webtensor::create_runtime(choice, cost)),
+        }
+    };
     // Per choice and case: every round's median.
     let mut ms = vec![vec![Vec::new(); cases.len()]; choices.len()];
     let mut notes = vec![String::new(); choices.len()];
@@ -49,8 +75,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             } else {
                 choices.len() - 1 - i
             };
-            let (name, choice, cost) = choices[c];
-            let rt = match block_on(webtensor::create_runtime(choice, cost)) {
+            let (name, ref make) = choices[c];
+            let rt = match runtime(make) {
                 Ok(rt) => rt,
                 Err(e) => {
                     notes[c] = format!("{name}: {e}");
@@ -95,23 +121,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|per| per.iter().map(|v| median(v)).collect())
         .collect();
-    for (c, &(name, _, _)) in choices.iter().enumerate() {
+    for (c, &(name, _)) in choices.iter().enumerate() {
         let row: Vec<String> = table[c]
             .iter()
             .map(|v| v.map_or("-".into(), |x| format!("{x:.1}")))
             .collect();
         println!("{name} | {}", row.join(" | "));
     }
-    let ratio: Vec<String> = (0..cases.len())
-        .map(|k| {
-            let best = [table[0][k], table[1][k]]
-                .into_iter()
-                .flatten()
-                .fold(f64::INFINITY, f64::min);
-            table[2][k].map_or("-".into(), |a| format!("{:.3}", a / best))
-        })
-        .collect();
-    println!("auto ÷ best of cpu, webgpu | {}", ratio.join(" | "));
+    let row = |name: &str| choices.iter().position(|c| c.0 == name).map(|i| &table[i]);
+    if let (Some(one), Some(two)) = (row("cpu 1 thread"), row("cpu 2 threads")) {
+        let scaling: Vec<String> = one
+            .iter()
+            .zip(two)
+            .map(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => format!("{:.2}x", a / b),
+                _ => "-".into(),
+            })
+            .collect();
+        println!("cpu 2 threads speedup over 1 | {}", scaling.join(" | "));
+    }
+    if let Some(auto) = row("auto") {
+        let ratio: Vec<String> = (0..cases.len())
+            .map(|k| {
+                let best = table
+                    .iter()
+                    .zip(&choices)
+                    .filter(|(_, c)| c.0 != "auto")
+                    .filter_map(|(t, _)| t[k])
+                    .fold(f64::INFINITY, f64::min);
+                auto[k].map_or("-".into(), |a| format!("{:.3}", a / best))
+            })
+            .collect();
+        println!("auto ÷ best of the others | {}", ratio.join(" | "));
+    }
     for n in notes.iter().filter(|n| !n.is_empty()) {
         println!("{n}");
     }

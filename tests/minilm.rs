@@ -7,7 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use std::rc::Rc;
+
 use pollster::block_on;
+use webtensor::backend::Registry;
+use webtensor::backends::cpu::{CpuReg, KernelSet};
 use webtensor::graph::{row_to_f32, DType};
 use webtensor::model::bert::SentenceEmbedder;
 use webtensor::model::gguf::{Gguf, GgufWriter};
@@ -82,6 +86,15 @@ fn dequantized(bytes: &[u8]) -> Vec<u8> {
     w.to_bytes()
 }
 
+/// A CPU-only runtime whose device runs on `threads` threads of its own.
+fn cpu_runtime(threads: usize) -> Runtime {
+    let mut reg = Registry::new();
+    reg.register(Rc::new(
+        CpuReg::with_threads(KernelSet::Fast, Some(threads)).unwrap(),
+    ));
+    block_on(Runtime::new(&reg, DeviceChoice::Cpu, false)).unwrap()
+}
+
 fn embed(e: &SentenceEmbedder, rt: &Runtime) -> Vec<Vec<f32>> {
     block_on(e.embed(rt, &TEXTS)).expect("embed")
 }
@@ -122,14 +135,19 @@ fn minilm_matches_reference() {
         println!("skipped: python3 with numpy is needed (pip install numpy)");
         return;
     }
-    let cpu = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
+    // The CPU on 2 threads; its embeddings are the 1-thread ones to the bit.
+    let cpu = cpu_runtime(2);
     let e = SentenceEmbedder::load(&cpu, &f32_bytes).expect("load f32");
     let ids = e.encode(&TEXTS).unwrap();
     let want = reference(&ids).expect("reference embeddings");
 
-    let c = min_cosine(&e, &cpu, &want);
-    println!("f32 CPU: min cosine {c:.9}");
+    let got = embed(&e, &cpu);
+    let c = min_cosine_of(&got, &want);
+    println!("f32 CPU, 2 threads: min cosine {c:.9}");
     assert!(c >= 1.0 - 1e-4, "f32 on the CPU drifts: min cosine {c}");
+    let one = cpu_runtime(1);
+    let e1 = SentenceEmbedder::load(&one, &f32_bytes).expect("load f32");
+    assert!(embed(&e1, &one) == got, "2 threads differ from 1");
 
     // Semantics, independent of the reference: paraphrases are closer than unrelated texts.
     let got = block_on(e.embed(&cpu, &TEXTS[..3])).unwrap();

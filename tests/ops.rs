@@ -294,3 +294,74 @@ fn get_rows_out_of_range_is_an_error_not_a_panic() {
         r.err()
     );
 }
+
+fn cpu_threads(threads: usize) -> CpuDevice {
+    CpuDevice::with_threads(KernelSet::Fast, Some(threads)).unwrap()
+}
+
+/// The suite on CPU devices with 2 and 4 threads of their own (sizes thresholds as shipped),
+/// and on 4 threads with every threshold off, so that the suite's small nodes are cut too.
+#[test]
+fn multithreaded_cpu_matches_reference() {
+    let devices: [(&str, Rc<dyn Device>); 3] = [
+        ("2 threads", Rc::new(cpu_threads(2))),
+        ("4 threads", Rc::new(cpu_threads(4))),
+        ("4 threads, eager", Rc::new(cpu_threads(4).eager())),
+    ];
+    for (what, dev) in devices {
+        let report = suite(dev, None);
+        assert!(report.device.contains("threads"), "{}", report.device);
+        report.check().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(report.skipped, 0, "{what}: the CPU runs every op");
+    }
+}
+
+/// Cutting a node over threads never changes a bit: every case's outputs on 2 and 4
+/// threads (every threshold off, so even the suite's small nodes are split) are the 1-thread
+/// bytes.
+#[test]
+fn outputs_are_bit_identical_across_thread_counts() {
+    use webtensor::testing::case_outputs;
+    let backends: Vec<Rc<Backend>> = [
+        cpu_threads(1),
+        cpu_threads(2).eager(),
+        cpu_threads(4).eager(),
+    ]
+    .into_iter()
+    .map(|d| {
+        let d: Rc<dyn Device> = Rc::new(d);
+        d.create_backend().unwrap()
+    })
+    .collect();
+    let cases = all_cases();
+    for case in &cases {
+        let outs: Vec<Vec<Vec<u8>>> = backends
+            .iter()
+            .map(|b| pollster::block_on(case_outputs(case, b)).unwrap())
+            .collect();
+        for (t, o) in [2, 4].iter().zip(&outs[1..]) {
+            assert!(*o == outs[0], "{}: {t} threads differ from 1", case.name);
+        }
+    }
+    assert!(cases.len() >= OP_COUNT_FLOOR);
+}
+
+#[test]
+fn cpu_device_reports_its_threads_and_rejects_bad_counts() {
+    let d = cpu_threads(3);
+    assert_eq!(d.threads(), 3);
+    assert!(d.description().contains("3 threads"), "{}", d.description());
+    assert!(d.properties().contains(&("threads".into(), "3".into())));
+    let default = CpuDevice::new(KernelSet::Fast);
+    assert_eq!(
+        default.threads(),
+        webtensor::backends::cpu::Pool::available()
+    );
+    for bad in [0, webtensor::backends::cpu::pool::MAX_THREADS + 1] {
+        let e = CpuDevice::with_threads(KernelSet::Fast, Some(bad))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("threads"), "{e}");
+    }
+}

@@ -36,7 +36,16 @@ fn runs_by_name_and_reuses_the_plan() {
     let out =
         block_on(rt.run(&p, &HashMap::from([("x".to_string(), bytes(&[2.0, 0.0]))]))).unwrap();
     assert_eq!(f32s(&out[0].2), vec![2.0, 6.0]);
-    assert!(rt.explain(&p).unwrap().contains("split 0 on CPU"));
+    let plan = rt.explain(&p).unwrap();
+    assert!(plan.contains("split 0 on CPU"), "{plan}");
+    // The header says what the CPU is: its kernels and its threads.
+    let threads = webtensor::backends::cpu::Pool::available();
+    let s = if threads == 1 { "" } else { "s" };
+    assert!(plan.contains("device CPU: CPU ("), "{plan}");
+    assert!(
+        plan.contains(&format!("kernels, {threads} thread{s})")),
+        "{plan}"
+    );
 }
 
 /// Sessions are cached by graph shape and weight values: a program built again the same way

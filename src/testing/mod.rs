@@ -386,6 +386,11 @@ pub async fn run_case(case: &OpCase, dut: &Backend, reference: &Backend) -> (Out
     compare(g, &g.outputs(), &got, &expected, case.max_nmse)
 }
 
+/// The output bytes of `case` run on `backend` (in place when the case says so).
+pub async fn case_outputs(case: &OpCase, backend: &Backend) -> Result<Vec<Vec<u8>>> {
+    run_case_graph(backend, &case.build()?, case.in_place).await
+}
+
 async fn run_case_graph(backend: &Backend, c: &CaseGraph, in_place: bool) -> Result<Vec<Vec<u8>>> {
     if in_place {
         run_in_place(backend, c).await

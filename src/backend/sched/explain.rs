@@ -64,6 +64,9 @@ impl Plan {
             human_bytes(bc),
             human_bytes(bo)
         );
+        for (name, what) in self.devices.iter().zip(&self.descriptions) {
+            let _ = writeln!(s, "device {name}: {what}");
+        }
         for c in &self.weight_copies {
             let _ = writeln!(
                 s,

@@ -98,6 +98,8 @@ impl<T: Clone> PerDevice<T> {
 pub struct Plan {
     /// Device names, in priority order.
     pub devices: Vec<String>,
+    /// Each device's description (what it is: for the CPU its kernels and threads).
+    pub descriptions: Vec<String>,
     /// Device per tensor id (compute nodes only).
     pub device_of: Vec<Option<usize>>,
     /// Why each compute node runs where it runs.
@@ -352,6 +354,7 @@ pub(crate) fn build(
 
     Ok(Plan {
         devices: devices.iter().map(|d| d.name().to_string()).collect(),
+        descriptions: devices.iter().map(|d| d.description()).collect(),
         device_of,
         why: placement.why,
         splits,

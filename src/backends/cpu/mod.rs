@@ -1,11 +1,14 @@
-//! The CPU device: host buffers, the scalar reference kernels, and SIMD128 kernels on wasm32.
+//! The CPU device: host buffers, the scalar reference kernels, and SIMD128 kernels on wasm32,
+//! on a pool of threads ([`pool`]).
 
 mod buffer;
 pub mod kernels;
+pub mod pool;
 mod view;
 
 pub use buffer::{CpuBuffer, CpuBufferType, CPU_ALIGNMENT, CPU_BUFFER_TYPE};
 pub use kernels::KernelSet;
+pub use pool::{Par, Pool};
 pub use view::TensorView;
 
 use std::rc::Rc;
@@ -23,11 +26,19 @@ pub struct CpuReg {
 }
 
 impl CpuReg {
-    /// The CPU family with its device running `kernels`.
+    /// The CPU family with its device running `kernels` on every thread of the pool.
     pub fn new(kernels: KernelSet) -> Self {
         Self {
             device: Rc::new(CpuDevice::new(kernels)),
         }
+    }
+
+    /// The CPU family with its device running `kernels` on `threads` threads (see
+    /// [`CpuDevice::with_threads`]).
+    pub fn with_threads(kernels: KernelSet, threads: Option<usize>) -> Result<Self> {
+        Ok(Self {
+            device: Rc::new(CpuDevice::with_threads(kernels, threads)?),
+        })
     }
 }
 
@@ -43,16 +54,45 @@ impl BackendReg for CpuReg {
 /// The host CPU.
 pub struct CpuDevice {
     kernels: KernelSet,
+    pool: Pool,
     buffer_type: Rc<CpuBufferType>,
 }
 
 impl CpuDevice {
-    /// A CPU device running `kernels`.
+    /// A CPU device running `kernels` on every thread of rayon's global pool (natively one
+    /// per core; on wasm what the threaded build's `initThreadPool` started, else 1).
     pub fn new(kernels: KernelSet) -> Self {
+        Self::with_pool(kernels, Pool::global())
+    }
+
+    /// A CPU device running `kernels` on `threads` threads (`None`: as [`CpuDevice::new`]).
+    /// Natively the device starts its own threads; on wasm the count must fit the global
+    /// pool. Out of range (0, over [`pool::MAX_THREADS`], over the wasm pool) is an error
+    /// naming the limit.
+    pub fn with_threads(kernels: KernelSet, threads: Option<usize>) -> Result<Self> {
+        Ok(Self::with_pool(kernels, Pool::new(threads)?))
+    }
+
+    fn with_pool(kernels: KernelSet, pool: Pool) -> Self {
         Self {
             kernels,
+            pool,
             buffer_type: Rc::new(CpuBufferType::new()),
         }
+    }
+
+    /// This device with every size threshold off: each node that can be cut over threads
+    /// is, however small (tests run the op suite's small cases across threads with it).
+    pub fn eager(self) -> Self {
+        Self {
+            pool: self.pool.eager(),
+            ..self
+        }
+    }
+
+    /// Threads this device computes on (the reference kernels use one of them).
+    pub fn threads(&self) -> usize {
+        self.pool.threads()
     }
 }
 
@@ -76,7 +116,11 @@ impl Device for CpuDevice {
             KernelSet::Reference => "reference",
             KernelSet::Fast => simd_level(),
         };
-        format!("CPU ({kernels} kernels, 1 thread)")
+        let n = self.threads();
+        format!(
+            "CPU ({kernels} kernels, {n} thread{})",
+            if n == 1 { "" } else { "s" }
+        )
     }
     fn kind(&self) -> DeviceKind {
         DeviceKind::Cpu
@@ -92,7 +136,7 @@ impl Device for CpuDevice {
     fn properties(&self) -> Vec<(String, String)> {
         vec![
             ("simd".into(), simd_level().into()),
-            ("threads".into(), "1".into()),
+            ("threads".into(), self.threads().to_string()),
         ]
     }
     fn buffer_type(&self) -> Rc<dyn BufferType> {
@@ -169,6 +213,7 @@ impl CpuBackend {
 impl BackendImpl for CpuBackend {
     fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
         let mut src = Vec::with_capacity(3);
+        let par = self.device.pool.par();
         for &id in nodes {
             let t = graph.get(id)?;
             if t.op.is_noop() {
@@ -182,11 +227,11 @@ impl BackendImpl for CpuBackend {
             let mut done = false;
             if let (Op::MatMul, KernelSet::Fast, [a, b]) = (t.op, self.device.kernels, &src[..]) {
                 if let Some(pre) = self.packed_weights(graph, mem, t.src[0], a, b)? {
-                    done = kernels::gemm::matmul_prepacked(&dst, a, b, &pre);
+                    done = kernels::gemm::matmul_prepacked(par, &dst, a, b, &pre);
                 }
             }
             if !done {
-                kernels::compute(self.device.kernels, &t.op, &dst, &src)?;
+                kernels::compute(par, self.device.kernels, &t.op, &dst, &src)?;
             }
         }
         Ok(())

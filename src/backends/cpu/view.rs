@@ -20,6 +20,14 @@ pub struct TensorView {
     pub nb: [usize; MAX_DIMS],
 }
 
+// SAFETY: a view is an address with a shape; it owns nothing, and its memory outlives every
+// kernel call (the caller holds the buffers). Parallel kernels share one node's views across
+// the pool's threads for one call: inputs are only read, and the output is cut into disjoint
+// ranges (`Par::for_ranges`), so no byte is written by two threads, nor read by one while
+// another writes it (an in-place op's thread reads exactly the elements it then writes).
+unsafe impl Send for TensorView {}
+unsafe impl Sync for TensorView {}
+
 impl TensorView {
     /// A view of `t` at `base + offset`, after checking it lies in `[base, base + buf_len)`.
     ///

@@ -6,9 +6,10 @@
 //! scratch) before writing the same position, and works on raw pointers, never slices that
 //! would claim exclusive access.
 
-use super::packed_f32;
 use super::reference::unary_fn;
 use super::simd::{self, exp, exp_nonpos, F32x4};
+use super::{for_rows, for_rows_with, packed_f32};
+use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::{BinaryOp, UnaryOp};
 
@@ -68,16 +69,26 @@ unsafe fn map_row(
     }
 }
 
+/// Relative per-element costs of the row kernels (an add is 1), which scale
+/// [`super::MIN_PAR_ELEMS`]. Measured natively, 1 thread, 384-wide rows x 128
+/// (`cargo bench --bench cpu_matmul -- --thresholds`): add 0.24 ns/element, norm 0.8 (3x),
+/// softmax 7.6 (~32x), GELU 26 (~100x; the portable `exp`; SiLU/GELU-erf taken alike).
+const COST_BINARY: usize = 1;
+const COST_UNARY: usize = 100;
+const COST_SOFTMAX: usize = 32;
+const COST_NORM: usize = 3;
+
 fn binary_with(
+    par: Par,
     dst: &TensorView,
     a: &TensorView,
     b: &TensorView,
-    vf: impl Fn(F32x4, F32x4) -> F32x4 + Copy,
-    sf: impl Fn(f32, f32) -> f32 + Copy,
+    vf: impl Fn(F32x4, F32x4) -> F32x4 + Copy + Sync,
+    sf: impl Fn(f32, f32) -> f32 + Copy + Sync,
 ) {
     let n = dst.ne[0];
     let row_b = b.ne[0] == n;
-    for (i1, i2, i3) in dst.rows() {
+    for_rows(par, dst, COST_BINARY, |i1, i2, i3| {
         let d = row_ptr(dst, i1, i2, i3);
         let pa = row_ptr(a, i1, i2, i3);
         let pb = row_ptr(b, i1 % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
@@ -90,11 +101,11 @@ fn binary_with(
                 map_row(d, pa, n, |x| vf(x, vy), |x| sf(x, y));
             }
         }
-    }
+    });
 }
 
 /// Element-wise `a op b`, `b` broadcast; packed rows, `b` a full row or one value per row.
-pub fn binary(op: BinaryOp, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+pub fn binary(par: Par, op: BinaryOp, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
     if !(packed_f32(dst) && packed_f32(a) && packed_f32(b))
         || !(b.ne[0] == dst.ne[0] || b.ne[0] == 1)
         || a.ne != dst.ne
@@ -102,52 +113,54 @@ pub fn binary(op: BinaryOp, dst: &TensorView, a: &TensorView, b: &TensorView) ->
         return false;
     }
     match op {
-        BinaryOp::Add => binary_with(dst, a, b, |x, y| x + y, |x, y| x + y),
-        BinaryOp::Sub => binary_with(dst, a, b, |x, y| x - y, |x, y| x - y),
-        BinaryOp::Mul => binary_with(dst, a, b, |x, y| x * y, |x, y| x * y),
-        BinaryOp::Div => binary_with(dst, a, b, |x, y| x / y, |x, y| x / y),
+        BinaryOp::Add => binary_with(par, dst, a, b, |x, y| x + y, |x, y| x + y),
+        BinaryOp::Sub => binary_with(par, dst, a, b, |x, y| x - y, |x, y| x - y),
+        BinaryOp::Mul => binary_with(par, dst, a, b, |x, y| x * y, |x, y| x * y),
+        BinaryOp::Div => binary_with(par, dst, a, b, |x, y| x / y, |x, y| x / y),
     }
     true
 }
 
 fn map_with(
+    par: Par,
+    cost: usize,
     dst: &TensorView,
     a: &TensorView,
-    vf: impl Fn(F32x4) -> F32x4 + Copy,
-    sf: impl Fn(f32) -> f32 + Copy,
+    vf: impl Fn(F32x4) -> F32x4 + Copy + Sync,
+    sf: impl Fn(f32) -> f32 + Copy + Sync,
 ) -> bool {
     if !(packed_f32(dst) && packed_f32(a)) || a.ne != dst.ne {
         return false;
     }
     let n = dst.ne[0];
-    for (i1, i2, i3) in dst.rows() {
-        unsafe { map_row(row_ptr(dst, i1, i2, i3), row_ptr(a, i1, i2, i3), n, vf, sf) };
-    }
+    for_rows(par, dst, cost, |i1, i2, i3| unsafe {
+        map_row(row_ptr(dst, i1, i2, i3), row_ptr(a, i1, i2, i3), n, vf, sf)
+    });
     true
 }
 
 /// `a * s` over packed rows.
-pub fn scale(dst: &TensorView, a: &TensorView, s: f32) -> bool {
+pub fn scale(par: Par, dst: &TensorView, a: &TensorView, s: f32) -> bool {
     let vs = F32x4::splat(s);
-    map_with(dst, a, |x| x * vs, |x| x * s)
+    map_with(par, COST_BINARY, dst, a, |x| x * vs, |x| x * s)
 }
 
 /// Element-wise function over packed rows, in SIMD: ReLU, SiLU and GELU (tanh) with a vector
 /// `exp`, GELU (erf) with a vector erf ([`simd::gelu_erf`]).
-pub fn unary(op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
+pub fn unary(par: Par, op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
     let f = unary_fn(op);
     let (zero, one) = (F32x4::splat(0.0), F32x4::splat(1.0));
     match op {
-        UnaryOp::Relu => map_with(dst, a, |x| x.max(zero), f),
-        UnaryOp::Silu => map_with(dst, a, |x| x / (one + exp(zero - x)), f),
+        UnaryOp::Relu => map_with(par, COST_BINARY, dst, a, |x| x.max(zero), f),
+        UnaryOp::Silu => map_with(par, COST_UNARY, dst, a, |x| x / (one + exp(zero - x)), f),
         UnaryOp::Gelu => {
             // 0.5 x (1 + tanh u) = x - x / (e^(2u) + 1), u = sqrt(2/pi) (x + 0.044715 x^3).
             let c = F32x4::splat(2.0 * 0.797_884_6);
             let c3 = F32x4::splat(2.0 * 0.797_884_6 * 0.044715);
             let vf = |x: F32x4| x - x / (exp(x * (c + c3 * x * x)) + one);
-            map_with(dst, a, vf, f)
+            map_with(par, COST_UNARY, dst, a, vf, f)
         }
-        UnaryOp::GeluErf => map_with(dst, a, simd::gelu_erf, f),
+        UnaryOp::GeluErf => map_with(par, COST_UNARY, dst, a, simd::gelu_erf, f),
     }
 }
 
@@ -176,14 +189,20 @@ pub(super) unsafe fn sum(p: *const f32, n: usize) -> f32 {
 }
 
 /// Row softmax of `a * scale + mask`, packed rows.
-pub fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scale: f32) -> bool {
+pub fn softmax(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    mask: Option<&TensorView>,
+    scale: f32,
+) -> bool {
     if !(packed_f32(dst) && packed_f32(a)) || mask.is_some_and(|m| !packed_f32(m)) {
         return false;
     }
     let n = a.ne[0];
-    let mut w = vec![0f32; n];
     let vs = F32x4::splat(scale);
-    for (i1, i2, i3) in a.rows() {
+    let scratch = || vec![0f32; n];
+    for_rows_with(par, a, COST_SOFTMAX, scratch, |w, i1, i2, i3| {
         let pa = row_ptr(a, i1, i2, i3);
         let pm = mask.map(|m| row_ptr(m, i1 % m.ne[1], i2 % m.ne[2], i3 % m.ne[3]));
         let wp = w.as_mut_ptr();
@@ -226,12 +245,12 @@ pub fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scal
         let inv = 1.0 / total;
         let vi = F32x4::splat(inv);
         unsafe { map_row(row_ptr(dst, i1, i2, i3), wp, n, |x| x * vi, |x| x * inv) };
-    }
+    });
     true
 }
 
 /// Layer norm (`rms == false`) or RMS norm over packed rows.
-pub fn norm(dst: &TensorView, a: &TensorView, eps: f32, rms: bool) -> bool {
+pub fn norm(par: Par, dst: &TensorView, a: &TensorView, eps: f32, rms: bool) -> bool {
     if !(packed_f32(dst) && packed_f32(a)) {
         return false;
     }
@@ -239,7 +258,7 @@ pub fn norm(dst: &TensorView, a: &TensorView, eps: f32, rms: bool) -> bool {
     if n == 0 {
         return true;
     }
-    for (i1, i2, i3) in a.rows() {
+    for_rows(par, a, COST_NORM, |i1, i2, i3| {
         let pa = row_ptr(a, i1, i2, i3);
         let mean = if rms {
             0.0
@@ -274,6 +293,6 @@ pub fn norm(dst: &TensorView, a: &TensorView, eps: f32, rms: bool) -> bool {
                 |x| (x - mean) * inv,
             )
         };
-    }
+    });
     true
 }

@@ -7,7 +7,10 @@
 //! vector loads of A, NR broadcasts of B and `2 * NR` multiply-adds into registers.
 //! Blocking: K in `KC` slices (A and B panels stay in L1/L2), M in `MC` blocks, N in `NC`.
 
+use std::ops::Range;
+
 use super::simd::{f16_at, F32x4};
+use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::{row_to_f32, DType};
 
@@ -23,6 +26,12 @@ const GEMV_MAX_N: usize = 3;
 /// From this many activation rows on, Q8_0/Q4_0 weights are dequantized into the GEMM
 /// (ggml's BLAS threshold); `KC` is a multiple of the block size, so panels hold whole blocks.
 pub const QUANT_GEMM_MIN_N: usize = 32;
+/// A matmul is cut over threads from this many multiply-adds per thread. Measured natively
+/// (`cargo bench --bench cpu_matmul -- --thresholds`, release, 2 cores under load ~18, so no
+/// 2-thread win showed): a cut costs ~7 us (matmul 8^3: 0.5 us on 1 thread, 7.1 eager on 2)
+/// and 1 thread runs ~4.5 GMAC/s (64^3: 23.5 us, matvec 1024^2: 260 us), so a split pays
+/// from ~2 x 7 us of work = ~60K MACs per thread; 2^17 keeps a margin for imperfect scaling.
+pub const MIN_PAR_MACS: usize = 1 << 17;
 
 /// Rows of an F32/F16 tensor at batch `(i2, i3)`, read as f32.
 #[derive(Clone, Copy)]
@@ -91,8 +100,8 @@ impl<'a> Rows<'a> {
 
 /// `dst = src0 · src1ᵀ` for f32/f16 `a` (or quantized `a` with many rows of `b`) and f32
 /// `b`; `false` when this kernel does not apply.
-pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
-    matmul_with(dst, a, b, None)
+pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+    matmul_with(par, dst, a, b, None)
 }
 
 /// A 2-D f32 weight packed once into the GEMM's A panels (every K slice × M block, as
@@ -146,6 +155,7 @@ impl PackedWeights {
 /// [`matmul`] with `a` already packed (`pre` made from this `a`); rows too few for the GEMM
 /// take the GEMV as usual.
 pub fn matmul_prepacked(
+    par: Par,
     dst: &TensorView,
     a: &TensorView,
     b: &TensorView,
@@ -154,7 +164,7 @@ pub fn matmul_prepacked(
     if (pre.m, pre.k) != (a.ne[1], a.ne[0]) {
         return false;
     }
-    matmul_with(dst, a, b, Some(pre))
+    matmul_with(par, dst, a, b, Some(pre))
 }
 
 /// Activation rows from which a packed weight pays off (fewer take the GEMV).
@@ -163,6 +173,7 @@ pub fn prepack_worth(n: usize) -> bool {
 }
 
 fn matmul_with(
+    par: Par,
     dst: &TensorView,
     a: &TensorView,
     b: &TensorView,
@@ -180,26 +191,53 @@ fn matmul_with(
         return false;
     }
     let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
-    let mut ws = Workspace::default();
-    for i3 in 0..dst.ne[3] {
-        for i2 in 0..dst.ne[2] {
+    let (n2, batches) = (dst.ne[2], dst.ne[2] * dst.ne[3]);
+    if m == 0 || n == 0 || batches == 0 {
+        return true;
+    }
+    // Tasks: every batch cut into `tiles` output rectangles along one dim (tiles on
+    // boundaries of `align`), so each task writes its own part of dst; each dst element is
+    // computed by the same code in the same order whatever the cut.
+    let threads = par.pieces(batches * m * n * k.max(1), MIN_PAR_MACS);
+    let few = n <= GEMV_MAX_N;
+    let split_n = !few
+        && if pre.is_some() {
+            n >= threads * NR
+        } else {
+            n >= m
+        };
+    let (len, align) = match (split_n, few, pre.is_some()) {
+        (true, ..) => (n, NR),
+        (false, true, _) => (m, MR),
+        // Packed weight blocks start at multiples of MC.
+        (false, false, true) => (m, MC),
+        (false, false, false) => (m, MR),
+    };
+    let tiles = threads.div_ceil(batches).min(len.div_ceil(align)).max(1);
+    let tasks = batches * tiles;
+    par.for_ranges(tasks, tasks.div_ceil(threads), 1, |r| {
+        let mut ws = Workspace::default();
+        for task in r {
+            let (batch, tile) = (task / tiles, task % tiles);
+            let (i2, i3) = (batch % n2, batch / n2);
+            let units = len.div_ceil(align);
+            let cut = ((units * tile / tiles) * align).min(len)
+                ..((units * (tile + 1) / tiles) * align).min(len);
+            let (ms, ns) = if split_n { (0..m, cut) } else { (cut, 0..n) };
             let ar = Rows::new(a, i2 / r2.max(1), i3 / r3.max(1));
             let br = Rows::new(b, i2, i3);
             let out = DstRows { v: dst, i2, i3 };
-            if m == 0 || n == 0 {
-                continue;
-            }
             if k == 0 {
-                for j in 0..n {
-                    unsafe { std::ptr::write_bytes(out.row(j), 0, m) };
+                for j in ns {
+                    unsafe { std::ptr::write_bytes(out.row(j).add(ms.start), 0, ms.len()) };
                 }
-            } else if n <= GEMV_MAX_N {
-                gemv(&out, &ar, &br, m, n, k, &mut ws);
+            } else if few {
+                gemv(&out, &ar, &br, ms, n, k, &mut ws);
             } else {
-                gemm(&out, &ar, &br, m, n, k, pre, &mut ws);
+                gemm(&out, &ar, &br, ms, ns, k, pre, &mut ws);
             }
         }
-    }
+    });
     true
 }
 
@@ -260,13 +298,22 @@ pub unsafe fn dot_f32(a: *const f32, b: *const f32, k: usize) -> f32 {
     }
 }
 
-fn gemv(out: &DstRows, a: &Rows, b: &Rows, m: usize, n: usize, k: usize, ws: &mut Workspace) {
+/// dst rows `0..n`, elements `ms`.
+fn gemv(
+    out: &DstRows,
+    a: &Rows,
+    b: &Rows,
+    ms: Range<usize>,
+    n: usize,
+    k: usize,
+    ws: &mut Workspace,
+) {
     ws.brow.resize(k * n, 0.0);
     for j in 0..n {
         b.load(j, 0, &mut ws.brow[j * k..(j + 1) * k]);
     }
     ws.arow.resize(k, 0.0);
-    for i in 0..m {
+    for i in ms {
         let ap = if a.is_f32_packed() {
             a.ptr(i, 0) as *const f32
         } else {
@@ -366,13 +413,14 @@ unsafe fn store_tile(
     }
 }
 
+/// The output rectangle `ms` × `ns` (dst elements × dst rows).
 #[allow(clippy::too_many_arguments)]
 fn gemm(
     out: &DstRows,
     a: &Rows,
     b: &Rows,
-    m: usize,
-    n: usize,
+    ms: Range<usize>,
+    ns: Range<usize>,
     k: usize,
     pre: Option<&PackedWeights>,
     ws: &mut Workspace,
@@ -380,13 +428,13 @@ fn gemm(
     let Workspace {
         apack, bpack, arow, ..
     } = ws;
-    for jc in (0..n).step_by(NC) {
-        let nc = NC.min(n - jc);
+    for jc in ns.clone().step_by(NC) {
+        let nc = NC.min(ns.end - jc);
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
             pack::<NR>(b, jc, nc, pc, kc, bpack, arow);
-            for ic in (0..m).step_by(MC) {
-                let mc = MC.min(m - ic);
+            for ic in ms.clone().step_by(MC) {
+                let mc = MC.min(ms.end - ic);
                 let ablock: &[f32] = match pre {
                     Some(p) => p.block(pc, ic),
                     None => {

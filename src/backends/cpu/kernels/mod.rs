@@ -17,6 +17,7 @@ pub mod reference;
 mod rows;
 mod simd;
 
+use super::pool::Par;
 use super::view::TensorView;
 use crate::error::Result;
 use crate::graph::Op;
@@ -39,15 +40,22 @@ pub(crate) fn packed_f32(v: &TensorView) -> bool {
         && v.nb.iter().all(|n| n.is_multiple_of(4))
 }
 
-/// Computes one node.
-pub fn compute(set: KernelSet, op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
+/// Computes one node; fast kernels split large nodes over `par`'s threads (the reference
+/// always runs on the calling thread).
+pub fn compute(
+    par: Par,
+    set: KernelSet,
+    op: &Op,
+    dst: &TensorView,
+    src: &[TensorView],
+) -> Result<()> {
     if set == KernelSet::Fast {
         if let (Op::GetRows, [a, idx]) = (op, src) {
-            if let Some(r) = rows::get_rows(dst, a, idx) {
+            if let Some(r) = rows::get_rows(par, dst, a, idx) {
                 return r;
             }
         }
-        if fast(op, dst, src) {
+        if fast(par, op, dst, src) {
             return Ok(());
         }
     }
@@ -56,18 +64,57 @@ pub fn compute(set: KernelSet, op: &Op, dst: &TensorView, src: &[TensorView]) ->
 
 /// Runs a fast kernel when one fits the node's dtypes and layout; `false` otherwise (the
 /// caller falls back to the reference, which also reports data-dependent errors).
-fn fast(op: &Op, dst: &TensorView, src: &[TensorView]) -> bool {
+fn fast(par: Par, op: &Op, dst: &TensorView, src: &[TensorView]) -> bool {
     match (*op, src) {
-        (Op::MatMul, [a, b]) => gemm::matmul(dst, a, b) || quant::matmul(dst, a, b),
-        (Op::Binary(o), [a, b]) => elementwise::binary(o, dst, a, b),
-        (Op::Scale(s), [a]) => elementwise::scale(dst, a, s),
-        (Op::Unary(u), [a]) => elementwise::unary(u, dst, a),
-        (Op::SoftMax { scale }, [a]) => elementwise::softmax(dst, a, None, scale),
-        (Op::SoftMax { scale }, [a, m]) => elementwise::softmax(dst, a, Some(m), scale),
-        (Op::Norm { eps }, [a]) => elementwise::norm(dst, a, eps, false),
-        (Op::RmsNorm { eps }, [a]) => elementwise::norm(dst, a, eps, true),
-        (Op::Rope(p), [a, pos]) => rows::rope(dst, a, pos, p).is_some(),
-        (Op::SumRows | Op::Mean, [a]) => rows::sum_rows(op, dst, a).is_some(),
+        (Op::MatMul, [a, b]) => gemm::matmul(par, dst, a, b) || quant::matmul(par, dst, a, b),
+        (Op::Binary(o), [a, b]) => elementwise::binary(par, o, dst, a, b),
+        (Op::Scale(s), [a]) => elementwise::scale(par, dst, a, s),
+        (Op::Unary(u), [a]) => elementwise::unary(par, u, dst, a),
+        (Op::SoftMax { scale }, [a]) => elementwise::softmax(par, dst, a, None, scale),
+        (Op::SoftMax { scale }, [a, m]) => elementwise::softmax(par, dst, a, Some(m), scale),
+        (Op::Norm { eps }, [a]) => elementwise::norm(par, dst, a, eps, false),
+        (Op::RmsNorm { eps }, [a]) => elementwise::norm(par, dst, a, eps, true),
+        (Op::Rope(p), [a, pos]) => rows::rope(par, dst, a, pos, p).is_some(),
+        (Op::SumRows | Op::Mean, [a]) => rows::sum_rows(par, op, dst, a).is_some(),
+        (Op::Cpy, [a]) => rows::cpy(par, dst, a).is_some(),
         _ => false,
     }
 }
+
+/// Calls `f(i1, i2, i3)` for every row of `v` (a node's output shape), rows cut over `par`'s
+/// threads when there are at least [`MIN_PAR_ELEMS`] elements per thread at `cost` (relative
+/// to an add) per element.
+pub(crate) fn for_rows(
+    par: Par,
+    v: &TensorView,
+    cost: usize,
+    f: impl Fn(usize, usize, usize) + Sync,
+) {
+    for_rows_with(par, v, cost, || (), |_, i1, i2, i3| f(i1, i2, i3));
+}
+
+/// [`for_rows`] with scratch state: `init` makes one per range, `f` gets it for each row.
+pub(crate) fn for_rows_with<S>(
+    par: Par,
+    v: &TensorView,
+    cost: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, usize, usize, usize) + Sync,
+) {
+    let [n0, n1, n2, n3] = v.ne;
+    let min_rows = MIN_PAR_ELEMS.div_ceil((n0 * cost).max(1));
+    par.for_ranges(n1 * n2 * n3, min_rows, 1, |r| {
+        let mut s = init();
+        for i in r {
+            f(&mut s, i % n1, (i / n1) % n2, i / (n1 * n2));
+        }
+    });
+}
+
+/// Row kernels split a node over threads from this many elements (times the op's relative
+/// cost) per thread. Measured natively (`cargo bench --bench cpu_matmul -- --thresholds`,
+/// release, 2 cores; 2026-11-30 under load ~18 from other builds, so no run showed a 2-thread
+/// win): cutting a node costs ~7 us (2 threads eager vs 1 on the smallest nodes: add 384x4
+/// 0.4 vs 6.5 us, norm 1.2 vs 7.5 us), so a split pays from ~2 x 7 us of work; an add runs
+/// 0.24 ns per element (384x128: 11.9 us), so 2^15 add-elements per thread is ~8 us each.
+pub(crate) const MIN_PAR_ELEMS: usize = 1 << 15;

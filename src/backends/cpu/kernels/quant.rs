@@ -4,6 +4,7 @@
 
 use super::gemm::{DstRows, Rows};
 use super::simd::{dot_i8x32, dot_q4x32, encode_act, f16_at, F32x4, I8x32};
+use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK};
 
@@ -168,7 +169,7 @@ unsafe fn tile<const J: usize>(
 }
 
 /// `dst = src0 · src1ᵀ` for Q8_0/Q4_0 `a` and f32 `b`; `false` when this kernel does not apply.
-pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
     let (q4, dot): (bool, RowDot) = match a.dtype {
         DType::Q8_0 => (false, dot_q8_0),
         DType::Q4_0 => (true, dot_q4_0),
@@ -200,40 +201,46 @@ pub fn matmul(dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
                     &mut xq.q[j * k..(j + 1) * k],
                 );
             }
-            for m0 in (0..m).step_by(M_BLOCK) {
-                let rows = m0..m.min(m0 + M_BLOCK);
-                let mut j0 = 0;
-                while j0 + N_TILE <= n {
-                    let r = rows.clone();
-                    unsafe { tile::<N_TILE>(&out, a, (a2, a3), r, &xq, j0, nb, q4) };
-                    j0 += N_TILE;
-                }
-                // Leftover activation rows one at a time (the matrix-vector case), over
-                // groups of 4 weight rows.
-                for j in j0..n {
-                    let (d, q) = (&xq.d[j * nb..(j + 1) * nb], &xq.q[j * k..(j + 1) * k]);
-                    let orow = out.row(j);
-                    let w = |i: usize| a.ptr_at([0, i, a2, a3]) as *const u8;
-                    let mut i = rows.start;
-                    while i + 4 <= rows.end {
-                        let ws = [w(i), w(i + 1), w(i + 2), w(i + 3)];
-                        let r = unsafe {
-                            if q4 {
-                                dot_wrows(ws, 18, |p| I8x32::from_q4(p), d, q, nb)
-                            } else {
-                                dot_wrows(ws, 34, |p| I8x32::load(p as *const i8), d, q, nb)
+            // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
+            // whatever the cut.
+            let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((n * k).max(1));
+            par.for_ranges(m, min_rows, M_BLOCK, |r| {
+                let xq = &xq;
+                for m0 in r.clone().step_by(M_BLOCK) {
+                    let rows = m0..r.end.min(m0 + M_BLOCK);
+                    let mut j0 = 0;
+                    while j0 + N_TILE <= n {
+                        let r = rows.clone();
+                        unsafe { tile::<N_TILE>(&out, a, (a2, a3), r, xq, j0, nb, q4) };
+                        j0 += N_TILE;
+                    }
+                    // Leftover activation rows one at a time (the matrix-vector case), over
+                    // groups of 4 weight rows.
+                    for j in j0..n {
+                        let (d, q) = (&xq.d[j * nb..(j + 1) * nb], &xq.q[j * k..(j + 1) * k]);
+                        let orow = out.row(j);
+                        let w = |i: usize| a.ptr_at([0, i, a2, a3]) as *const u8;
+                        let mut i = rows.start;
+                        while i + 4 <= rows.end {
+                            let ws = [w(i), w(i + 1), w(i + 2), w(i + 3)];
+                            let r = unsafe {
+                                if q4 {
+                                    dot_wrows(ws, 18, |p| I8x32::from_q4(p), d, q, nb)
+                                } else {
+                                    dot_wrows(ws, 34, |p| I8x32::load(p as *const i8), d, q, nb)
+                                }
+                            };
+                            for (o, v) in r.iter().enumerate() {
+                                unsafe { *orow.add(i + o) = *v };
                             }
-                        };
-                        for (o, v) in r.iter().enumerate() {
-                            unsafe { *orow.add(i + o) = *v };
+                            i += 4;
                         }
-                        i += 4;
-                    }
-                    for i in i..rows.end {
-                        unsafe { *orow.add(i) = dot(w(i), d, q, nb) };
+                        for i in i..rows.end {
+                            unsafe { *orow.add(i) = dot(w(i), d, q, nb) };
+                        }
                     }
                 }
-            }
+            });
         }
     }
     true

@@ -1,20 +1,49 @@
 //! Fast row kernels for the ops models run every token: RoPE (one sin/cos table per
 //! position, shared by all heads), row sums/means, and get_rows straight into packed rows.
 
-use super::packed_f32;
+use super::{for_rows, for_rows_with, packed_f32, MIN_PAR_ELEMS};
+use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::error::{Error, Result};
-use crate::graph::{row_to_f32, DType, Op, RopeMode, RopeParams};
+use crate::graph::{row_from_f32, row_to_f32, DType, Op, RopeMode, RopeParams};
 
 /// RoPE over packed f32 rows; `None` when the layout does not fit.
-pub fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -> Option<()> {
+pub fn rope(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    pos: &TensorView,
+    p: RopeParams,
+) -> Option<()> {
     if !(packed_f32(dst) && packed_f32(a)) || a.ne != dst.ne {
         return None;
     }
-    let half = p.n_dims / 2;
-    let mut cs = vec![(0f64, 0f64); half];
     let ne0 = a.ne[0];
-    for i2 in 0..a.ne[2] {
+    // Positions are cut over threads (each makes its own sin/cos table per position).
+    let per_position = (ne0 * a.ne[1] * a.ne[3] * COST_ROPE).max(1);
+    par.for_ranges(a.ne[2], MIN_PAR_ELEMS.div_ceil(per_position), 1, |r| {
+        rope_positions(dst, a, pos, p, r)
+    });
+    Some(())
+}
+
+/// Relative per-element costs (an add is 1) scaling [`MIN_PAR_ELEMS`]; not measured apart
+/// (rope: f64 rotation per pair, like norm's few flops; conversion: a load and a store).
+const COST_ROPE: usize = 4;
+const COST_CONVERT: usize = 2;
+
+/// RoPE of positions (dim 2) `r`.
+fn rope_positions(
+    dst: &TensorView,
+    a: &TensorView,
+    pos: &TensorView,
+    p: RopeParams,
+    r: std::ops::Range<usize>,
+) {
+    let half = p.n_dims / 2;
+    let ne0 = a.ne[0];
+    let mut cs = vec![(0f64, 0f64); half];
+    for i2 in r {
         // The reference's formulas, in f64, computed once per position instead of per row.
         let position = pos.get_i32([i2, 0, 0, 0]) as f64 * p.freq_scale as f64;
         for (i, c) in cs.iter_mut().enumerate() {
@@ -43,11 +72,10 @@ pub fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -
             }
         }
     }
-    Some(())
 }
 
 /// Sum (or mean) of each packed f32 row.
-pub fn sum_rows(op: &Op, dst: &TensorView, a: &TensorView) -> Option<()> {
+pub fn sum_rows(par: Par, op: &Op, dst: &TensorView, a: &TensorView) -> Option<()> {
     if !(packed_f32(a) && packed_f32(dst)) {
         return None;
     }
@@ -57,19 +85,24 @@ pub fn sum_rows(op: &Op, dst: &TensorView, a: &TensorView) -> Option<()> {
     } else {
         1.0
     };
-    for (i1, i2, i3) in a.rows() {
+    for_rows(par, a, 1, |i1, i2, i3| {
         let p = a.ptr_at([0, i1, i2, i3]) as *const f32;
         unsafe { *(dst.ptr_at([0, i1, i2, i3]) as *mut f32) = super::elementwise::sum(p, n) / div };
-    }
+    });
     Some(())
 }
 
 /// get_rows into packed f32 dst rows from packed source rows of any dtype.
-pub fn get_rows(dst: &TensorView, a: &TensorView, idx: &TensorView) -> Option<Result<()>> {
-    if !packed_f32(dst) || !a.rows_contiguous() || a.dtype == DType::I32 {
+pub fn get_rows(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    idx: &TensorView,
+) -> Option<Result<()>> {
+    let shape_ok = dst.ne[1] == idx.ne[0] && dst.ne[2] == idx.ne[1] && dst.ne[3] == 1;
+    if !packed_f32(dst) || !a.rows_contiguous() || a.dtype == DType::I32 || !shape_ok {
         return None;
     }
-    let n = a.ne[0];
     for i2 in 0..idx.ne[1] {
         for i1 in 0..idx.ne[0] {
             let r = idx.get_i32([i1, i2, 0, 0]);
@@ -79,12 +112,39 @@ pub fn get_rows(dst: &TensorView, a: &TensorView, idx: &TensorView) -> Option<Re
                     a.ne[1]
                 ))));
             }
-            let a2 = if a.ne[2] == 1 { 0 } else { i2 };
-            let out = dst.ptr_at([0, i1, i2, 0]) as *mut f32;
-            // dst is a fresh node: it never aliases the table.
-            let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
-            row_to_f32(a.dtype, unsafe { a.row_bytes(r as usize, a2, 0) }, out);
         }
     }
+    let n = a.ne[0];
+    // dst rows (i1, i2) are idx's (i1, i2): every index was checked above.
+    for_rows(par, dst, COST_CONVERT, |i1, i2, _| {
+        let r = idx.get_i32([i1, i2, 0, 0]) as usize;
+        let a2 = if a.ne[2] == 1 { 0 } else { i2 };
+        let out = dst.ptr_at([0, i1, i2, 0]) as *mut f32;
+        // dst is a fresh node: it never aliases the table; each row has one writer.
+        let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
+        row_to_f32(a.dtype, unsafe { a.row_bytes(r, a2, 0) }, out);
+    });
     Some(Ok(()))
+}
+
+/// Copy with conversion (the reference's row loop, rows cut over threads); `None` for I32
+/// or a dst whose rows are not packed.
+pub fn cpy(par: Par, dst: &TensorView, a: &TensorView) -> Option<()> {
+    if a.dtype == DType::I32 || !dst.rows_contiguous() || a.ne != dst.ne {
+        return None;
+    }
+    if a.dtype == dst.dtype && a.dtype.is_quantized() {
+        for_rows(par, a, 1, |i1, i2, i3| unsafe {
+            dst.row_bytes_mut(i1, i2, i3)
+                .copy_from_slice(a.row_bytes(i1, i2, i3))
+        });
+        return Some(());
+    }
+    let row = || vec![0f32; a.ne[0]];
+    for_rows_with(par, a, COST_CONVERT, row, |row, i1, i2, i3| {
+        a.load_row(i1, i2, i3, row);
+        // dst never aliases a (copies are not in-place); each row has one writer.
+        row_from_f32(dst.dtype, row, unsafe { dst.row_bytes_mut(i1, i2, i3) });
+    });
+    Some(())
 }

@@ -1,0 +1,279 @@
+//! The CPU device's threads: a rayon pool, and the one helper kernels split work with.
+//!
+//! - Natively a device either uses rayon's global pool (one std thread per core; the
+//!   default) or owns a `rayon::ThreadPool` of the size asked for (tests and benchmarks make
+//!   devices with 1, 2 or 4 threads side by side).
+//! - On wasm32 the global pool is the only one: the threaded build starts it from JS
+//!   (wasm-bindgen-rayon's `initThreadPool(n)`, Web Workers on shared memory); in a build
+//!   without atomics rayon-core falls back to a pool of one: the calling thread.
+//!
+//! Kernels get a [`Par`] and call [`Par::for_ranges`] over their output rows or tiles. Every
+//! range is computed exactly as one thread would compute it (each output element by the same
+//! code, with the same reduction order), so results are bit-identical across thread counts;
+//! ranges are disjoint, so each output byte has one writer.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// The most threads a CPU device may be given.
+pub const MAX_THREADS: usize = 256;
+
+/// The threads of one CPU device.
+pub struct Pool {
+    threads: usize,
+    /// Split every node that can be split (see [`Par::eager`]).
+    eager: bool,
+    /// Natively, a pool of the size asked for (`None`: the global pool).
+    #[cfg(not(target_arch = "wasm32"))]
+    own: Option<rayon::ThreadPool>,
+}
+
+impl Pool {
+    /// Threads of rayon's global pool: the cores natively; on wasm what `initThreadPool`
+    /// started (1 in a build without atomics).
+    pub fn available() -> usize {
+        rayon::current_num_threads().max(1)
+    }
+
+    /// Rayon's global pool, all of it.
+    pub fn global() -> Self {
+        Self {
+            threads: Self::available(),
+            eager: false,
+            #[cfg(not(target_arch = "wasm32"))]
+            own: None,
+        }
+    }
+
+    /// A pool of `threads` threads, or of [`Pool::available`] when `None`. Natively any
+    /// count up to [`MAX_THREADS`] gets its own std threads; on wasm the count must fit the
+    /// global pool (the JS loader sizes it).
+    pub fn new(threads: Option<usize>) -> Result<Self> {
+        let Some(n) = threads else {
+            return Ok(Self::global());
+        };
+        if n == 0 || n > MAX_THREADS {
+            return Err(Error::InvalidArgument(format!(
+                "threads: {n} (a CPU device runs 1 to {MAX_THREADS} threads)"
+            )));
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let have = Self::available();
+            if n > have {
+                return Err(Error::InvalidArgument(format!(
+                    "threads: {n}, but the wasm thread pool has {have} (threaded build started \
+                     with initThreadPool({have}))"
+                )));
+            }
+            Ok(Self {
+                threads: n,
+                eager: false,
+            })
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            // One thread needs no pool: kernels run on the calling thread.
+            let own = if n == 1 {
+                None
+            } else {
+                Some(
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(n)
+                        .thread_name(|i| format!("webtensor-cpu-{i}"))
+                        .build()
+                        .map_err(|e| Error::Device {
+                            device: "CPU".into(),
+                            msg: format!("starting {n} threads: {e}"),
+                        })?,
+                )
+            };
+            Ok(Self {
+                threads: n,
+                eager: false,
+                own,
+            })
+        }
+    }
+
+    /// Threads this device computes on.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// This pool with every size threshold off: tests cut the op suite's small nodes over
+    /// threads with it.
+    pub fn eager(self) -> Self {
+        Self {
+            eager: true,
+            ..self
+        }
+    }
+
+    /// The handle kernels split work with.
+    pub fn par(&self) -> Par<'_> {
+        Par {
+            threads: self.threads,
+            eager: self.eager,
+            #[cfg(not(target_arch = "wasm32"))]
+            pool: self.own.as_ref(),
+            #[cfg(target_arch = "wasm32")]
+            pool: std::marker::PhantomData,
+        }
+    }
+}
+
+/// How a kernel may split its work: a thread count and the pool to run on.
+#[derive(Clone, Copy)]
+pub struct Par<'a> {
+    threads: usize,
+    /// Split whatever has two items (thresholds off: the threshold benchmark's baseline).
+    eager: bool,
+    #[cfg(not(target_arch = "wasm32"))]
+    pool: Option<&'a rayon::ThreadPool>,
+    #[cfg(target_arch = "wasm32")]
+    pool: std::marker::PhantomData<&'a ()>,
+}
+
+impl Par<'static> {
+    /// Everything on the calling thread.
+    pub const SERIAL: Par<'static> = Par {
+        threads: 1,
+        eager: false,
+        #[cfg(not(target_arch = "wasm32"))]
+        pool: None,
+        #[cfg(target_arch = "wasm32")]
+        pool: std::marker::PhantomData,
+    };
+}
+
+impl Par<'_> {
+    /// Threads work may be split over.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// This handle with every size threshold off: work is split whenever it can be (what
+    /// the benchmark that measures the thresholds compares against).
+    pub fn eager(self) -> Self {
+        Self {
+            eager: true,
+            ..self
+        }
+    }
+
+    /// How many ranges [`Par::for_ranges`] cuts `n` items into, at least `min` items each.
+    pub fn pieces(&self, n: usize, min: usize) -> usize {
+        let min = if self.eager { 1 } else { min.max(1) };
+        (n / min).clamp(1, self.threads)
+    }
+
+    /// Calls `f` on disjoint ranges covering `0..n` (in units of `align` items: every range
+    /// but the last starts and ends on a multiple of `align`), each of at least `min` items,
+    /// at most one per thread. One range, on the calling thread, when `n` is too small to
+    /// give each of two threads `min` items, or when there is one thread.
+    pub fn for_ranges(&self, n: usize, min: usize, align: usize, f: impl Fn(Range<usize>) + Sync) {
+        let align = align.max(1);
+        let units = n.div_ceil(align);
+        let pieces = self.pieces(units, min.div_ceil(align));
+        if pieces <= 1 {
+            if n > 0 {
+                f(0..n);
+            }
+            return;
+        }
+        let range = |p: usize| {
+            let (u0, u1) = (units * p / pieces, units * (p + 1) / pieces);
+            (u0 * align).min(n)..(u1 * align).min(n)
+        };
+        let run = || (0..pieces).into_par_iter().for_each(|p| f(range(p)));
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(pool) = self.pool {
+            return pool.install(run);
+        }
+        run()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Thread counts a test can make pools of: natively any; on wasm what the pool has.
+    fn counts() -> Vec<usize> {
+        if cfg!(target_arch = "wasm32") {
+            vec![Pool::available()]
+        } else {
+            vec![1, 2, 3, 4]
+        }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn ranges_cover_every_item_once_aligned_and_at_least_min() {
+        for threads in counts() {
+            let pool = Pool::new(Some(threads)).unwrap();
+            let par = pool.par();
+            for (n, min, align) in [(0, 1, 1), (1, 1, 1), (7, 2, 1), (100, 10, 8), (1000, 1, 32)] {
+                let seen = Mutex::new(Vec::new());
+                par.for_ranges(n, min, align, |r| seen.lock().unwrap().push(r));
+                let mut seen = seen.into_inner().unwrap();
+                seen.sort_by_key(|r| r.start);
+                let pieces = par.pieces(n.div_ceil(align), min.div_ceil(align));
+                assert_eq!(
+                    seen.len(),
+                    if n == 0 { 0 } else { pieces },
+                    "{n} {min} {align}"
+                );
+                let mut next = 0;
+                for (i, r) in seen.iter().enumerate() {
+                    assert_eq!(r.start, next);
+                    assert!(r.start % align == 0);
+                    if i + 1 < seen.len() {
+                        assert!(r.len() >= min && r.end % align == 0, "{r:?}");
+                    }
+                    next = r.end;
+                }
+                assert_eq!(next, n);
+                assert!(seen.len() <= threads);
+            }
+        }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn thread_counts_out_of_range_are_errors_naming_the_limit() {
+        for n in [0, MAX_THREADS + 1] {
+            let e = Pool::new(Some(n)).err().expect("error").to_string();
+            assert!(e.contains(&MAX_THREADS.to_string()), "{e}");
+        }
+        assert_eq!(Pool::new(None).unwrap().threads(), Pool::available());
+        if cfg!(target_arch = "wasm32") {
+            let have = Pool::available();
+            let e = Pool::new(Some(have + 1)).err().expect("error").to_string();
+            assert!(e.contains(&format!("has {have}")), "{e}");
+        } else {
+            assert_eq!(Pool::new(Some(3)).unwrap().threads(), 3);
+        }
+    }
+
+    /// Without atomics (the SIMD128 build) rayon's global pool falls back to the calling
+    /// thread: one thread, and work split through it still runs.
+    #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn wasm_without_atomics_runs_on_the_calling_thread() {
+        assert_eq!(Pool::available(), 1);
+        let sum = std::sync::atomic::AtomicUsize::new(0);
+        Pool::global().par().eager().for_ranges(10, 1, 1, |r| {
+            sum.fetch_add(r.sum::<usize>(), std::sync::atomic::Ordering::Relaxed);
+        });
+        assert_eq!(sum.into_inner(), 45);
+        // Rayon's own parallel iterators run too (on the one thread).
+        let v: Vec<usize> = (0..4usize).into_par_iter().map(|i| i * 2).collect();
+        assert_eq!(v, [0, 2, 4, 6]);
+    }
+}
