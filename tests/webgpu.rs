@@ -8,7 +8,8 @@ use std::rc::Rc;
 
 use pollster::block_on;
 use webtensor::backend::{run_graph, run_graph_aliased, Backend, BackendReg, Device};
-use webtensor::backends::webgpu::{WebGpuDevice, WebGpuReg};
+use webtensor::backends::cpu::{CpuDevice, KernelSet};
+use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels, WebGpuDevice, WebGpuReg};
 use webtensor::graph::{DType, Graph, RopeMode, RopeParams};
 use webtensor::testing::{webgpu_required, CaseBuilder, GUARD_BYTES, REQUIRE_WEBGPU_ENV};
 use webtensor::Error;
@@ -26,6 +27,31 @@ fn gpu() -> Option<Rc<WebGpuDevice>> {
         eprintln!("skipping: no WebGPU device ({why})");
     }
     dev
+}
+
+/// The op suite's matmul cases with each matmul kernel forced on every shape (the shape
+/// rule picks one per case; this runs the others on the same cases).
+#[test]
+fn every_matmul_kernel_passes_every_matmul_case() {
+    let Some(dev) = gpu() else { return };
+    for sel in [
+        MatmulKernels::Tiled,
+        MatmulKernels::Small,
+        MatmulKernels::Base,
+        MatmulKernels::Auto,
+    ] {
+        set_matmul_kernels(sel);
+        let report = block_on(webtensor::testing::run_suite(
+            dev.clone(),
+            Rc::new(CpuDevice::new(KernelSet::Reference)),
+            Some("matmul"),
+        ));
+        set_matmul_kernels(MatmulKernels::Auto);
+        assert!(report.passed >= 60, "{sel:?}: {report}");
+        if let Err(e) = report.check() {
+            panic!("{sel:?}: {e}");
+        }
+    }
 }
 
 #[test]

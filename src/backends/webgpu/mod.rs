@@ -21,6 +21,7 @@ mod shader;
 
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
+pub use ops::{set_matmul_kernels, MatmulKernels};
 
 use std::rc::Rc;
 
