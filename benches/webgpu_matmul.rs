@@ -111,9 +111,7 @@ mod native {
                         }
                     };
                     let mut line = format!("{shape:>16} {:<5}", dtype.name());
-                    for (label, sel) in
-                        [("base", MatmulKernels::Base), ("auto", MatmulKernels::Auto)]
-                    {
+                    for &(label, sel) in &kernels {
                         set_matmul_kernels(sel);
                         if let Err(e) = time_once(&p).await {
                             line += &format!(" {label} failed: {e}");

@@ -28,26 +28,28 @@ fn main(
     let a2 = i2 / p.u.x;
     let a3 = i3 / p.u.y;
     // Rows and columns past the edge read the last valid one (no branch in the loop); their
-    // results are not written.
-    let m = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(M - 1u));
+    // results are not written. Offsets are hoisted out of the loop (a software adapter's
+    // shader compiler may not do it). b never shares a's memory here (ops.rs).
+    let ar = vec4<u32>(
+        a_row(vec4<u32>(0u, min(m0, M - 1u), a2, a3)),
+        a_row(vec4<u32>(0u, min(m0 + 1u, M - 1u), a2, a3)),
+        a_row(vec4<u32>(0u, min(m0 + 2u, M - 1u), a2, a3)),
+        a_row(vec4<u32>(0u, min(m0 + 3u, M - 1u), a2, a3)),
+    );
     let b_base = p.offs.z + i2 * p.b_nb.z + i3 * p.b_nb.w;
     var bo: vec4<u32>;
     for (var j = 0u; j < 4u; j++) {
         bo[j] = b_base + min(n0 + j, N - 1u) * p.b_nb.y;
     }
+    let bs = p.b_nb.x;
     var acc: array<vec4<f32>, 4>;
     for (var k = 0u; k < K; k++) {
-        let av = vec4<f32>(
-            a_get(vec4<u32>(k, m.x, a2, a3)),
-            a_get(vec4<u32>(k, m.y, a2, a3)),
-            a_get(vec4<u32>(k, m.z, a2, a3)),
-            a_get(vec4<u32>(k, m.w, a2, a3)),
-        );
-        let bk = k * p.b_nb.x;
-        acc[0] += av * f32(b_at(bo.x + bk));
-        acc[1] += av * f32(b_at(bo.y + bk));
-        acc[2] += av * f32(b_at(bo.z + bk));
-        acc[3] += av * f32(b_at(bo.w + bk));
+        let av = vec4<f32>(a_at(ar.x, k), a_at(ar.y, k), a_at(ar.z, k), a_at(ar.w, k));
+        acc[0] += av * b[bo.x];
+        acc[1] += av * b[bo.y];
+        acc[2] += av * b[bo.z];
+        acc[3] += av * b[bo.w];
+        bo += vec4<u32>(bs);
     }
     let d_base = p.offs.x + i2 * p.d_nb.z + i3 * p.d_nb.w;
     for (var j = 0u; j < 4u; j++) {

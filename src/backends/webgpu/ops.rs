@@ -48,7 +48,8 @@ pub(super) enum Kernel {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MatmulKernels {
     /// By shape: matvec for a few long dot products, the small-batch kernel up to
-    /// `SMALL_COLS` columns, the 64 x 64 tile beyond.
+    /// `SMALL_COLS` columns (on a software adapter, for f32 weights at every size), the
+    /// 64 x 64 tile beyond.
     #[default]
     Auto,
     /// The selection before the small-batch kernel: matvec up to 8 columns, else the tile.
@@ -70,8 +71,19 @@ pub fn set_matmul_kernels(k: MatmulKernels) {
 }
 
 /// The matmul kernel for an output of `m` x `n` (per batch entry of `batch`) with dot
-/// products of length `k`.
-fn matmul_kernel(m: usize, n: usize, k: usize, batch: usize) -> Kernel {
+/// products of length `k` over weights of dtype `dtype`. `software`: the adapter runs
+/// shaders on the CPU (lavapipe, SwiftShader), where workgroup memory is ordinary cached
+/// memory and barriers are costly, so the barrier-free small kernel also wins at large `n`
+/// for f32 weights (webgpu_matmul bench on SwiftShader: 0.31 vs 0.17 GFLOP/s at
+/// 128x384x1536).
+fn matmul_kernel(
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    dtype: DType,
+    software: bool,
+) -> Kernel {
     match MATMUL_KERNELS.with(|c| c.get()) {
         MatmulKernels::Tiled => Kernel::MatMul,
         MatmulKernels::Small => Kernel::MatMulSmall,
@@ -83,13 +95,22 @@ fn matmul_kernel(m: usize, n: usize, k: usize, batch: usize) -> Kernel {
             let blocks = m.div_ceil(4) * n.div_ceil(4) * batch;
             if n <= MATVEC_COLS && blocks * 64 < k {
                 Kernel::MatVec
-            } else if n <= SMALL_COLS {
+            } else if n <= SMALL_COLS || (software && dtype == DType::F32) {
                 Kernel::MatMulSmall
             } else {
                 Kernel::MatMul
             }
         }
     }
+}
+
+/// Whether the adapter is a software rasterizer running shaders on the CPU.
+fn software_adapter(info: &wgpu::AdapterInfo) -> bool {
+    let name = info.name.to_ascii_lowercase();
+    info.device_type == wgpu::DeviceType::Cpu
+        || ["swiftshader", "llvmpipe", "lavapipe"]
+            .iter()
+            .any(|s| name.contains(s))
 }
 
 /// Pipeline cache key: the kernel and the dtype of source `a`.
@@ -443,11 +464,16 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             params.u[1] = to_u32(tb.ne[3] / ta.ne[3], "batch ratio")?;
             let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
             let batch = t.ne[2] * t.ne[3];
-            let mut kernel = matmul_kernel(t.ne[0], t.ne[1], ta.ne[0], batch);
+            let software = software_adapter(&ctx.info);
+            let mut kernel = matmul_kernel(t.ne[0], t.ne[1], ta.ne[0], batch, ta.dtype, software);
             if kernel == Kernel::MatVec
                 && (t.ne[1] > MATVEC_COLS || t.ne[0].div_ceil(MATVEC_ROWS) > max)
             {
                 kernel = Kernel::MatMulSmall;
+            }
+            if kernel == Kernel::MatMulSmall && shared_b {
+                // The small kernel reads b from its own binding only.
+                kernel = Kernel::MatMul;
             }
             let g = match kernel {
                 Kernel::MatVec => [t.ne[0].div_ceil(MATVEC_ROWS), 1, batch],
