@@ -54,6 +54,22 @@ fn every_matmul_kernel_passes_every_matmul_case() {
     }
 }
 
+/// Calibration measures the adapter's per-dispatch and per-submission cost (a chain of tiny
+/// kernels against a single one); the CPU has neither.
+#[test]
+fn calibration_measures_dispatch_and_submission_costs() {
+    let Some(dev) = gpu() else { return };
+    let devices: Vec<Rc<dyn Device>> = vec![dev, Rc::new(CpuDevice::new(KernelSet::Fast))];
+    let m = block_on(webtensor::backend::sched::CostModel::calibrate(&devices)).unwrap();
+    let (g, c) = (&m.devices[0], &m.devices[1]);
+    println!("WebGPU: {g:?}\nCPU: {c:?}");
+    for x in [g.op_overhead_s, g.submit_overhead_s, g.transfer_overhead_s] {
+        assert!(x > 0.0 && x < 1.0, "{g:?}");
+    }
+    assert_eq!(c.submit_overhead_s, 0.0, "{c:?}");
+    assert!(g.submit_overhead_s > c.submit_overhead_s);
+}
+
 #[test]
 fn large_matmuls_are_offloaded_small_ones_not() {
     let Some(dev) = gpu() else { return };
