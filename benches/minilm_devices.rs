@@ -7,6 +7,8 @@
 //! cargo bench --bench minilm_devices                 # release build
 //! cargo bench --profile dev --bench minilm_devices   # quicker build (the crate is -O2 in dev)
 //! MINILM_MODEL=models/minilm-f32.gguf BENCH_REPS=9 BENCH_ROUNDS=2 cargo bench ...
+//! MINILM_CHOICES=webgpu,webgpu-base cargo bench ...  # WebGPU with the matmul kernels before
+//!                                                    # the small-batch kernel, same run
 //! ```
 //!
 //! Natively WebGPU is whatever adapter wgpu finds (Mesa's lavapipe here: a software GPU, so
@@ -17,6 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     use std::time::Instant;
 
     use pollster::block_on;
+    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels};
     use webtensor::model::bert::SentenceEmbedder;
     use webtensor::runtime::DeviceChoice;
 
@@ -54,11 +57,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         vec![words.join(" "); n]
     };
-    let choices = [
+    // "webgpu-base": WebGPU with the matmul kernel selection before the small-batch kernel.
+    let all_choices = [
         ("cpu", DeviceChoice::Cpu, false),
         ("webgpu", DeviceChoice::WebGpu, false),
         ("auto", DeviceChoice::Auto, true),
+        ("webgpu-base", DeviceChoice::WebGpu, false),
     ];
+    let wanted = std::env::var("MINILM_CHOICES").unwrap_or_else(|_| "cpu,webgpu,auto".into());
+    let choices: Vec<_> = all_choices
+        .into_iter()
+        .filter(|c| wanted.split(',').any(|w| w.trim() == c.0))
+        .collect();
     // Per choice and case: every round's median.
     let mut ms = vec![vec![Vec::new(); cases.len()]; choices.len()];
     let mut notes = vec![String::new(); choices.len()];
@@ -72,6 +82,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 choices.len() - 1 - i
             };
             let (name, choice, cost) = choices[c];
+            set_matmul_kernels(if name == "webgpu-base" {
+                MatmulKernels::Base
+            } else {
+                MatmulKernels::Auto
+            });
             let rt = match block_on(webtensor::create_runtime(choice, cost)) {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -133,16 +148,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         println!("{name} | {}", row.join(" | "));
     }
-    let ratio: Vec<String> = (0..cases.len())
-        .map(|k| {
-            let best = [table[0][k], table[1][k]]
-                .into_iter()
-                .flatten()
-                .fold(f64::INFINITY, f64::min);
-            table[2][k].map_or("-".into(), |a| format!("{:.3}", a / best))
-        })
-        .collect();
-    println!("auto ÷ best of cpu, webgpu | {}", ratio.join(" | "));
+    let row = |name: &str| choices.iter().position(|c| c.0 == name).map(|i| &table[i]);
+    if let (Some(cpu), Some(gpu), Some(auto)) = (row("cpu"), row("webgpu"), row("auto")) {
+        let ratio: Vec<String> = (0..cases.len())
+            .map(|k| {
+                let best = [cpu[k], gpu[k]]
+                    .into_iter()
+                    .flatten()
+                    .fold(f64::INFINITY, f64::min);
+                auto[k].map_or("-".into(), |a| format!("{:.3}", a / best))
+            })
+            .collect();
+        println!("auto ÷ best of cpu, webgpu | {}", ratio.join(" | "));
+    }
     for n in notes.iter().filter(|n| !n.is_empty()) {
         println!("{n}");
     }
