@@ -16,10 +16,9 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    use std::time::Instant;
-
     use pollster::block_on;
     use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels};
+    use webtensor::bench::{minilm_embed_ms, minilm_texts, MINILM_CASES};
     use webtensor::model::bert::SentenceEmbedder;
     use webtensor::runtime::DeviceChoice;
 
@@ -35,28 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .unwrap_or(d)
     };
     let (reps, rounds) = (env("BENCH_REPS", 5), env("BENCH_ROUNDS", 2));
-    let cases: [(&str, usize, usize); 4] = [
-        ("8 tok", 1, 8),
-        ("32 tok", 1, 32),
-        ("128 tok", 1, 128),
-        ("16 × 32", 16, 32),
-    ];
-    // Texts of exactly `tokens` tokens ([CLS] and [SEP] included), as bench/minilm.html makes.
-    const WORDS: [&str; 16] = [
-        "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "seven",
-        "happy", "wizards", "quietly", "brew", "potions",
-    ];
-    let texts = |e: &SentenceEmbedder, n: usize, tokens: usize| -> Vec<String> {
-        let mut words: Vec<&str> = Vec::new();
-        let count = |w: &[&str]| e.encode(&[&w.join(" ")]).map_or(0, |v| v[0].len());
-        while count(&words) < tokens {
-            words.push(WORDS[words.len() % WORDS.len()]);
-        }
-        while count(&words) > tokens {
-            words.pop();
-        }
-        vec![words.join(" "); n]
-    };
+    let cases = MINILM_CASES;
     // "webgpu-base": WebGPU with the matmul kernel selection before the small-batch kernel.
     let all_choices = [
         ("cpu", DeviceChoice::Cpu, false),
@@ -96,25 +74,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             let e = SentenceEmbedder::load(&rt, &bytes)?;
             for (k, &(_, n, tokens)) in cases.iter().enumerate() {
-                let t = texts(&e, n, tokens);
-                let refs: Vec<&str> = t.iter().map(String::as_str).collect();
-                for _ in 0..2 {
-                    block_on(e.embed(&rt, &refs))?;
-                }
+                let t = minilm_texts(&e, n, tokens);
+                // A first call warms up (one-time weight copies happen there): the copy
+                // counts below cover steady-state runs only.
+                block_on(minilm_embed_ms(&e, &rt, &t, 1))?;
                 let before = rt.copy_stats();
-                let mut v = Vec::with_capacity(reps);
-                for _ in 0..reps {
-                    let t0 = Instant::now();
-                    block_on(e.embed(&rt, &refs))?;
-                    v.push(t0.elapsed().as_secs_f64() * 1e3);
-                }
+                ms[c][k].push(block_on(minilm_embed_ms(&e, &rt, &t, reps))?);
                 let after = rt.copy_stats();
-                v.sort_by(f64::total_cmp);
-                ms[c][k].push(v[v.len() / 2]);
                 if k == cases.len() - 1 {
-                    let per_run = (after.per_run_bytes - before.per_run_bytes) / reps as u64;
-                    let weights =
-                        (after.per_run_weight_bytes - before.per_run_weight_bytes) / reps as u64;
+                    // The helper's two warm-up embeds count too.
+                    let runs = reps as u64 + 2;
+                    let per_run = (after.per_run_bytes - before.per_run_bytes) / runs;
+                    let weights = (after.per_run_weight_bytes - before.per_run_weight_bytes) / runs;
                     let plan = e.explain(&rt)?;
                     notes[c] = format!(
                         "{name} on {:?}: per run {per_run} B crossed ({weights} B of weights), {} B \
@@ -128,9 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let median = |v: &[f64]| -> Option<f64> {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
+        (!v.is_empty()).then(|| webtensor::bench::median(&mut v.to_vec()))
     };
     println!("MiniLM {path}, native, median of {reps} runs, median over {rounds} rounds (ms)");
     println!(

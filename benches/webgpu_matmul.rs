@@ -23,24 +23,11 @@ fn main() {
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
     use std::rc::Rc;
-    use std::time::Instant;
 
     use webtensor::backend::{BackendReg, Device};
     use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels, WebGpuReg};
     use webtensor::bench::MatmulProblem;
     use webtensor::graph::DType;
-
-    async fn time_once(p: &MatmulProblem) -> webtensor::Result<f64> {
-        let t = Instant::now();
-        p.run()?;
-        p.synchronize().await?;
-        Ok(t.elapsed().as_secs_f64())
-    }
-
-    fn median(mut v: Vec<f64>) -> f64 {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    }
 
     pub fn main() {
         pollster::block_on(async {
@@ -113,21 +100,22 @@ mod native {
                     let mut line = format!("{shape:>16} {:<5}", dtype.name());
                     for &(label, sel) in &kernels {
                         set_matmul_kernels(sel);
-                        if let Err(e) = time_once(&p).await {
-                            line += &format!(" {label} failed: {e}");
-                            continue;
-                        }
                         // At least 5 runs and about 0.5 s of them.
-                        let first = time_once(&p).await.unwrap_or(1.0);
-                        let reps = ((0.5 / first) as usize).clamp(5, 50);
-                        let mut times = vec![first];
-                        for _ in 1..reps {
-                            match time_once(&p).await {
-                                Ok(t) => times.push(t),
-                                Err(e) => println!("run failed: {e}"),
+                        let first = match p.median_seconds(1).await {
+                            Ok(t) => t,
+                            Err(e) => {
+                                line += &format!(" {label} failed: {e}");
+                                continue;
                             }
-                        }
-                        let t = median(times);
+                        };
+                        let reps = ((0.5 / first) as usize).clamp(5, 50);
+                        let t = match p.median_seconds(reps).await {
+                            Ok(t) => t,
+                            Err(e) => {
+                                line += &format!(" {label} failed: {e}");
+                                continue;
+                            }
+                        };
                         let gflops = p.flops() / t / 1e9;
                         line += &format!(" {:>10.3} {:>10.2}", t * 1e3, gflops);
                         rows.push(format!(

@@ -71,6 +71,79 @@ impl MatmulProblem {
     }
 }
 
+impl MatmulProblem {
+    /// Median seconds of `reps` timed runs (each run, then a wait for it), after one untimed
+    /// run that also makes the device compile and upload what it needs.
+    pub async fn median_seconds(&self, reps: usize) -> Result<f64> {
+        self.run()?;
+        self.synchronize().await?;
+        let mut times = Vec::with_capacity(reps.max(1));
+        for _ in 0..reps.max(1) {
+            let t = crate::clock::now_ms();
+            self.run()?;
+            self.synchronize().await?;
+            times.push((crate::clock::now_ms() - t) / 1e3);
+        }
+        Ok(median(&mut times))
+    }
+}
+
+/// The middle value (the upper one of an even count); NaN for none.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The MiniLM benchmark's four cases: (label, sentences, tokens per sentence).
+pub const MINILM_CASES: [(&str, usize, usize); 4] = [
+    ("8 tok", 1, 8),
+    ("32 tok", 1, 32),
+    ("128 tok", 1, 128),
+    ("16 × 32", 16, 32),
+];
+
+/// `n` copies of a text of exactly `tokens` tokens ([CLS] and [SEP] included), as
+/// `bench/minilm.html` makes them.
+pub fn minilm_texts(
+    e: &crate::model::bert::SentenceEmbedder,
+    n: usize,
+    tokens: usize,
+) -> Vec<String> {
+    const WORDS: [&str; 16] = [
+        "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "seven",
+        "happy", "wizards", "quietly", "brew", "potions",
+    ];
+    let mut words: Vec<&str> = Vec::new();
+    let count = |w: &[&str]| e.encode(&[&w.join(" ")]).map_or(0, |v| v[0].len());
+    while count(&words) < tokens && words.len() < 4 * tokens {
+        words.push(WORDS[words.len() % WORDS.len()]);
+    }
+    while count(&words) > tokens {
+        words.pop();
+    }
+    vec![words.join(" "); n]
+}
+
+/// Median milliseconds of `reps` embeds of `texts` after two untimed ones.
+pub async fn minilm_embed_ms(
+    e: &crate::model::bert::SentenceEmbedder,
+    rt: &crate::runtime::Runtime,
+    texts: &[String],
+    reps: usize,
+) -> Result<f64> {
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for _ in 0..2 {
+        e.embed(rt, &refs).await?;
+    }
+    let mut v = Vec::with_capacity(reps.max(1));
+    for _ in 0..reps.max(1) {
+        let t = crate::clock::now_ms();
+        e.embed(rt, &refs).await?;
+        v.push(crate::clock::now_ms() - t);
+    }
+    Ok(median(&mut v))
+}
+
 /// Runs `iters` rounds of independent SIMD multiplies and adds (12 chains of f32x4, as many
 /// as stay in registers, each short enough for its latency to be hidden) and returns (a
 /// checksum keeping the work alive, the flops done). Timing it gives this machine's practical

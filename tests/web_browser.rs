@@ -123,3 +123,134 @@ async fn scheduler_splits_between_webgpu_and_cpu_in_chromium() {
     }
     assert!(multi >= 4, "{multi} mixed-device graphs");
 }
+
+/// `run(..., { keepOnDevice: true })` through the JS surface: the outputs are `GpuTensor`s
+/// that feed later runs, `read()` back, and throw once disposed, on another runtime, or with
+/// the wrong shape.
+#[wasm_bindgen_test]
+async fn gpu_tensors_feed_later_runs_in_chromium() {
+    use js_sys::{Float32Array, Function, Object, Promise, Reflect};
+    use wasm_bindgen::{JsCast, JsValue};
+    use wasm_bindgen_futures::JsFuture;
+    use webtensor::wasm::runtime::{JsGraph, JsRuntime};
+
+    let obj = |pairs: &[(&str, JsValue)]| -> JsValue {
+        let o = Object::new();
+        for (k, v) in pairs {
+            Reflect::set(&o, &(*k).into(), v).unwrap();
+        }
+        o.into()
+    };
+    let get = |o: &JsValue, k: &str| Reflect::get(o, &k.into()).unwrap();
+    let call = |o: &JsValue, method: &str| -> JsValue {
+        let f: Function = get(o, method).dyn_into().unwrap();
+        f.call0(o).unwrap()
+    };
+    let message = |e: JsValue| get(&e, "message").as_string().unwrap_or_default();
+    let runtime = || async {
+        let opts = obj(&[("devices", "webgpu".into()), ("costModel", false.into())]);
+        JsRuntime::create(opts)
+            .await
+            .unwrap_or_else(|_| panic!("a WebGPU runtime"))
+    };
+    let rt = runtime().await;
+    let double = JsGraph::new();
+    let x = double.input("x", "f32", vec![8, 4]).ok().unwrap();
+    let y = double.scale(x, 2.0).ok().unwrap();
+    double.set_name(y, "y").ok().unwrap();
+    double.output(y).ok().unwrap();
+    let step = JsGraph::new();
+    let h = step.input("h", "f32", vec![8, 4]).ok().unwrap();
+    let r = step.relu(h).ok().unwrap();
+    let z = step.add(r, h).ok().unwrap();
+    step.set_name(z, "z").ok().unwrap();
+    step.output(z).ok().unwrap();
+
+    let xs: Vec<f32> = (0..32).map(|i| i as f32 - 10.0).collect();
+    let keep = || obj(&[("keepOnDevice", true.into())]);
+    let out = JsFuture::from(rt.run(
+        &double,
+        obj(&[("x", Float32Array::from(xs.as_slice()).into())]),
+        keep(),
+    ))
+    .await
+    .unwrap();
+    let gy = get(&out, "y");
+    assert_eq!(get(&gy, "device").as_string().as_deref(), Some("WebGPU"));
+    let out = JsFuture::from(rt.run(&step, obj(&[("h", gy.clone())]), keep()))
+        .await
+        .unwrap();
+    let gz = get(&out, "z");
+    let out = JsFuture::from(rt.run(&step, obj(&[("h", gz.clone())]), JsValue::UNDEFINED))
+        .await
+        .unwrap();
+    let f = |v: f32| v.max(0.0) + v;
+    let want: Vec<f32> = xs.iter().map(|&v| f(f(2.0 * v))).collect();
+    assert_eq!(
+        get(&out, "z").dyn_into::<Float32Array>().unwrap().to_vec(),
+        want
+    );
+    let read: Promise = call(&gy, "read").dyn_into().unwrap();
+    let ys = JsFuture::from(read).await.unwrap();
+    let want_y: Vec<f32> = xs.iter().map(|&v| 2.0 * v).collect();
+    assert_eq!(ys.dyn_into::<Float32Array>().unwrap().to_vec(), want_y);
+
+    // Wrong shape.
+    let other = JsGraph::new();
+    let a = other.input("a", "f32", vec![4, 8]).ok().unwrap();
+    let b = other.scale(a, 1.0).ok().unwrap();
+    other.output(b).ok().unwrap();
+    let e = JsFuture::from(rt.run(&other, obj(&[("a", gy.clone())]), JsValue::UNDEFINED))
+        .await
+        .unwrap_err();
+    assert!(message(e).contains("device tensor given"));
+    // Another runtime's.
+    let rt2 = runtime().await;
+    let e = JsFuture::from(rt2.run(&step, obj(&[("h", gz.clone())]), JsValue::UNDEFINED))
+        .await
+        .unwrap_err();
+    assert!(message(e).contains("another runtime"));
+    // Disposed.
+    call(&gy, "dispose");
+    assert_eq!(get(&gy, "disposed").as_bool(), Some(true));
+    let e = JsFuture::from(rt.run(&step, obj(&[("h", gy.clone())]), JsValue::UNDEFINED))
+        .await
+        .unwrap_err();
+    assert!(message(e).contains("disposed"));
+    let read: Promise = call(&gy, "read").dyn_into().unwrap();
+    assert!(JsFuture::from(read).await.is_err());
+}
+
+/// A WebGPU device that answers the self-check wrong is dropped with the reason, and a runtime
+/// over its registry uses the CPU and shows why (`notes`, `explain()`).
+#[wasm_bindgen_test]
+async fn a_device_failing_its_self_check_is_dropped_in_chromium() {
+    use webtensor::backend::{BackendReg, Registry};
+    use webtensor::backends::cpu::{CpuReg, KernelSet};
+    use webtensor::backends::webgpu::{sabotage_self_check, WebGpuReg};
+    use webtensor::runtime::{DeviceChoice, Program, Runtime};
+    sabotage_self_check(true);
+    let gpu = WebGpuReg::new().await;
+    sabotage_self_check(false);
+    let why = gpu
+        .unavailable_reason()
+        .expect("the sabotaged device is dropped");
+    assert!(why.contains("self-check"), "{why}");
+    let mut reg = Registry::new();
+    reg.register(std::rc::Rc::new(CpuReg::new(KernelSet::Fast)));
+    reg.register(std::rc::Rc::new(gpu));
+    let rt = Runtime::new(&reg, DeviceChoice::Auto, false).await.unwrap();
+    assert_eq!(rt.device_names(), ["CPU"]);
+    let mut p = Program::new();
+    let x = p
+        .graph_mut()
+        .input("x", webtensor::graph::DType::F32, &[4])
+        .unwrap();
+    let y = p.graph_mut().relu(x).unwrap();
+    p.graph_mut().set_output(y).unwrap();
+    let plan = rt.explain(&p).unwrap();
+    assert!(
+        plan.contains("not used: WebGPU: ") && plan.contains("self-check"),
+        "{plan}"
+    );
+}

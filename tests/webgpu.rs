@@ -4,13 +4,19 @@
 //! passes, unless `WEBTENSOR_REQUIRE_WEBGPU=1`.
 #![cfg(not(target_arch = "wasm32"))]
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use pollster::block_on;
-use webtensor::backend::{run_graph, run_graph_aliased, Backend, BackendReg, Device};
+use webtensor::backend::{
+    run_graph, run_graph_aliased, Backend, BackendReg, Device, PlanOptions, Scheduler, Session,
+};
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
-use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels, WebGpuDevice, WebGpuReg};
-use webtensor::graph::{DType, Graph, RopeMode, RopeParams};
+use webtensor::backends::webgpu::{
+    set_matmul_kernels, MatmulKernels, ObjectCounts, WebGpuDevice, WebGpuReg,
+};
+use webtensor::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
+use webtensor::runtime::{DeviceChoice, Program, Runtime, Value};
 use webtensor::testing::{webgpu_required, CaseBuilder, GUARD_BYTES, REQUIRE_WEBGPU_ENV};
 use webtensor::Error;
 
@@ -293,4 +299,353 @@ fn destroyed_device_fails_cleanly() {
     let y = b.g.relu(x).unwrap();
     b.output(y).unwrap();
     assert!(block_on(run_graph(&backend, &b.g, &b.leaves, 0)).is_err());
+}
+
+/// A small layer (matmul, bias, GELU, softmax, norm) over WebGPU and the CPU, its weights set:
+/// the session, its graph's input and its output.
+fn layer_session(dev: &Rc<WebGpuDevice>) -> (Session, TensorId) {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[32, 16]).unwrap();
+    let w = g.weight("w", DType::F32, &[32, 64]).unwrap();
+    let bias = g.weight("bias", DType::F32, &[64]).unwrap();
+    let h = g.matmul(w, x).unwrap();
+    let h = g.add(h, bias).unwrap();
+    let h = g.gelu(h).unwrap();
+    let h = g.softmax(h, None, 0.5).unwrap();
+    let y = g.norm(h, 1e-5).unwrap();
+    g.set_output(y).unwrap();
+    let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+    let sched = Scheduler::new(vec![dev.clone() as Rc<dyn Device>, cpu]).unwrap();
+    let plan = sched.plan(&g, &PlanOptions::default()).unwrap();
+    assert!(
+        plan.splits.iter().all(|s| s.device == 0),
+        "every node runs on WebGPU"
+    );
+    let mut session = Session::new(&sched, &g, plan, &HashMap::new()).unwrap();
+    let f32s = |n: usize, k: f32| -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| ((i % 13) as f32 * k - 0.3).to_le_bytes())
+            .collect()
+    };
+    let weights = HashMap::from([(w, f32s(32 * 64, 0.01)), (bias, f32s(64, 0.1))]);
+    session.set_weights(&weights).unwrap();
+    (session, x)
+}
+
+#[test]
+fn prepared_session_runs_create_no_gpu_objects() {
+    let Some(dev) = gpu() else { return };
+    let (mut session, x) = layer_session(&dev);
+    let input = |k: f32| -> HashMap<TensorId, Vec<u8>> {
+        let v: Vec<u8> = (0..32 * 16)
+            .flat_map(|i| ((i % 7) as f32 * k).to_le_bytes())
+            .collect();
+        HashMap::from([(x, v)])
+    };
+    // The first run may fill the readback pool.
+    block_on(session.run(&input(0.1))).unwrap();
+    let before = dev.created_objects();
+    let prepared = block_on(session.run(&input(0.2))).unwrap();
+    let steady = dev.created_objects();
+    let objects = |c: ObjectCounts| (c.pipelines, c.bind_groups, c.buffers);
+    assert_eq!(
+        objects(steady),
+        objects(before),
+        "a steady-state prepared run created GPU objects"
+    );
+    // The same bytes as computing directly, which makes a bind group per dispatch and a
+    // parameter buffer on every run.
+    session.set_prepared(false).unwrap();
+    let direct = block_on(session.run(&input(0.2))).unwrap();
+    assert_eq!(prepared, direct);
+    let after = dev.created_objects();
+    let per_run = |a: ObjectCounts, b: ObjectCounts| {
+        format!(
+            "{} pipelines, {} bind groups, {} buffers",
+            b.pipelines - a.pipelines,
+            b.bind_groups - a.bind_groups,
+            b.buffers - a.buffers
+        )
+    };
+    println!(
+        "objects per run: prepared {}; direct {}",
+        per_run(before, steady),
+        per_run(steady, after)
+    );
+    assert_eq!(after.bind_groups - steady.bind_groups, 5);
+    assert_eq!(after.buffers - steady.buffers, 1);
+    // A new input gives new results through the same prepared objects.
+    session.set_prepared(true).unwrap();
+    let other = block_on(session.run(&input(0.3))).unwrap();
+    assert_ne!(other, prepared);
+}
+
+/// The device lost in the middle of a run (after its compute was submitted, or after the
+/// readback's copy was): that run rejects with the reason, later runs fail the same way, nothing
+/// hangs, and a new device works.
+#[test]
+fn device_lost_mid_run_rejects_and_later_runs_fail_cleanly() {
+    for submits in [1, 2] {
+        let Some(dev) = gpu() else { return };
+        let (session, x) = layer_session(&dev);
+        let input = HashMap::from([(x, vec![0u8; 32 * 16 * 4])]);
+        block_on(session.run(&input)).unwrap();
+        dev.lose_after_submits(submits);
+        let lost = |r: webtensor::Result<Vec<Vec<u8>>>| match r {
+            Err(Error::Device { msg, .. }) => assert!(msg.contains("destroyed"), "{msg}"),
+            other => panic!("after {submits} submits: {other:?}"),
+        };
+        lost(block_on(session.run(&input)));
+        lost(block_on(session.run(&input)));
+        assert!(Backend::new(dev.clone()).is_err());
+    }
+    let Some(fresh) = gpu() else { return };
+    let (session, x) = layer_session(&fresh);
+    block_on(session.run(&HashMap::from([(x, vec![0u8; 32 * 16 * 4])]))).unwrap();
+}
+
+/// Sizes past the adapter's limits fail before anything is submitted or allocated: a tensor
+/// past maxStorageBufferBindingSize is refused by the device (so a GPU-only plan fails), and
+/// a session whose memory exceeds maxBufferSize fails to allocate it.
+#[test]
+fn sizes_past_the_adapters_limits_fail_before_submitting() {
+    let Some(dev) = gpu() else { return };
+    let prop = |key: &str| -> usize {
+        let (_, v) = dev
+            .properties()
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .unwrap();
+        v.parse::<u64>().unwrap().min(usize::MAX as u64) as usize
+    };
+    let (binding, max_buffer) = (prop("maxStorageBufferBindingSize"), prop("maxBufferSize"));
+    let only_gpu = Scheduler::new(vec![dev.clone() as Rc<dyn Device>]).unwrap();
+    let start = dev.created_objects();
+
+    let mut g = Graph::new();
+    let big = g.input("big", DType::F32, &[binding / 4 + 1024]).unwrap();
+    let y = g.relu(big).unwrap();
+    g.set_output(y).unwrap();
+    let why = dev.supports_op(&g, y);
+    assert!(!why.is_yes());
+    assert!(
+        format!("{why:?}").contains("maxStorageBufferBindingSize"),
+        "{why:?}"
+    );
+    assert!(only_gpu.plan(&g, &PlanOptions::default()).is_err());
+
+    // Weights that each fit a binding but together exceed one buffer.
+    let each = binding.min(max_buffer) / 2 / 4 * 4;
+    let mut g = Graph::new();
+    let mut sum = g.weight("w0", DType::F32, &[each / 4]).unwrap();
+    for k in 1..=max_buffer / each + 1 {
+        let w = g.weight(&format!("w{k}"), DType::F32, &[each / 4]).unwrap();
+        sum = g.add(sum, w).unwrap();
+    }
+    g.set_output(sum).unwrap();
+    let plan = only_gpu.plan(&g, &PlanOptions::default()).unwrap();
+    let r = Session::new(&only_gpu, &g, plan, &HashMap::new());
+    assert!(
+        matches!(r, Err(Error::AllocTooLarge { .. })),
+        "{:?}",
+        r.err()
+    );
+    assert_eq!(dev.created_objects(), start, "nothing was made");
+}
+
+/// Outputs kept on the GPU feed later runs (of the same and of another graph) with no
+/// readback; they read back on demand; a disposed one, one of another runtime, or one of the
+/// wrong shape or dtype is an error.
+#[test]
+fn device_tensors_feed_later_runs_without_readback() {
+    let Some(dev) = gpu() else { return };
+    let runtime = |dev: &Rc<WebGpuDevice>| {
+        let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+        block_on(Runtime::with_devices(
+            vec![dev.clone() as Rc<dyn Device>, cpu],
+            false,
+            Vec::new(),
+        ))
+        .unwrap()
+    };
+    let rt = runtime(&dev);
+    let mut double = Program::new();
+    let x = double.graph_mut().input("x", DType::F32, &[8, 4]).unwrap();
+    let y = double.graph_mut().scale(x, 2.0).unwrap();
+    double.graph_mut().set_name(y, "y").unwrap();
+    double.graph_mut().set_output(y).unwrap();
+    let mut step = Program::new();
+    let h = step.graph_mut().input("h", DType::F32, &[8, 4]).unwrap();
+    let r = step.graph_mut().relu(h).unwrap();
+    let z = step.graph_mut().add(r, h).unwrap();
+    step.graph_mut().set_name(z, "z").unwrap();
+    step.graph_mut().set_output(z).unwrap();
+
+    let xs: Vec<f32> = (0..32).map(|i| i as f32 - 10.0).collect();
+    let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let floats = |b: &[u8]| -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    let kept = |outs: Vec<(String, DType, Value)>| match outs.into_iter().next() {
+        Some((_, _, Value::Device(t))) => t,
+        other => panic!("{other:?}"),
+    };
+    let run = |p: &Program, name: &str, v: Value, keep: bool| {
+        block_on(rt.run_values(p, &HashMap::from([(name.to_string(), v)]), keep))
+    };
+    // Warm both sessions (plans, pipelines, readback pool).
+    for p in [&double, &step] {
+        let name = if std::ptr::eq(p, &double) { "x" } else { "h" };
+        run(p, name, Value::Bytes(bytes(&xs)), false).unwrap();
+    }
+    let before = dev.created_objects();
+    let y = kept(run(&double, "x", Value::Bytes(bytes(&xs)), true).unwrap());
+    assert_eq!(
+        (y.device(), y.dtype(), y.shape()),
+        ("WebGPU", DType::F32, [8, 4, 1, 1])
+    );
+    let z1 = kept(run(&step, "h", Value::Device(y.clone()), true).unwrap());
+    let z2 = kept(run(&step, "h", Value::Device(z1.clone()), true).unwrap());
+    assert_eq!(
+        dev.created_objects().readbacks,
+        before.readbacks,
+        "no readback while the tensors stay on the GPU"
+    );
+    let f = |v: f32| v.max(0.0) + v;
+    let want: Vec<f32> = xs.iter().map(|&v| f(f(2.0 * v))).collect();
+    assert_eq!(floats(&block_on(z2.read()).unwrap()), want);
+    let want_y: Vec<f32> = xs.iter().map(|&v| 2.0 * v).collect();
+    assert_eq!(floats(&block_on(y.read()).unwrap()), want_y);
+
+    let err = |r: webtensor::Result<Vec<(String, DType, Value)>>, what: &str| match r {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains(what), "{msg}"),
+        other => panic!("expected an error about {what}: {other:?}"),
+    };
+    y.dispose();
+    assert!(y.is_disposed());
+    err(run(&step, "h", Value::Device(y.clone()), false), "disposed");
+    assert!(block_on(y.read()).is_err());
+    // A kept output of the wrong shape, or dtype.
+    let mut other = Program::new();
+    let a = other.graph_mut().input("a", DType::F32, &[4, 8]).unwrap();
+    let b = other.graph_mut().scale(a, 1.0).unwrap();
+    other.graph_mut().set_output(b).unwrap();
+    let wrong = kept(run(&other, "a", Value::Bytes(bytes(&xs)), true).unwrap());
+    err(
+        run(&step, "h", Value::Device(wrong), false),
+        "device tensor given",
+    );
+    let mut ints = Program::new();
+    let i = ints.graph_mut().input("i", DType::I32, &[8, 4]).unwrap();
+    let c = ints.graph_mut().cont(i).unwrap();
+    ints.graph_mut().set_output(c).unwrap();
+    let wrong = kept(run(&ints, "i", Value::Bytes(vec![0; 128]), true).unwrap());
+    err(
+        run(&step, "h", Value::Device(wrong), false),
+        "device tensor given",
+    );
+    // Another runtime's.
+    let rt2 = runtime(&dev);
+    let theirs = kept(
+        block_on(rt2.run_values(
+            &double,
+            &HashMap::from([("x".to_string(), Value::Bytes(bytes(&xs)))]),
+            true,
+        ))
+        .unwrap(),
+    );
+    err(
+        run(&step, "h", Value::Device(theirs), false),
+        "another runtime",
+    );
+    // The still-live one is unaffected.
+    assert_eq!(floats(&block_on(z2.read()).unwrap()), want);
+}
+
+/// MiniLM (f32, when `scripts/fetch-model.sh` fetched it) on WebGPU and the CPU: a steady-state
+/// embed creates no pipeline, bind group or buffer; the first one (which prepares the
+/// session) shows what every run made before sessions were prepared.
+#[test]
+fn minilm_steady_state_runs_create_no_gpu_objects() {
+    let Some(dev) = gpu() else { return };
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/minilm-f32.gguf");
+    let Ok(bytes) = std::fs::read(path) else {
+        eprintln!("skipping: no {path} (run scripts/fetch-model.sh)");
+        return;
+    };
+    let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+    let rt = block_on(Runtime::with_devices(
+        vec![dev.clone() as Rc<dyn Device>, cpu],
+        false,
+        Vec::new(),
+    ))
+    .unwrap();
+    let e = webtensor::model::bert::SentenceEmbedder::load(&rt, &bytes).unwrap();
+    let texts = ["a quick brown fox jumps over the lazy dog"];
+    let delta = |a: ObjectCounts, b: ObjectCounts| {
+        [
+            b.pipelines - a.pipelines,
+            b.bind_groups - a.bind_groups,
+            b.buffers - a.buffers,
+            b.readbacks - a.readbacks,
+        ]
+    };
+    let c0 = dev.created_objects();
+    let first = block_on(e.embed(&rt, &texts)).unwrap();
+    let c1 = dev.created_objects();
+    block_on(e.embed(&rt, &texts)).unwrap();
+    let c2 = dev.created_objects();
+    let again = block_on(e.embed(&rt, &texts)).unwrap();
+    let c3 = dev.created_objects();
+    println!(
+        "MiniLM [pipelines, bind groups, buffers, readbacks]: first run {:?}, steady runs {:?} \
+         and {:?}",
+        delta(c0, c1),
+        delta(c1, c2),
+        delta(c2, c3)
+    );
+    assert_eq!(first, again);
+    assert!(delta(c0, c1)[1] > 0, "MiniLM ran on WebGPU");
+    assert_eq!(
+        delta(c2, c3)[..3],
+        [0, 0, 0],
+        "a steady-state run created GPU objects"
+    );
+}
+
+/// A device that answers the self-check wrong is not used: its family is empty with the
+/// reason, runtimes use the CPU and say why in `notes()` and `explain()`.
+#[test]
+fn a_device_failing_its_self_check_is_dropped_for_the_cpu() {
+    let Some(_) = gpu() else { return };
+    webtensor::backends::webgpu::sabotage_self_check(true);
+    let reg = block_on(WebGpuReg::new());
+    let reg2 = block_on(webtensor::backends::registry());
+    webtensor::backends::webgpu::sabotage_self_check(false);
+    assert!(reg.device().is_none());
+    let why = reg.unavailable_reason().unwrap();
+    assert!(
+        why.contains("self-check") && why.contains("f32 matmul answered wrong"),
+        "{why}"
+    );
+    let rt = block_on(Runtime::new(&reg2, DeviceChoice::Auto, false)).unwrap();
+    assert_eq!(rt.device_names(), ["CPU"]);
+    assert!(rt.notes().iter().any(|n| n.contains("self-check")));
+    let mut p = Program::new();
+    let x = p.graph_mut().input("x", DType::F32, &[4]).unwrap();
+    let y = p.graph_mut().relu(x).unwrap();
+    p.graph_mut().set_output(y).unwrap();
+    let plan = rt.explain(&p).unwrap();
+    assert!(
+        plan.contains("not used: WebGPU: ") && plan.contains("self-check"),
+        "{plan}"
+    );
+    assert!(matches!(
+        block_on(Runtime::new(&reg2, DeviceChoice::WebGpu, false)),
+        Err(Error::NoDevice(msg)) if msg.contains("self-check")
+    ));
+    // Without the switch the same adapter passes.
+    assert!(block_on(WebGpuReg::new()).device().is_some());
 }

@@ -127,7 +127,9 @@ pub async fn run_graph_aliased(
         }
         buffer.write(mem.locate(graph, id)?.1, data)?;
     }
-    backend.compute(graph, &graph.compute_nodes(), &mem)?;
+    // Through the backend's prepared form, as sessions run it (the op suite checks that path).
+    let prepared = backend.prepare(graph, &graph.compute_nodes(), &mem)?;
+    backend.compute_prepared(&prepared, graph, &mem)?;
     backend.synchronize().await?;
     if guard > 0 {
         let all = buffer.read(0, buffer.size()).await?;

@@ -17,7 +17,7 @@ pub use buffer::{check_range, Buffer, BufferImpl, BufferType, BufferUsage};
 pub use exec::{run_graph, run_graph_aliased, TensorMemory};
 pub use registry::{BackendReg, Registry};
 pub use restrict::RestrictedDevice;
-pub use sched::{CopyStats, Plan, PlanOptions, Scheduler, Session};
+pub use sched::{CopyStats, Plan, PlanOptions, RunInput, RunOutput, Scheduler, Session};
 pub use stream::{Backend, BackendImpl, Event, PreparedImpl, PreparedSplit};
 pub use weights::{store_weights, ByteSource, StoredWeight, WeightSpec};
 

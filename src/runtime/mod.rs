@@ -5,9 +5,11 @@
 
 mod program;
 mod queue;
+mod tensor;
 
 pub use crate::backend::{ByteSource, CopyStats, StoredWeight, WeightSpec};
 pub use program::Program;
+pub use tensor::DeviceTensor;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -15,7 +17,9 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::sched::CostModel;
-use crate::backend::{Device, DeviceKind, PlanOptions, Registry, Scheduler, Session};
+use crate::backend::{
+    Device, DeviceKind, PlanOptions, Registry, RunInput, RunOutput, Scheduler, Session,
+};
 use crate::error::{Error, Result};
 use crate::graph::{DType, Graph, Role, TensorId};
 use queue::RunQueue;
@@ -95,6 +99,25 @@ pub struct PlanEstimates {
     pub planned: f64,
     /// Each device alone (with the scheduler's fallbacks for what it cannot run), by name.
     pub alone: Vec<(String, f64)>,
+}
+
+/// A tensor's value given to or returned by [`Runtime::run_values`].
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// Raw bytes on the host.
+    Bytes(Vec<u8>),
+    /// Kept on a device by an earlier run.
+    Device(DeviceTensor),
+}
+
+impl Value {
+    /// The bytes, read back from the device when it is there.
+    pub async fn into_bytes(self) -> Result<Vec<u8>> {
+        match self {
+            Value::Bytes(b) => Ok(b),
+            Value::Device(t) => t.read().await,
+        }
+    }
 }
 
 /// A session and its run queue.
@@ -274,21 +297,45 @@ impl Runtime {
         p: &Program,
         inputs: &HashMap<String, Vec<u8>>,
     ) -> Result<Vec<(String, DType, Vec<u8>)>> {
+        let inputs = inputs
+            .iter()
+            .map(|(name, b)| (name.clone(), Value::Bytes(b.clone())))
+            .collect();
+        let outs = self.run_values(p, &inputs, false).await?;
+        let mut bytes = Vec::with_capacity(outs.len());
+        for (name, dtype, v) in outs {
+            bytes.push((name, dtype, v.into_bytes().await?));
+        }
+        Ok(bytes)
+    }
+
+    /// Runs `p` with inputs by name, as host bytes or tensors an earlier run of this runtime
+    /// kept on a device (copied on the device, without a trip through the host); returns the
+    /// outputs as (name, dtype, value): read back, or with `keep_on_device` left on the device
+    /// that computed each (a [`DeviceTensor`] a later run can take as an input).
+    pub async fn run_values(
+        &self,
+        p: &Program,
+        inputs: &HashMap<String, Value>,
+        keep_on_device: bool,
+    ) -> Result<Vec<(String, DType, Value)>> {
         if p.graph.outputs().is_empty() {
             return Err(Error::Graph(
                 "the graph has no output (mark one with output())".into(),
             ));
         }
+        // Device tensors stay borrowed (kept alive) until the run is done with them.
+        let mut held = Vec::new();
         let mut by_id = HashMap::new();
-        for (name, bytes) in inputs {
+        for (name, value) in inputs {
             let ids: Vec<TensorId> = p
                 .graph
                 .iter()
                 .filter(|(_, t)| t.role == Role::Input && !t.is_view() && &t.name == name)
                 .map(|(id, _)| id)
                 .collect();
-            match ids.as_slice() {
-                [id] => by_id.insert(*id, bytes.clone()),
+            let id = match ids.as_slice() {
+                [id] => *id,
                 [] => {
                     return Err(Error::InvalidArgument(format!(
                         "the graph has no input named {name:?}"
@@ -300,18 +347,57 @@ impl Runtime {
                     )))
                 }
             };
+            if let Value::Device(dt) = value {
+                let t = p.graph.tensor(id);
+                let buffer = dt.buffer_for(self.uid)?;
+                if dt.dtype() != t.dtype || dt.shape() != t.ne {
+                    return Err(Error::InvalidArgument(format!(
+                        "input {name} is {} {:?}, but the device tensor given is {} {:?}",
+                        t.dtype.name(),
+                        t.ne,
+                        dt.dtype().name(),
+                        dt.shape()
+                    )));
+                }
+                held.push((id, buffer));
+            }
+            by_id.insert(id, value);
+        }
+        let mut run_inputs = HashMap::new();
+        for (&id, value) in &by_id {
+            if let Value::Bytes(b) = value {
+                run_inputs.insert(id, RunInput::Host(b));
+            }
+        }
+        for (id, buffer) in &held {
+            run_inputs.insert(*id, RunInput::Device(buffer));
         }
         let (session, queue) = self.session(p)?;
         let _turn = queue.enter().await;
-        let outs = session.run(&by_id).await?;
+        let outs = session.run_with(&run_inputs, keep_on_device).await?;
         let mut copied = self.copied.get();
         copied += session.last_run_copies();
         self.copied.set(copied);
+        let names = self.device_names();
         Ok(p.graph
             .outputs()
             .into_iter()
             .zip(outs)
-            .map(|(id, b)| (p.graph.tensor(id).name.clone(), p.graph.tensor(id).dtype, b))
+            .map(|(id, out)| {
+                let t = p.graph.tensor(id);
+                let value = match out {
+                    RunOutput::Host(b) => Value::Bytes(b),
+                    RunOutput::Device { device, buffer } => Value::Device(DeviceTensor::new(
+                        buffer,
+                        self.uid,
+                        names[device].clone(),
+                        t.name.clone(),
+                        t.dtype,
+                        t.ne,
+                    )),
+                };
+                (t.name.clone(), t.dtype, value)
+            })
             .collect())
     }
 
@@ -333,9 +419,16 @@ impl Runtime {
         }))
     }
 
-    /// The plan of `p` described for people.
+    /// The plan of `p` described for people, ending with why devices are missing (one
+    /// `not used:` line per note, e.g. a GPU that failed its self-check).
     pub fn explain(&self, p: &Program) -> Result<String> {
-        Ok(self.session(p)?.0.explain())
+        let mut s = self.session(p)?.0.explain();
+        for note in &self.notes {
+            s.push_str("not used: ");
+            s.push_str(note);
+            s.push('\n');
+        }
+        Ok(s)
     }
 
     /// Frees the session of `p`'s shape (its device memory); a later run plans it again.

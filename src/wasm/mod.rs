@@ -5,7 +5,8 @@
 mod bench;
 mod convert;
 mod model;
-mod runtime;
+// Public so that browser tests drive the JS surface (`Runtime`, `Graph`, `GpuTensor`) itself.
+pub mod runtime;
 
 use std::rc::Rc;
 

@@ -11,7 +11,7 @@ use wasm_bindgen::JsCast;
 
 use super::convert::{runtime_options, set, to_js_error};
 use crate::graph::{DType, RopeMode, RopeParams, TensorId};
-use crate::runtime::Program;
+use crate::runtime::{DeviceTensor, Program, Value};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
@@ -22,10 +22,16 @@ export interface RuntimeOptions {
   /** Place ops with measured device costs (default true). */
   costModel?: boolean;
 }
-/** Input values by input name. */
-export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array>;
-/** Output values by output name. */
-export type Outputs = Record<string, Float32Array | Int32Array | Uint8Array>;
+/** Input values by input name: typed arrays, or tensors a run of the same runtime kept on
+ * its device. */
+export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensor>;
+/** Output values by output name (`GpuTensor`s with `keepOnDevice`). */
+export type Outputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensor>;
+/** Options of `Runtime.run`. */
+export interface RunOptions {
+  /** Leave each output on the device that computed it, as a `GpuTensor` (default false). */
+  keepOnDevice?: boolean;
+}
 "#;
 
 fn parse_dtype(s: &str) -> Result<DType, JsError> {
@@ -348,25 +354,34 @@ impl JsRuntime {
         self.rt.notes().to_vec()
     }
 
-    /// Runs `graph` with `inputs` ({name: typed array}); resolves to {outputName: typed array}.
+    /// Runs `graph` with `inputs` ({name: typed array or GpuTensor}); resolves to
+    /// {outputName: typed array}, or {outputName: GpuTensor} with `{ keepOnDevice: true }`.
     #[wasm_bindgen(unchecked_return_type = "Promise<Outputs>")]
     pub fn run(
         &self,
         graph: &JsGraph,
         #[wasm_bindgen(unchecked_param_type = "Inputs")] inputs: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Promise {
         let rt = self.rt.clone();
         let program = graph.p.borrow().clone();
         let parsed = parse_inputs(&program, &inputs);
+        let keep = super::convert::prop(&options, "keepOnDevice")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
         wasm_bindgen_futures::future_to_promise(async move {
             let inputs = parsed.map_err(JsValue::from)?;
             let outs = rt
-                .run(&program, &inputs)
+                .run_values(&program, &inputs, keep)
                 .await
                 .map_err(|e| JsValue::from(to_js_error(e)))?;
             let o = Object::new();
-            for (name, dtype, bytes) in outs {
-                set(&o, &name, &bytes_to_typed(&bytes, dtype)).map_err(JsValue::from)?;
+            for (name, dtype, value) in outs {
+                let v = match value {
+                    Value::Bytes(bytes) => bytes_to_typed(&bytes, dtype),
+                    Value::Device(t) => JsGpuTensor::register(t).into(),
+                };
+                set(&o, &name, &v).map_err(JsValue::from)?;
             }
             Ok(o.into())
         })
@@ -391,7 +406,7 @@ impl JsRuntime {
     }
 }
 
-fn parse_inputs(p: &Program, inputs: &JsValue) -> Result<HashMap<String, Vec<u8>>, JsError> {
+fn parse_inputs(p: &Program, inputs: &JsValue) -> Result<HashMap<String, Value>, JsError> {
     let mut out = HashMap::new();
     if inputs.is_undefined() || inputs.is_null() {
         return Ok(out);
@@ -402,13 +417,119 @@ fn parse_inputs(p: &Program, inputs: &JsValue) -> Result<HashMap<String, Vec<u8>
     for key in Object::keys(obj).iter() {
         let name = key.as_string().unwrap_or_default();
         let value = Reflect::get(obj, &key).map_err(|_| JsError::new("cannot read inputs"))?;
+        if let Some(t) = JsGpuTensor::lookup(&value)? {
+            out.insert(name, Value::Device(t));
+            continue;
+        }
         let dtype = p
             .graph()
             .iter()
             .find(|(_, t)| t.name == name && t.role == crate::graph::Role::Input)
             .map(|(_, t)| t.dtype)
             .ok_or_else(|| JsError::new(&format!("the graph has no input named {name:?}")))?;
-        out.insert(name.clone(), typed_to_bytes(&value, dtype, &name)?);
+        out.insert(
+            name.clone(),
+            Value::Bytes(typed_to_bytes(&value, dtype, &name)?),
+        );
     }
     Ok(out)
+}
+
+thread_local! {
+    /// Every live `GpuTensor` by id: how an input object is recognised as one (wasm-bindgen
+    /// cannot borrow an exported struct back from a plain `JsValue`).
+    static GPU_TENSORS: RefCell<HashMap<u32, DeviceTensor>> = RefCell::new(HashMap::new());
+    static NEXT_GPU_TENSOR: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
+}
+
+/// The property holding a `GpuTensor`'s id.
+const GPU_TENSOR_ID: &str = "__webtensorGpuTensor";
+
+/// A tensor a run left on its device (`run(graph, inputs, { keepOnDevice: true })`): pass it
+/// as an input to a later run of the same runtime (it stays on the device), `read()` it, and
+/// `dispose()` it to free its device memory. Any use after `dispose()` throws.
+#[wasm_bindgen(js_name = GpuTensor)]
+pub struct JsGpuTensor {
+    id: u32,
+    t: DeviceTensor,
+}
+
+impl JsGpuTensor {
+    fn register(t: DeviceTensor) -> JsGpuTensor {
+        let id = NEXT_GPU_TENSOR.with(|n| {
+            let id = n.get();
+            n.set(id.wrapping_add(1).max(1));
+            id
+        });
+        GPU_TENSORS.with(|m| m.borrow_mut().insert(id, t.clone()));
+        JsGpuTensor { id, t }
+    }
+
+    /// The tensor behind `value` when it is a `GpuTensor` (a disposed one included).
+    fn lookup(value: &JsValue) -> Result<Option<DeviceTensor>, JsError> {
+        if !value.is_object() {
+            return Ok(None);
+        }
+        let Some(id) = super::convert::prop(value, GPU_TENSOR_ID).and_then(|v| v.as_f64()) else {
+            return Ok(None);
+        };
+        GPU_TENSORS
+            .with(|m| m.borrow().get(&(id as u32)).cloned())
+            .map(Some)
+            .ok_or_else(|| JsError::new("this GpuTensor was disposed"))
+    }
+}
+
+impl Drop for JsGpuTensor {
+    fn drop(&mut self) {
+        GPU_TENSORS.with(|m| m.borrow_mut().remove(&self.id));
+    }
+}
+
+#[wasm_bindgen(js_class = GpuTensor)]
+impl JsGpuTensor {
+    /// Identifies the object as a GpuTensor (internal).
+    #[wasm_bindgen(getter, js_name = __webtensorGpuTensor)]
+    pub fn tensor_id(&self) -> u32 {
+        self.id
+    }
+
+    /// Its values, read back: a Float32Array (f32, f16), Int32Array (i32) or Uint8Array (raw
+    /// quantized bytes). Rejects after `dispose()`.
+    pub fn read(&self) -> Promise {
+        let t = self.t.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let bytes = t.read().await.map_err(|e| JsValue::from(to_js_error(e)))?;
+            Ok(bytes_to_typed(&bytes, t.dtype()))
+        })
+    }
+
+    /// Frees its device memory; later uses throw.
+    pub fn dispose(&self) {
+        self.t.dispose();
+    }
+
+    /// Whether `dispose()` was called.
+    #[wasm_bindgen(getter)]
+    pub fn disposed(&self) -> bool {
+        self.t.is_disposed()
+    }
+
+    /// Its dtype name ("f32", "i32", ...).
+    #[wasm_bindgen(getter)]
+    pub fn dtype(&self) -> String {
+        self.t.dtype().name().to_string()
+    }
+
+    /// Its shape (innermost first, 4 dims).
+    #[wasm_bindgen(getter)]
+    pub fn shape(&self) -> Vec<usize> {
+        self.t.shape().to_vec()
+    }
+
+    /// Name of the device holding it.
+    #[wasm_bindgen(getter)]
+    pub fn device(&self) -> String {
+        self.t.device().to_string()
+    }
 }

@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::weights::{StoredWeight, WeightCopy};
-use super::{profile, Backend, BufferUsage, Device, PreparedSplit, TensorMemory};
+use super::{profile, Backend, Buffer, BufferUsage, Device, PreparedSplit, TensorMemory};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Role, TensorId};
 use plan::Slot;
@@ -155,6 +155,37 @@ pub struct Session {
     copied: Cell<CopyStats>,
 }
 
+/// An input's value for [`Session::run_with`].
+pub enum RunInput<'a> {
+    /// Raw bytes from the host.
+    Host(&'a [u8]),
+    /// A whole buffer (of exactly the input's size) on any device.
+    Device(&'a Buffer),
+}
+
+impl RunInput<'_> {
+    fn len(&self) -> usize {
+        match self {
+            RunInput::Host(b) => b.len(),
+            RunInput::Device(b) => b.size(),
+        }
+    }
+}
+
+/// An output of [`Session::run_with`].
+pub enum RunOutput {
+    /// Read back to the host.
+    Host(Vec<u8>),
+    /// Left in a buffer of its own on the device (index into the scheduler's devices) that
+    /// computed it.
+    Device {
+        /// The device's index.
+        device: usize,
+        /// The output's bytes, from offset 0.
+        buffer: Rc<Buffer>,
+    },
+}
+
 /// Bytes that crossed between devices.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CopyStats {
@@ -188,6 +219,21 @@ impl Session {
         resident: &HashMap<TensorId, StoredWeight>,
     ) -> Result<Self> {
         let devices = scheduler.devices();
+        // Every arena is checked against its device's limit before any is allocated.
+        for (d, dev) in devices.iter().enumerate() {
+            let bt = dev.buffer_type();
+            let m = &plan.memory[d];
+            if let Some(&size) = [m.compute_bytes, m.weight_bytes]
+                .iter()
+                .find(|&&size| size > bt.max_size())
+            {
+                return Err(Error::AllocTooLarge {
+                    size,
+                    max: bt.max_size(),
+                    buffer_type: bt.name().to_string(),
+                });
+            }
+        }
         let mut backends = Vec::new();
         let mut mems = Vec::new();
         for (d, dev) in devices.iter().enumerate() {
@@ -316,8 +362,33 @@ impl Session {
     /// Runs the graph with `inputs` (raw bytes per input id) and returns the outputs' bytes in
     /// `graph.outputs()` order. Every input and weight is checked before anything is enqueued.
     pub async fn run(&self, inputs: &HashMap<TensorId, Vec<u8>>) -> Result<Vec<Vec<u8>>> {
+        let inputs = inputs
+            .iter()
+            .map(|(&id, b)| (id, RunInput::Host(b)))
+            .collect();
+        let outs = self.run_with(&inputs, false).await?;
+        Ok(outs
+            .into_iter()
+            .map(|o| match o {
+                RunOutput::Host(b) => b,
+                // Never: nothing is kept on a device.
+                RunOutput::Device { .. } => Vec::new(),
+            })
+            .collect())
+    }
+
+    /// Runs the graph with `inputs` given as host bytes or device buffers (copied on the
+    /// device when they are on the input's device, without a trip through the host), and
+    /// returns the outputs in `graph.outputs()` order: read back, or, with `keep_on_device`,
+    /// each copied into a new buffer on the device that computed it. Every input and weight is
+    /// checked before anything is enqueued.
+    pub async fn run_with(
+        &self,
+        inputs: &HashMap<TensorId, RunInput<'_>>,
+        keep_on_device: bool,
+    ) -> Result<Vec<RunOutput>> {
         let g = &self.graph;
-        for (&id, bytes) in inputs {
+        for (&id, value) in inputs {
             let t = g.get(id)?;
             if t.role != Role::Input || t.is_view() {
                 return Err(Error::InvalidArgument(format!(
@@ -325,7 +396,7 @@ impl Session {
                     t.name
                 )));
             }
-            check_len(&t.name, t.nbytes(), bytes.len())?;
+            check_len(&t.name, t.nbytes(), value.len())?;
         }
         for (id, t) in g.iter() {
             if t.role == Role::Input && !t.is_view() && !inputs.contains_key(&id) {
@@ -338,10 +409,13 @@ impl Session {
                 return Err(Error::Graph(format!("weight {name} was never set")));
             }
         }
-        for (&id, bytes) in inputs {
+        for (&id, value) in inputs {
             let d = self.plan.home[id.0].unwrap_or(self.backends.len() - 1);
             let (buf, off) = self.mems[d].locate(g, id)?;
-            buf.write(off, bytes)?;
+            match value {
+                RunInput::Host(bytes) => buf.write(off, bytes)?,
+                RunInput::Device(src) => buf.copy_via_host(src, 0, off, src.size()).await?,
+            }
         }
         let mut copied = CopyStats::default();
         for (sw, copy) in &self.weight_copies {
@@ -386,7 +460,16 @@ impl Session {
             }
             .ok_or_else(|| Error::Graph(format!("output {} is never computed", t.name)))?;
             let (buf, off) = self.mems[d].locate(g, id)?;
-            out.push(buf.read(off, t.nbytes()).await?);
+            out.push(if keep_on_device {
+                let kept = self.backends[d].device().buffer_type().alloc(t.nbytes())?;
+                kept.copy_via_host(buf, off, 0, t.nbytes()).await?;
+                RunOutput::Device {
+                    device: d,
+                    buffer: kept,
+                }
+            } else {
+                RunOutput::Host(buf.read(off, t.nbytes()).await?)
+            });
         }
         self.copied.set(copied);
         Ok(out)

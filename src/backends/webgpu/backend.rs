@@ -1,5 +1,7 @@
 //! The WebGPU stream: a graph split becomes one command encoder with one compute pass (one
-//! dispatch per node), submitted once; completion and events are futures.
+//! dispatch per node), submitted once; completion and events are futures. A prepared split
+//! ([`Encoded`]) keeps its pipelines, bind groups and parameter buffer, so that a run of it
+//! creates no GPU object but the command encoder.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -7,11 +9,11 @@ use std::rc::Rc;
 use futures_channel::oneshot;
 
 use super::buffer::WebGpuBuffer;
-use super::context::{Ctx, DEVICE_NAME};
+use super::context::{Ctx, Pipeline, DEVICE_NAME};
 use super::ops::{self, granularity, unit, NodePlan};
 use super::shader::{self, IN_PLACE, PARAMS_SIZE, SHARED_B};
 use super::WebGpuDevice;
-use crate::backend::{BackendImpl, Event, LocalBoxFuture, TensorMemory};
+use crate::backend::{BackendImpl, Event, LocalBoxFuture, PreparedImpl, TensorMemory};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Tensor, TensorId};
 
@@ -239,9 +241,26 @@ fn buffer_entry<'a>(binding: u32, b: &'a Binding<'a>) -> wgpu::BindGroupEntry<'a
     }
 }
 
-impl BackendImpl for WebGpuBackend {
-    fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
-        let ctx = &*self.device.ctx;
+/// A split as the GPU runs it: every node's pipeline and bind group, and one parameter buffer
+/// holding every node's parameters, made once; [`Encoded::submit`] records the dispatches into
+/// one compute pass and submits it, creating nothing but the (single-use) command encoder.
+pub(super) struct Encoded {
+    ctx: Rc<Ctx>,
+    steps: Vec<Step>,
+    /// Keeps the parameters alive with the bind groups that read them.
+    _params: Option<wgpu::Buffer>,
+}
+
+/// One dispatch.
+struct Step {
+    pipeline: Rc<Pipeline>,
+    group: wgpu::BindGroup,
+    groups: [u32; 3],
+}
+
+impl Encoded {
+    /// Plans and binds `nodes` of `graph` over `mem`; the parameters are written once here.
+    fn build(ctx: &Rc<Ctx>, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<Self> {
         ctx.check()?;
         let mut plans: Vec<(TensorId, NodePlan)> = Vec::new();
         for &id in nodes {
@@ -253,7 +272,11 @@ impl BackendImpl for WebGpuBackend {
             }
         }
         if plans.is_empty() {
-            return Ok(());
+            return Ok(Self {
+                ctx: ctx.clone(),
+                steps: Vec::new(),
+                _params: None,
+            });
         }
         let ua = (ctx.limits.min_uniform_buffer_offset_alignment as usize).max(16);
         let stride = PARAMS_SIZE.div_ceil(ua) * ua;
@@ -270,18 +293,19 @@ impl BackendImpl for WebGpuBackend {
             bindings.push((d, a, b));
         }
         ctx.scoped(|| {
-            let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            let uniform = ctx.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("webtensor params"),
                 size: uniform_data.len() as u64,
                 usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
             ctx.queue.write_buffer(&uniform, 0, &uniform_data);
-            let groups: Vec<wgpu::BindGroup> = bindings
+            let steps = bindings
                 .iter()
-                .zip(&pipelines)
+                .zip(pipelines)
+                .zip(&plans)
                 .enumerate()
-                .map(|(k, ((d, a, b), pipeline))| {
+                .map(|(k, (((d, a, b), pipeline), (_, plan)))| {
                     let mut entries = vec![
                         wgpu::BindGroupEntry {
                             binding: 0,
@@ -297,13 +321,34 @@ impl BackendImpl for WebGpuBackend {
                     if let Some(b) = b {
                         entries.push(buffer_entry(3, b));
                     }
-                    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    let group = ctx.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: None,
                         layout: &pipeline.layout,
                         entries: &entries,
-                    })
+                    });
+                    Step {
+                        pipeline,
+                        group,
+                        groups: plan.groups,
+                    }
                 })
                 .collect();
+            Self {
+                ctx: ctx.clone(),
+                steps,
+                _params: Some(uniform),
+            }
+        })
+    }
+
+    /// Records every dispatch into one compute pass and submits it.
+    fn submit(&self) -> Result<()> {
+        let ctx = &*self.ctx;
+        ctx.check()?;
+        if self.steps.is_empty() {
+            return Ok(());
+        }
+        ctx.scoped(|| {
             let mut enc = ctx
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -314,17 +359,41 @@ impl BackendImpl for WebGpuBackend {
                     label: Some("webtensor graph"),
                     timestamp_writes: None,
                 });
-                for ((_, plan), (pipeline, group)) in
-                    plans.iter().zip(pipelines.iter().zip(&groups))
-                {
-                    pass.set_pipeline(&pipeline.pipeline);
-                    pass.set_bind_group(0, group, &[]);
-                    let [x, y, z] = plan.groups;
+                for step in &self.steps {
+                    pass.set_pipeline(&step.pipeline.pipeline);
+                    pass.set_bind_group(0, &step.group, &[]);
+                    let [x, y, z] = step.groups;
                     pass.dispatch_workgroups(x, y, z);
                 }
             }
-            ctx.queue.submit([enc.finish()]);
+            ctx.submit(enc.finish());
         })
+    }
+}
+
+impl PreparedImpl for Encoded {
+    fn compute(&self) -> Result<()> {
+        self.submit()
+    }
+}
+
+impl BackendImpl for WebGpuBackend {
+    fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
+        Encoded::build(&self.device.ctx, graph, nodes, mem)?.submit()
+    }
+
+    fn prepare(
+        &self,
+        graph: &Graph,
+        nodes: &[TensorId],
+        mem: &TensorMemory,
+    ) -> Result<Option<Box<dyn PreparedImpl>>> {
+        Ok(Some(Box::new(Encoded::build(
+            &self.device.ctx,
+            graph,
+            nodes,
+            mem,
+        )?)))
     }
 
     fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {

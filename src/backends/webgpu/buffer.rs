@@ -4,8 +4,6 @@
 
 use std::rc::Rc;
 
-use wgpu::util::DeviceExt;
-
 use super::context::Ctx;
 use super::ops::Kernel;
 use super::shader::{self, PatchParams};
@@ -61,7 +59,7 @@ impl WebGpuBuffer {
     fn new(ctx: Rc<Ctx>, size: usize) -> Result<Self> {
         let real = up4(size).max(4) as u64;
         let buf = ctx.scoped(|| {
-            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            ctx.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("webtensor"),
                 size: real,
                 usage: wgpu::BufferUsages::STORAGE
@@ -137,35 +135,33 @@ impl WebGpuBuffer {
                 value,
                 pad: 0,
             };
-            let uniform = self
-                .ctx
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("webtensor patch"),
-                    contents: bytemuck::bytes_of(&params),
-                    usage: wgpu::BufferUsages::UNIFORM,
-                });
-            let bind = self
-                .ctx
-                .device
-                .create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: None,
-                    layout: &pipeline.layout,
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: uniform.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                buffer: &self.buf,
-                                offset: base as u64,
-                                size: wgpu::BufferSize::new((rel as u64 + 1) * 4),
-                            }),
-                        },
-                    ],
-                });
+            let uniform = self.ctx.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("webtensor patch"),
+                size: std::mem::size_of::<PatchParams>() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            self.ctx
+                .queue
+                .write_buffer(&uniform, 0, bytemuck::bytes_of(&params));
+            let bind = self.ctx.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &pipeline.layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: uniform.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: &self.buf,
+                            offset: base as u64,
+                            size: wgpu::BufferSize::new((rel as u64 + 1) * 4),
+                        }),
+                    },
+                ],
+            });
             let mut enc = self
                 .ctx
                 .device
@@ -176,7 +172,7 @@ impl WebGpuBuffer {
                 pass.set_bind_group(0, &bind, &[]);
                 pass.dispatch_workgroups(1, 1, 1);
             }
-            self.ctx.queue.submit([enc.finish()]);
+            self.ctx.submit(enc.finish());
         })
     }
 }
@@ -206,7 +202,7 @@ impl BufferImpl for WebGpuBuffer {
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
                 enc.clear_buffer(&self.buf, start as u64, Some((end - start) as u64));
-                self.ctx.queue.submit([enc.finish()]);
+                self.ctx.submit(enc.finish());
             })?;
             self.write_bytes(offset, &vec![0; start - offset])?;
             return self.write_bytes(end, &vec![0; offset + len - end]);
@@ -246,7 +242,7 @@ impl BufferImpl for WebGpuBuffer {
                 dst_off as u64,
                 len as u64,
             );
-            self.ctx.queue.submit([enc.finish()]);
+            self.ctx.submit(enc.finish());
         })?;
         Ok(true)
     }

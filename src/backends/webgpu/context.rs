@@ -2,7 +2,7 @@
 //! adapter facts, the pipeline cache, device-failure state, and the async bridges
 //! (readback, queue completion) that must never block on wasm.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
@@ -16,6 +16,26 @@ use crate::error::{Error, Result};
 
 /// The device name everywhere (device, buffer type prefix, errors).
 pub(super) const DEVICE_NAME: &str = "WebGPU";
+
+/// Objects a WebGPU device has created since it was made: what a prepared session avoids
+/// making again on every run (command encoders, which WebGPU makes single-use, are not counted);
+/// and its readbacks, which tensors kept on the device avoid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ObjectCounts {
+    /// Compute pipelines (each compiled once per kernel and dtype, then cached).
+    pub pipelines: u64,
+    /// Bind groups.
+    pub bind_groups: u64,
+    /// Buffers of every kind: storage, parameter (uniform) and readback staging.
+    pub buffers: u64,
+    /// Copies of device memory to the host.
+    pub readbacks: u64,
+}
+
+/// Readback staging buffers up to this size are kept for reuse (larger ones are made per read).
+const POOLED_STAGING_MAX: u64 = 16 << 20;
+/// At most this many staging buffers are kept.
+const POOLED_STAGING_COUNT: usize = 8;
 
 /// A compiled compute pipeline with its (derived) bind group layout.
 pub(super) struct Pipeline {
@@ -35,6 +55,12 @@ pub(super) struct Ctx {
     /// Error-scope results not yet known (on the web they resolve later); checked on sync.
     pending: RefCell<Vec<LocalBoxFuture<'static, Option<wgpu::Error>>>>,
     pipelines: RefCell<HashMap<PipelineKey, Rc<Pipeline>>>,
+    /// Idle MAP_READ staging buffers, reused by later readbacks.
+    staging: RefCell<Vec<wgpu::Buffer>>,
+    created: Cell<ObjectCounts>,
+    /// Test hook: the device is destroyed right after this many more submits.
+    #[cfg(feature = "testing")]
+    lose_after: Cell<Option<u32>>,
     /// Bound where a shader declares an operand the node does not have (e.g. no mask), or
     /// one read through another binding: two slots, one storage alignment apart.
     pub dummy: wgpu::Buffer,
@@ -127,8 +153,59 @@ impl Ctx {
             failure,
             pending: RefCell::new(Vec::new()),
             pipelines: RefCell::new(HashMap::new()),
+            staging: RefCell::new(Vec::new()),
+            created: Cell::new(ObjectCounts {
+                buffers: 1,
+                ..ObjectCounts::default()
+            }),
+            #[cfg(feature = "testing")]
+            lose_after: Cell::new(None),
             dummy,
         })
+    }
+
+    /// Objects created so far.
+    pub fn created(&self) -> ObjectCounts {
+        self.created.get()
+    }
+
+    /// Makes a buffer (counted).
+    pub fn create_buffer(&self, desc: &wgpu::BufferDescriptor<'_>) -> wgpu::Buffer {
+        self.count(|c| c.buffers += 1);
+        self.device.create_buffer(desc)
+    }
+
+    /// Makes a bind group (counted).
+    pub fn create_bind_group(&self, desc: &wgpu::BindGroupDescriptor<'_>) -> wgpu::BindGroup {
+        self.count(|c| c.bind_groups += 1);
+        self.device.create_bind_group(desc)
+    }
+
+    /// Submits one command buffer to the queue.
+    pub fn submit(&self, commands: wgpu::CommandBuffer) {
+        self.queue.submit([commands]);
+        #[cfg(feature = "testing")]
+        match self.lose_after.get() {
+            Some(0 | 1) => {
+                self.lose_after.set(None);
+                self.destroy();
+            }
+            Some(n) => self.lose_after.set(Some(n - 1)),
+            None => {}
+        }
+    }
+
+    /// Test hook: destroys the device (as if it were lost) right after the `n`-th submit from
+    /// now, in the middle of whatever call makes it.
+    #[cfg(feature = "testing")]
+    pub fn lose_after_submits(&self, n: u32) {
+        self.lose_after.set(Some(n));
+    }
+
+    fn count(&self, f: impl FnOnce(&mut ObjectCounts)) {
+        let mut c = self.created.get();
+        f(&mut c);
+        self.created.set(c);
     }
 
     pub fn device_error(msg: impl Into<String>) -> Error {
@@ -156,11 +233,16 @@ impl Ctx {
         self.device.destroy();
     }
 
+    /// Fails the device for good with `msg`, unless it already failed: the error then names
+    /// that first cause (a lost device makes later steps fail with vaguer messages).
     fn fail(&self, msg: String) -> Error {
-        if let Ok(mut f) = self.failure.lock() {
-            f.get_or_insert_with(|| msg.clone());
+        let Ok(mut f) = self.failure.lock() else {
+            return Self::device_error(msg);
+        };
+        match &*f {
+            Some(first) if *first != msg => Self::device_error(format!("{first} ({msg})")),
+            _ => Self::device_error(f.get_or_insert(msg).clone()),
         }
-        Self::device_error(msg)
     }
 
     /// An error caught in a scope: running out of memory leaves the device usable (the caller
@@ -240,24 +322,20 @@ impl Ctx {
     }
 
     /// Readback: copies `[offset, offset + len)` of `src` (4-byte aligned) to a MAP_READ
-    /// staging buffer, maps it, and returns the bytes.
+    /// staging buffer (an idle one kept from an earlier read when one is large enough), maps
+    /// it, and returns the bytes.
     pub async fn read_buffer(&self, src: &wgpu::Buffer, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let staging = self.scoped(|| {
-            let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("webtensor readback"),
-                size: len,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
+        self.count(|c| c.readbacks += 1);
+        let staging = self.take_staging(len)?;
+        self.scoped(|| {
             let mut enc = self
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
             enc.copy_buffer_to_buffer(src, offset, &staging, 0, len);
-            self.queue.submit([enc.finish()]);
-            staging
+            self.submit(enc.finish());
         })?;
         let (tx, rx) = oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+        staging.map_async(wgpu::MapMode::Read, ..len, move |r| {
             let _ = tx.send(r);
         });
         self.poll_native()?;
@@ -265,12 +343,45 @@ impl Ctx {
             .map_err(|_| self.fail("readback cancelled".into()))?
             .map_err(|e| self.fail(format!("readback map failed: {e}")))?;
         let out = staging
-            .get_mapped_range(..)
+            .get_mapped_range(..len)
             .map_err(|e| Self::device_error(format!("readback range: {e}")))?
             .to_vec();
         staging.unmap();
         self.drain_errors().await?;
+        let mut pool = self.staging.borrow_mut();
+        if staging.size() <= POOLED_STAGING_MAX && pool.len() < POOLED_STAGING_COUNT {
+            pool.push(staging);
+        }
         Ok(out)
+    }
+
+    /// The smallest idle staging buffer of at least `len` bytes, or a new one (sized up to a
+    /// power of two, so that reads of similar sizes share it).
+    fn take_staging(&self, len: u64) -> Result<wgpu::Buffer> {
+        let mut pool = self.staging.borrow_mut();
+        let best = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.size() >= len)
+            .min_by_key(|(_, b)| b.size())
+            .map(|(i, _)| i);
+        if let Some(i) = best {
+            return Ok(pool.swap_remove(i));
+        }
+        drop(pool);
+        let size = if len <= POOLED_STAGING_MAX {
+            len.next_power_of_two().max(256)
+        } else {
+            len
+        };
+        self.scoped(|| {
+            self.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("webtensor readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })
     }
 
     /// The cached pipeline for `key`, compiling `source()` on first use.
@@ -303,6 +414,7 @@ impl Ctx {
             let layout = pipeline.get_bind_group_layout(0);
             (pipeline, layout)
         })?;
+        self.count(|c| c.pipelines += 1);
         let pipeline = Rc::new(Pipeline { pipeline, layout });
         self.pipelines.borrow_mut().insert(key, pipeline.clone());
         Ok(pipeline)

@@ -17,11 +17,15 @@ mod backend;
 mod buffer;
 mod context;
 mod ops;
+mod selfcheck;
 mod shader;
 
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
+pub use context::ObjectCounts;
 pub use ops::{set_matmul_kernels, MatmulKernels};
+#[cfg(feature = "testing")]
+pub use selfcheck::sabotage_self_check;
 
 use std::rc::Rc;
 
@@ -43,24 +47,39 @@ pub struct WebGpuReg {
 
 impl WebGpuReg {
     /// Requests a high-performance adapter and a device with the adapter's own limits (and
-    /// `shader-f16` when offered). Never fails: without an adapter the family is empty and
+    /// `shader-f16` when offered), then runs the known-answer self-check on it. Never fails:
+    /// without an adapter, or with one that answers wrong, the family is empty and
     /// [`BackendReg::unavailable_reason`] says why.
     pub async fn new() -> Self {
-        match Ctx::create().await {
-            Ok(ctx) => {
-                let ctx = Rc::new(ctx);
-                Self {
-                    device: Some(Rc::new(WebGpuDevice {
-                        buffer_type: Rc::new(WebGpuBufferType::new(ctx.clone())),
-                        ctx,
-                    })),
-                    reason: None,
+        let ctx = match Ctx::create().await {
+            Ok(ctx) => Rc::new(ctx),
+            Err(reason) => {
+                return Self {
+                    device: None,
+                    reason: Some(reason),
                 }
             }
-            Err(reason) => Self {
-                device: None,
-                reason: Some(reason),
+        };
+        let device = Rc::new(WebGpuDevice {
+            buffer_type: Rc::new(WebGpuBufferType::new(ctx.clone())),
+            ctx,
+        });
+        match selfcheck::check(device.clone()).await {
+            Ok(()) => Self {
+                device: Some(device),
+                reason: None,
             },
+            Err(why) => {
+                let reason = format!(
+                    "WebGPU adapter {} failed its self-check, so it is not used: {why}",
+                    device.ctx.info.name
+                );
+                device.destroy();
+                Self {
+                    device: None,
+                    reason: Some(reason),
+                }
+            }
         }
     }
 
@@ -102,6 +121,20 @@ impl WebGpuDevice {
     /// (The device API's `supports_inplace`, where the trait has it.)
     pub fn computes_in_place(&self, graph: &Graph, node: TensorId) -> bool {
         matches!(ops::plan(&self.ctx, graph, node), Ok(Some(p)) if p.in_place_ok)
+    }
+
+    /// Pipelines, bind groups and buffers this device has created so far: a steady-state run
+    /// of a prepared session adds none.
+    pub fn created_objects(&self) -> ObjectCounts {
+        self.ctx.created()
+    }
+
+    /// Test hook (`testing` feature): the device is destroyed, as if lost, right after the
+    /// `n`-th queue submit from now (a run's compute, a readback's copy...), so a test can
+    /// lose it in the middle of a run.
+    #[cfg(feature = "testing")]
+    pub fn lose_after_submits(&self, n: u32) {
+        self.ctx.lose_after_submits(n);
     }
 
     /// Releases the GPU device at once (like a lost device): every later call on it, its

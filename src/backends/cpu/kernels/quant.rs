@@ -3,7 +3,7 @@
 //! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
 
 use super::gemm::{DstRows, Rows};
-use super::simd::{dot_i8x32, dot_q4x32, f16_at, F32x4, I8x32};
+use super::simd::{dot_i8x32, dot_q4x32, encode_act, f16_at, F32x4, I8x32};
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK};
 
@@ -20,20 +20,16 @@ pub struct QuantRows {
     pub q: Vec<i8>,
 }
 
-/// Quantizes `x` (a whole number of blocks) to Q8_0 into `d` / `q` (ggml's rounding).
+/// Quantizes `x` (a whole number of blocks) into `d` / `q` as the integer dots take
+/// activations: ggml's Q8_0 rounding, with relaxed SIMD's 7-bit encoding in those builds
+/// (see [`encode_act`]).
 pub fn quantize_q8(x: &[f32], d: &mut [f32], q: &mut [i8]) {
     for ((blk, db), qb) in x
         .chunks_exact(QK)
         .zip(d.iter_mut())
         .zip(q.chunks_exact_mut(QK))
     {
-        let amax = blk.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let scale = amax / 127.0;
-        let id = if scale != 0.0 { 1.0 / scale } else { 0.0 };
-        *db = scale;
-        for (o, &v) in qb.iter_mut().zip(blk) {
-            *o = (v * id).round() as i8;
-        }
+        *db = encode_act(blk, qb);
     }
 }
 
@@ -98,9 +94,10 @@ unsafe fn dot_rows<const J: usize>(
         unsafe {
             let blk = w.add(i * block_bytes);
             let wq = unpack(blk.add(2));
+            let bias = wq.act_bias();
             let dw = f16_at(blk);
             for (j, a) in acc.iter_mut().enumerate() {
-                let s = F32x4::from_i32(wq.dot(q.as_ptr().add(j * k + i * QK)));
+                let s = F32x4::from_i32(wq.dot(q.as_ptr().add(j * k + i * QK)) - bias);
                 *a = *a + s * F32x4::splat(dw * *d.get_unchecked(j * nb + i));
             }
         }
@@ -128,7 +125,8 @@ unsafe fn dot_wrows<const R: usize>(
         for (a, &wr) in acc.iter_mut().zip(&w) {
             unsafe {
                 let blk = wr.add(i * block_bytes);
-                let s = F32x4::from_i32(unpack(blk.add(2)).dot(x));
+                let wq = unpack(blk.add(2));
+                let s = F32x4::from_i32(wq.dot(x) - wq.act_bias());
                 *a = *a + s * F32x4::splat(f16_at(blk) * dx);
             }
         }

@@ -129,6 +129,7 @@ mod imp {
     #[derive(Clone, Copy)]
     pub struct I32x4(v128);
 
+    #[cfg(not(target_feature = "relaxed-simd"))]
     #[inline(always)]
     fn dot16(a: v128, b: v128) -> v128 {
         let lo = i16x8_extmul_low_i8x16(a, b);
@@ -171,14 +172,48 @@ mod imp {
                 i8x16_sub(u8x16_shr(q, 4), eight),
             )
         }
-        /// Lane partial sums of `self[i] * b[i]` (the lanes add up to the dot).
+        /// Lane partial sums of `self[i] * b[i]` (the lanes add up to the dot), `b` an
+        /// activation block as [`encode_act`](super::encode_act) made it. With relaxed SIMD
+        /// that is one 8-bit dot instruction per 16 pairs, whose second operand must be 7-bit
+        /// non-negative: what the encoding guarantees.
         ///
         /// # Safety
         /// `b` readable for 32 bytes.
         #[inline(always)]
         pub unsafe fn dot(self, b: *const i8) -> I32x4 {
             let o = unsafe { Self::load(b) };
-            I32x4(i32x4_add(dot16(self.0, o.0), dot16(self.1, o.1)))
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                let lo = i32x4_relaxed_dot_i8x16_i7x16_add(self.0, o.0, i32x4_splat(0));
+                I32x4(i32x4_relaxed_dot_i8x16_i7x16_add(self.1, o.1, lo))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                I32x4(i32x4_add(dot16(self.0, o.0), dot16(self.1, o.1)))
+            }
+        }
+        /// Lane partial sums of `ACT_OFFSET * self[i]`: what the activation encoding's
+        /// offset adds to every [`dot`](Self::dot) with this block (zero without one).
+        #[inline(always)]
+        pub fn act_bias(self) -> I32x4 {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                let off = i8x16_splat(super::ACT_OFFSET);
+                let lo = i32x4_relaxed_dot_i8x16_i7x16_add(self.0, off, i32x4_splat(0));
+                I32x4(i32x4_relaxed_dot_i8x16_i7x16_add(self.1, off, lo))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                I32x4(i32x4_splat(0))
+            }
+        }
+    }
+
+    impl Sub for I32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            Self(i32x4_sub(self.0, o.0))
         }
     }
 }
@@ -350,10 +385,54 @@ mod imp {
             }
             I32x4(s)
         }
+        /// Lane partial sums of `ACT_OFFSET * self[i]` (zero: this build's activation
+        /// encoding has no offset).
+        #[inline(always)]
+        pub fn act_bias(self) -> I32x4 {
+            I32x4([0; 4])
+        }
+    }
+
+    impl Sub for I32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            Self(std::array::from_fn(|l| self.0[l] - o.0[l]))
+        }
     }
 }
 
 pub use imp::*;
+
+/// How activations are encoded for the integer dots: `round(x / d) + ACT_OFFSET` with
+/// `d = max|x| / ACT_LEVELS` per 32-value block. ggml's Q8_0 (127 levels each side, no
+/// offset), except with relaxed SIMD, whose 8-bit dot wants its second operand in 0..=127:
+/// there activations get 63 levels each side, shifted up by 64, and each dot subtracts
+/// [`I8x32::act_bias`] (64 · the weights' sum).
+#[cfg(not(all(target_arch = "wasm32", target_feature = "relaxed-simd")))]
+pub const ACT_LEVELS: f32 = 127.0;
+/// See [`ACT_LEVELS`].
+#[cfg(not(all(target_arch = "wasm32", target_feature = "relaxed-simd")))]
+pub const ACT_OFFSET: i8 = 0;
+/// See [`ACT_LEVELS`].
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+pub const ACT_LEVELS: f32 = 63.0;
+/// See [`ACT_LEVELS`].
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+pub const ACT_OFFSET: i8 = 64;
+
+/// Encodes one block of 32 activations for the integer dots (see [`ACT_LEVELS`]) into `q`;
+/// returns the block's scale `d`.
+#[inline]
+pub fn encode_act(x: &[f32], q: &mut [i8]) -> f32 {
+    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let d = amax / ACT_LEVELS;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    for (o, &v) in q.iter_mut().zip(x) {
+        *o = (v * id).round() as i8 + ACT_OFFSET;
+    }
+    d
+}
 
 /// The f16 bits `h` as f32: a few integer ops for normal numbers (block scales, weights),
 /// `half`'s full conversion for zero, subnormals, infinities and NaN.
@@ -376,13 +455,16 @@ pub unsafe fn f16_at(p: *const u8) -> f32 {
     f16_to_f32(u16::from_le(unsafe { (p as *const u16).read_unaligned() }))
 }
 
-/// Lane partial sums of `a[i] * b[i]` over 32 i8 pairs (lanes add up to the dot).
+/// Lane partial sums of `a[i] * (b[i] - ACT_OFFSET)` over 32 i8 pairs, `b` encoded by
+/// [`encode_act`] (the lanes add up to the dot with the activations' integer values).
 ///
 /// # Safety
 /// Both pointers must be readable for 32 bytes.
 #[inline(always)]
 pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
-    unsafe { I8x32::load(a).dot(b) }
+    let a = unsafe { I8x32::load(a) };
+    let ab = unsafe { a.dot(b) };
+    ab - a.act_bias()
 }
 
 /// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes.
@@ -391,7 +473,9 @@ pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
 /// `qs` readable for 16 bytes, `b` for 32.
 #[inline(always)]
 pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
-    unsafe { I8x32::from_q4(qs).dot(b) }
+    let a = unsafe { I8x32::from_q4(qs) };
+    let ab = unsafe { a.dot(b) };
+    ab - a.act_bias()
 }
 
 /// `e^r · 2^-n` split of `e^x` (`x` in range, `n = round(x / ln 2)`): returns `(e^r, n)`, the
@@ -559,9 +643,23 @@ mod tests {
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn integer_dots_match_scalar() {
         let a: Vec<i8> = (0..32).map(|i| (i * 37 % 255 - 127) as i8).collect();
-        let b: Vec<i8> = (0..32).map(|i| (i * 91 % 253 - 126) as i8).collect();
-        let want: i32 = a.iter().zip(&b).map(|(&x, &y)| x as i32 * y as i32).sum();
+        // Activations as `encode_act` makes them: every level, offset included.
+        let levels = ACT_LEVELS as i32;
+        let x: Vec<f32> = (0..32).map(|i| (i * 91 % 253 - 126) as f32).collect();
+        let mut b = vec![0i8; 32];
+        let d = encode_act(&x, &mut b);
+        assert_eq!(d, 126.0 / ACT_LEVELS);
+        let vals: Vec<i32> = b.iter().map(|&q| q as i32 - ACT_OFFSET as i32).collect();
+        assert!(vals.iter().all(|v| v.abs() <= levels) && vals.iter().any(|v| v.abs() == levels));
+        let want: i32 = a.iter().zip(&vals).map(|(&x, &y)| x as i32 * y).sum();
         let got = F32x4::from_i32(unsafe { dot_i8x32(a.as_ptr(), b.as_ptr()) }).hsum();
+        let raw = F32x4::from_i32(unsafe { I8x32::load(a.as_ptr()).dot(b.as_ptr()) }).hsum();
+        let bias = F32x4::from_i32(unsafe { I8x32::load(a.as_ptr()).act_bias() }).hsum();
+        let rawwant: i32 = a.iter().zip(&b).map(|(&x, &y)| x as i32 * y as i32).sum();
+        let biaswant: i32 = a.iter().map(|&x| x as i32 * ACT_OFFSET as i32).sum();
+        // The two halves the kernels combine: the dot with the encoded values, and the offset's
+        // share (relaxed SIMD's 8-bit dot computes both exactly only for 7-bit `b`).
+        assert_eq!((raw, bias), (rawwant as f32, biaswant as f32));
         assert_eq!(got, want as f32);
         let qs: Vec<u8> = (0..16).map(|i| (i * 29 % 256) as u8).collect();
         let mut a4 = [0i32; 32];
@@ -569,7 +667,7 @@ mod tests {
             a4[i] = (qs[i] & 15) as i32 - 8;
             a4[i + 16] = (qs[i] >> 4) as i32 - 8;
         }
-        let want: i32 = a4.iter().zip(&b).map(|(&x, &y)| x * y as i32).sum();
+        let want: i32 = a4.iter().zip(&vals).map(|(&x, &y)| x * y).sum();
         let got = F32x4::from_i32(unsafe { dot_q4x32(qs.as_ptr(), b.as_ptr()) }).hsum();
         assert_eq!(got, want as f32);
     }

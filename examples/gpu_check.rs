@@ -1,0 +1,212 @@
+//! The GPU check: on a machine with a real GPU, in one go (a few minutes), natively:
+//!
+//! 1. the op suite on every device (the GPU through wgpu, and the CPU) against the scalar
+//!    reference;
+//! 2. matmul at 1024³ and 4096³ on the GPU per weight dtype, as GFLOP/s and as a share of the
+//!    GPU's f32 peak (`GPU_PEAK_GFLOPS`, from its spec sheet; H100/H200 SXM: 66900), with the
+//!    CPU beside it at the sizes it finishes quickly;
+//! 3. MiniLM at the benchmark's four cases on `'cpu'`, `'webgpu'` and `'auto'`;
+//!
+//! then prints one table (markdown). `scripts/gpu-check.sh` builds and runs it, or bundles it
+//! with the model for a GPU machine without Rust. Exit status 1 when a case fails or there is
+//! no GPU adapter. Env: `GPU_CHECK_SIZES` (default "1024,4096"), `MINILM_MODEL` (default
+//! `models/minilm-q8_0.gguf`), `BENCH_REPS` (default 7).
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    std::process::exit(pollster::block_on(native::check()));
+}
+
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod native {
+    use std::rc::Rc;
+
+    use webtensor::backend::{Device, DeviceKind};
+    use webtensor::bench::{minilm_embed_ms, minilm_texts, MatmulProblem, MINILM_CASES};
+    use webtensor::graph::DType;
+    use webtensor::model::bert::SentenceEmbedder;
+    use webtensor::runtime::DeviceChoice;
+    use webtensor::testing::{run_suite_on_registry, SuiteOptions};
+
+    fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
+        std::env::var(key)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    }
+
+    /// Median GFLOP/s of `W (n×n, dtype) · X (n×n)` on `dev`, or why not.
+    async fn matmul_gflops(dev: &Rc<dyn Device>, dtype: DType, n: usize, reps: usize) -> String {
+        let p = match MatmulProblem::new(dev.clone(), dtype, n, n, n) {
+            Ok(p) => p,
+            Err(e) => return format!("skipped: {e}"),
+        };
+        match p.median_seconds(reps).await {
+            Ok(t) => format!("{:.1}", p.flops() / t / 1e9),
+            Err(e) => format!("failed: {e}"),
+        }
+    }
+
+    pub async fn check() -> i32 {
+        let mut rows: Vec<[String; 4]> = Vec::new();
+        let mut status = 0;
+        let t0 = std::time::Instant::now();
+
+        // 1. The op suite on every device, the GPU required.
+        let reg = webtensor::backends::registry().await;
+        let devices = reg.devices();
+        let Some(gpu) = devices.iter().find(|d| d.name() == "WebGPU").cloned() else {
+            let why: Vec<String> = reg
+                .backend_regs()
+                .iter()
+                .filter_map(|r| r.unavailable_reason().map(|w| format!("{}: {w}", r.name())))
+                .collect();
+            let names: Vec<&str> = devices.iter().map(|d| d.name()).collect();
+            println!("no GPU adapter (devices: {names:?}): {}", why.join("; "));
+            return 1;
+        };
+        let cpu = devices
+            .iter()
+            .find(|d| d.kind() == DeviceKind::Cpu)
+            .cloned();
+        println!("GPU: {}", gpu.description());
+        let opts = SuiteOptions {
+            filter: None,
+            require_webgpu: true,
+        };
+        match run_suite_on_registry(&reg, &opts).await {
+            Ok(report) => {
+                println!("{report}");
+                if report.check().is_err() {
+                    status = 1;
+                }
+                for r in &report.devices {
+                    rows.push([
+                        format!("op suite, {}", r.name),
+                        format!(
+                            "{} passed, {} failed, {} skipped",
+                            r.passed, r.failed, r.skipped
+                        ),
+                        String::new(),
+                        r.device.clone(),
+                    ]);
+                }
+            }
+            Err(e) => {
+                println!("op suite could not run: {e}");
+                return 1;
+            }
+        }
+
+        // 2. Matmul throughput.
+        let peak: Option<f64> = std::env::var("GPU_PEAK_GFLOPS")
+            .ok()
+            .and_then(|s| s.parse().ok());
+        let sizes: Vec<usize> = std::env::var("GPU_CHECK_SIZES")
+            .unwrap_or_else(|_| "1024,4096".into())
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
+        for &n in &sizes {
+            for dtype in [DType::F32, DType::F16, DType::Q8_0, DType::Q4_0] {
+                let reps = if n >= 2048 { 10 } else { 20 };
+                let g = matmul_gflops(&gpu, dtype, n, reps).await;
+                let c = match &cpu {
+                    Some(cpu) if n <= 1024 => matmul_gflops(cpu, dtype, n, 3).await,
+                    _ => "-".into(),
+                };
+                let note = match (peak, g.parse::<f64>()) {
+                    (Some(pk), Ok(x)) => format!(
+                        "{:.1}% of the GPU's f32 peak ({pk} GFLOP/s)",
+                        100.0 * x / pk
+                    ),
+                    _ => String::new(),
+                };
+                println!("matmul {n}³ {}: GPU {g} GFLOP/s, CPU {c}", dtype.name());
+                rows.push([
+                    format!("matmul {n}³ {} (GFLOP/s)", dtype.name()),
+                    g,
+                    c,
+                    note,
+                ]);
+            }
+        }
+
+        // 3. MiniLM, each device choice.
+        let path =
+            std::env::var("MINILM_MODEL").unwrap_or_else(|_| "models/minilm-q8_0.gguf".into());
+        let reps = env_or("BENCH_REPS", 7usize);
+        match std::fs::read(&path) {
+            Err(e) => println!("MiniLM skipped: cannot read {path}: {e}"),
+            Ok(bytes) => {
+                let choices = [
+                    (DeviceChoice::WebGpu, false),
+                    (DeviceChoice::Cpu, false),
+                    (DeviceChoice::Auto, true),
+                ];
+                let mut ms = vec![vec![String::from("-"); MINILM_CASES.len()]; choices.len()];
+                for (c, &(choice, cost)) in choices.iter().enumerate() {
+                    let rt = match webtensor::create_runtime(choice, cost).await {
+                        Ok(rt) => rt,
+                        Err(e) => {
+                            println!("MiniLM {choice:?}: {e}");
+                            continue;
+                        }
+                    };
+                    let e = match SentenceEmbedder::load(&rt, &bytes) {
+                        Ok(e) => e,
+                        Err(e) => {
+                            println!("MiniLM {choice:?}: {e}");
+                            status = 1;
+                            continue;
+                        }
+                    };
+                    for (k, &(_, n, tokens)) in MINILM_CASES.iter().enumerate() {
+                        let texts = minilm_texts(&e, n, tokens);
+                        ms[c][k] = match minilm_embed_ms(&e, &rt, &texts, reps).await {
+                            Ok(t) => format!("{t:.2}"),
+                            Err(err) => {
+                                status = 1;
+                                format!("failed: {err}")
+                            }
+                        };
+                    }
+                    if choice == DeviceChoice::Auto {
+                        if let Ok(plan) = e.explain(&rt) {
+                            println!(
+                                "auto, last case: {}",
+                                plan.lines().nth(1).unwrap_or_default()
+                            );
+                        }
+                    }
+                }
+                let name = path.rsplit('/').next().unwrap_or(&path);
+                for (k, &(label, _, _)) in MINILM_CASES.iter().enumerate() {
+                    let speedup = match (ms[0][k].parse::<f64>(), ms[1][k].parse::<f64>()) {
+                        (Ok(g), Ok(c)) => format!("GPU {:.2}× the CPU", c / g),
+                        _ => String::new(),
+                    };
+                    rows.push([
+                        format!("MiniLM {name} {label} (ms, median of {reps})"),
+                        ms[0][k].clone(),
+                        ms[1][k].clone(),
+                        format!("auto {} ms; {speedup}", ms[2][k]),
+                    ]);
+                }
+            }
+        }
+
+        let secs = t0.elapsed().as_secs_f64();
+        println!();
+        println!("| check | GPU (WebGPU) | CPU (1 thread) | note |");
+        println!("|---|---|---|---|");
+        for r in &rows {
+            println!("| {} | {} | {} | {} |", r[0], r[1], r[2], r[3]);
+        }
+        println!("\nGPU check took {secs:.0} s; status {status}");
+        status
+    }
+}
