@@ -9,6 +9,8 @@
 //! cargo bench --profile dev --bench minilm_devices   # quicker build (the crate is -O2 in dev)
 //! MINILM_MODEL=models/minilm-f32.gguf BENCH_REPS=9 BENCH_ROUNDS=2 cargo bench ...
 //! BENCH_CHOICES=cpu cargo bench ...                  # only the choices whose name has "cpu"
+//! BENCH_CHOICES=webgpu cargo bench ...               # WebGPU, and "webgpu-base": the matmul
+//!                                                    # kernels before the small-batch one
 //! ```
 //!
 //! Natively WebGPU is whatever adapter wgpu finds (Mesa's lavapipe here: a software GPU, so
@@ -21,6 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     use pollster::block_on;
     use webtensor::backend::Registry;
     use webtensor::backends::cpu::{CpuReg, KernelSet};
+    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels};
     use webtensor::bench::{minilm_embed_ms, minilm_texts, MINILM_CASES};
     use webtensor::model::bert::SentenceEmbedder;
     use webtensor::runtime::{DeviceChoice, Runtime};
@@ -46,11 +49,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("cpu 2 threads", Ok(2)),
         ("webgpu", Err((DeviceChoice::WebGpu, false))),
         ("auto", Err((DeviceChoice::Auto, true))),
+        // WebGPU with the matmul kernel selection before the small-batch kernel.
+        ("webgpu-base", Err((DeviceChoice::WebGpu, false))),
     ]
     .into_iter()
-    .filter(|(name, _)| name.contains(only.as_str()))
+    .filter(|(name, _)| match only.as_str() {
+        "" => *name != "webgpu-base",
+        only => only.split(',').any(|w| name.contains(w.trim())),
+    })
     .collect();
-    let runtime = |make: &Make| -> webtensor::Result<Runtime> {
+    let runtime = |name: &str, make: &Make| -> webtensor::Result<Runtime> {
         match *make {
             Ok(threads) => {
                 let mut reg = Registry::new();
@@ -60,7 +68,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )?));
                 block_on(Runtime::new(&reg, DeviceChoice::Cpu, false))
             }
-            Err((choice, cost)) => block_on(webtensor::create_runtime(choice, cost)),
+            Err((choice, cost)) => {
+                set_matmul_kernels(if name == "webgpu-base" {
+                    MatmulKernels::Base
+                } else {
+                    MatmulKernels::Auto
+                });
+                block_on(webtensor::create_runtime(choice, cost))
+            }
         }
     };
     // Per choice and case: every round's median.
@@ -76,7 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 choices.len() - 1 - i
             };
             let (name, ref make) = choices[c];
-            let rt = match runtime(make) {
+            let rt = match runtime(name, make) {
                 Ok(rt) => rt,
                 Err(e) => {
                     notes[c] = format!("{name}: {e}");

@@ -1,9 +1,16 @@
-//! WebGPU matmul throughput per weight dtype and size (native wgpu), as GFLOP/s medians,
+//! WebGPU matmul throughput per weight dtype and shape (native wgpu), as GFLOP/s medians,
 //! written to `target/bench/webgpu_matmul.json`. A benchmark, not a test.
 //!
-//! `cargo bench --bench webgpu_matmul` — sizes from `WEBGPU_BENCH_SIZES` (default
-//! "256,512,1024"; "4096" on a real GPU); `GPU_PEAK_GFLOPS` (the GPU's f32 peak from its
-//! spec sheet) adds a % of peak column. On lavapipe/SwiftShader the numbers mean nothing.
+//! `cargo bench --features bench --bench webgpu_matmul` (`--profile dev` for quick tries:
+//! the kernels run in the adapter's driver whatever the profile). Shapes from
+//! `WEBGPU_BENCH_SHAPES`: `TOKENSxKxOUT` (activation rows × inner × output features) or `N`
+//! for N³; default "1x384x384,8x384x1536,32x384x384,128x384x1536,1024" ("4096" on a real GPU).
+//! `WEBGPU_BENCH_DTYPES` (default "f32,f16,q8_0,q4_0") picks weight dtypes. Each problem runs
+//! with each kernel selection of `WEBGPU_BENCH_KERNELS` (default "base,auto"; also "tiled",
+//! "small"), same process, same data: `base` is the selection before the small-batch
+//! kernel, `auto` the current one. `GPU_PEAK_GFLOPS` (the GPU's f32
+//! peak from its spec sheet) adds a % of peak column. On lavapipe/SwiftShader the numbers
+//! say how the kernels use a CPU, not what a GPU would do.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {}
@@ -18,7 +25,7 @@ mod native {
     use std::rc::Rc;
 
     use webtensor::backend::{BackendReg, Device};
-    use webtensor::backends::webgpu::WebGpuReg;
+    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels, WebGpuReg};
     use webtensor::bench::MatmulProblem;
     use webtensor::graph::DType;
 
@@ -34,50 +41,95 @@ mod native {
             };
             let dev: Rc<dyn Device> = dev;
             println!("adapter: {}", dev.description());
-            let sizes: Vec<usize> = std::env::var("WEBGPU_BENCH_SIZES")
-                .unwrap_or_else(|_| "256,512,1024".into())
+            let shapes: Vec<(usize, usize, usize)> = std::env::var("WEBGPU_BENCH_SHAPES")
+                .unwrap_or_else(|_| "1x384x384,8x384x1536,32x384x384,128x384x1536,1024".into())
                 .split(',')
-                .filter_map(|s| s.trim().parse().ok())
+                .filter_map(|s| {
+                    let v: Vec<usize> =
+                        s.trim().split('x').filter_map(|x| x.parse().ok()).collect();
+                    match v[..] {
+                        [n] => Some((n, n, n)),
+                        [t, k, o] => Some((t, k, o)),
+                        _ => None,
+                    }
+                })
+                .collect();
+            let dtypes: Vec<DType> = std::env::var("WEBGPU_BENCH_DTYPES")
+                .unwrap_or_else(|_| "f32,f16,q8_0,q4_0".into())
+                .split(',')
+                .filter_map(|s| {
+                    [DType::F32, DType::F16, DType::Q8_0, DType::Q4_0]
+                        .into_iter()
+                        .find(|d| d.name() == s.trim())
+                })
                 .collect();
             let peak: Option<f64> = std::env::var("GPU_PEAK_GFLOPS")
                 .ok()
                 .and_then(|s| s.parse().ok());
+            let kernels: Vec<(&str, MatmulKernels)> = std::env::var("WEBGPU_BENCH_KERNELS")
+                .unwrap_or_else(|_| "base,auto".into())
+                .split(',')
+                .filter_map(|s| match s.trim() {
+                    "base" => Some(("base", MatmulKernels::Base)),
+                    "auto" => Some(("auto", MatmulKernels::Auto)),
+                    "tiled" => Some(("tiled", MatmulKernels::Tiled)),
+                    "small" => Some(("small", MatmulKernels::Small)),
+                    _ => None,
+                })
+                .collect();
+            let mut head = format!("{:>16} {:<5}", "tokens×k×out", "dtype");
+            for (label, _) in &kernels {
+                head += &format!(
+                    " {:>10} {:>10}",
+                    format!("{label} ms"),
+                    format!("{label} GF/s")
+                );
+            }
+            println!("{head}");
             let mut rows = Vec::new();
-            for &n in &sizes {
-                for dtype in [DType::F32, DType::F16, DType::Q8_0, DType::Q4_0] {
-                    let p = match MatmulProblem::new(dev.clone(), dtype, n, n, n) {
+            for &(tokens, k, out) in &shapes {
+                for &dtype in &dtypes {
+                    let shape = format!("{tokens}x{k}x{out}");
+                    let p = match MatmulProblem::new(dev.clone(), dtype, out, tokens, k) {
                         Ok(p) => p,
                         Err(e) => {
-                            println!("{:>5} {:<5} skipped: {e}", n, dtype.name());
+                            println!("{shape:>16} {:<5} skipped: {e}", dtype.name());
                             continue;
                         }
                     };
-
-                    let reps = if n >= 2048 { 10 } else { 5 };
-                    let t = match p.median_seconds(reps).await {
-                        Ok(t) => t,
-                        Err(e) => {
-                            println!("{:>5} {:<5} failed: {e}", n, dtype.name());
-                            continue;
+                    let mut line = format!("{shape:>16} {:<5}", dtype.name());
+                    for &(label, sel) in &kernels {
+                        set_matmul_kernels(sel);
+                        // At least 5 runs and about 0.5 s of them.
+                        let first = match p.median_seconds(1).await {
+                            Ok(t) => t,
+                            Err(e) => {
+                                line += &format!(" {label} failed: {e}");
+                                continue;
+                            }
+                        };
+                        let reps = ((0.5 / first) as usize).clamp(5, 50);
+                        let t = match p.median_seconds(reps).await {
+                            Ok(t) => t,
+                            Err(e) => {
+                                line += &format!(" {label} failed: {e}");
+                                continue;
+                            }
+                        };
+                        let gflops = p.flops() / t / 1e9;
+                        line += &format!(" {:>10.3} {:>10.2}", t * 1e3, gflops);
+                        rows.push(format!(
+                            "{{\"shape\":\"{shape}\",\"dtype\":\"{}\",\"kernels\":\"{label}\",\"ms\":{:.4},\"gflops\":{:.3}}}",
+                            dtype.name(),
+                            t * 1e3,
+                            gflops
+                        ));
+                        if let (Some(pk), "auto") = (peak, label) {
+                            line += &format!(" {:5.1}% of peak", 100.0 * gflops / pk);
                         }
-                    };
-                    let gflops = p.flops() / t / 1e9;
-                    let pct = peak
-                        .map(|pk| format!("{:5.1}% of peak", 100.0 * gflops / pk))
-                        .unwrap_or_default();
-                    println!(
-                        "{:>5}³ {:<5} {:>10.3} ms {:>9.2} GFLOP/s {pct}",
-                        n,
-                        dtype.name(),
-                        t * 1e3,
-                        gflops
-                    );
-                    rows.push(format!(
-                        "{{\"n\":{n},\"dtype\":\"{}\",\"ms\":{:.4},\"gflops\":{:.3}}}",
-                        dtype.name(),
-                        t * 1e3,
-                        gflops
-                    ));
+                    }
+                    set_matmul_kernels(MatmulKernels::Auto);
+                    println!("{line}");
                 }
             }
             let json = format!(

@@ -17,7 +17,13 @@ fn a_half(b: u32) -> f32 {
     return unpack2x16float((a[b >> 2u] >> ((b & 2u) * 8u)) & 0xffffu).x;
 }
 
+// Where row i.yzw of `a` starts, in a's units (halves or bytes; the f16 and quantized
+// snippets' a_at takes it).
+fn a_row(i: vec4<u32>) -> u32 {
+    return p.offs.y + i.y * p.a_nb.y + i.z * p.a_nb.z + i.w * p.a_nb.w;
+}
+
 // Byte offset of the 32-element block of a block-quantized `a` holding element `i`.
 fn a_block(i: vec4<u32>) -> u32 {
-    return p.offs.y + (i.x / 32u) * p.a_nb.x + i.y * p.a_nb.y + i.z * p.a_nb.z + i.w * p.a_nb.w;
+    return a_row(i) + (i.x / 32u) * p.a_nb.x;
 }

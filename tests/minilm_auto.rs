@@ -106,6 +106,8 @@ fn auto_copies_no_weight_per_run_on_a_restricted_gpu() {
                 flops_per_s: 4e11,
                 bytes_per_s: 2e11,
                 op_overhead_s: 2e-5,
+                // No per-split cost: the shapes' plans should split (and disagree) here.
+                submit_overhead_s: 0.0,
                 transfer_bytes_per_s: 4e9,
                 transfer_overhead_s: 1e-4,
             },
@@ -113,6 +115,7 @@ fn auto_copies_no_weight_per_run_on_a_restricted_gpu() {
                 flops_per_s: 2e10,
                 bytes_per_s: 1e10,
                 op_overhead_s: 1e-6,
+                submit_overhead_s: 0.0,
                 transfer_bytes_per_s: f64::INFINITY,
                 transfer_overhead_s: 0.0,
             },

@@ -123,6 +123,7 @@ fn cost(flops: f64, bw: f64, overhead: f64, xfer: f64, xfer_overhead: f64) -> De
         flops_per_s: flops,
         bytes_per_s: bw,
         op_overhead_s: overhead,
+        submit_overhead_s: 0.0,
         transfer_bytes_per_s: xfer,
         transfer_overhead_s: xfer_overhead,
     }
@@ -182,12 +183,90 @@ fn cost_model_sends_a_large_matmul_to_the_gpu() {
     );
 }
 
+/// An MLP block (two matmuls, gelu, residual add, norm) over `tokens` columns of `width`.
+fn mlp_of(width: usize, tokens: usize) -> Graph {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[width, tokens]).unwrap();
+    let w1 = g.weight("w1", DType::F32, &[width, width]).unwrap();
+    let w2 = g.weight("w2", DType::F32, &[width, width]).unwrap();
+    let h = g.matmul(w1, x).unwrap();
+    let h = g.gelu(h).unwrap();
+    let y = g.matmul(w2, h).unwrap();
+    let y = g.add(y, x).unwrap();
+    let out = g.norm(y, 1e-5).unwrap();
+    g.set_output(out).unwrap();
+    g
+}
+
+/// Compute nodes per device name.
+fn nodes_on(plan: &Plan) -> HashMap<&str, usize> {
+    let mut m = HashMap::new();
+    for (d, n) in plan.nodes_per_device().into_iter().enumerate() {
+        m.insert(plan.devices[d].as_str(), n);
+    }
+    m
+}
+
+#[test]
+fn dispatch_and_submit_costs_keep_small_batches_on_the_cpu() {
+    // A GPU 50x faster than the CPU at compute, whose dispatches and submissions cost what
+    // a software or remote adapter's do.
+    let gpu_cost = |dispatch: f64, submit: f64, copy: f64| CostModel {
+        devices: vec![
+            DeviceCost {
+                op_overhead_s: dispatch,
+                submit_overhead_s: submit,
+                ..cost(1e12, 1e12, 0.0, 4e9, copy)
+            },
+            cost(2e10, 2e10, 1e-6, f64::INFINITY, 0.0),
+        ],
+    };
+    let devices = || vec![fake_gpu(vec![]), cpu()];
+    let small = mlp_of(64, 4);
+    let large = mlp_of(256, 256);
+    // Free dispatches: even the small batch goes to the faster device.
+    let free = check_against_reference(&small, devices(), Some(gpu_cost(0.0, 0.0, 0.0)), 7);
+    assert_eq!(nodes_on(&free)["CPU"], 0, "{}", free.explain(&small));
+    // 200 µs per dispatch, 1 ms per submission: the small batch stays on the CPU ...
+    let costly = || Some(gpu_cost(200e-6, 1e-3, 100e-6));
+    let plan = check_against_reference(&small, devices(), costly(), 7);
+    assert_eq!(nodes_on(&plan)["GPU"], 0, "{}", plan.explain(&small));
+    let text = plan.explain(&small);
+    assert!(text.contains("estimate: "), "{text}");
+    assert!(text.contains("each device alone: GPU "), "{text}");
+    let c = plan.cost.as_ref().expect("cost model on");
+    let gpu_alone = c.alone.iter().find(|(n, _)| n == "GPU").map(|x| x.1);
+    assert!(
+        gpu_alone.is_some_and(|t| t > 2e-3 && t > c.total_s()),
+        "{c:?}"
+    );
+    // ... and the large one (67 Mflop) runs its matmuls on the GPU, in one submission there.
+    let plan = check_against_reference(&large, devices(), costly(), 8);
+    for (id, t) in large.iter() {
+        if t.op == webtensor::graph::Op::MatMul {
+            let on = plan.device_of[id.0].map(|d| plan.devices[d].as_str());
+            assert_eq!(on, Some("GPU"), "{}", plan.explain(&large));
+        }
+    }
+    let c = plan.cost.as_ref().expect("cost model on");
+    assert_eq!(c.per_device[0].submits, 1, "{c:?}");
+    let n = c.per_device[0].nodes;
+    assert!(n >= 3, "{c:?}");
+    assert!(
+        (c.per_device[0].dispatch_s - n as f64 * 200e-6).abs() < 1e-12,
+        "{c:?}"
+    );
+    let cpu_alone = c.alone.iter().find(|(n, _)| n == "CPU").map(|x| x.1);
+    assert!(cpu_alone.is_some_and(|t| t > c.total_s()), "{c:?}");
+}
+
 #[test]
 fn calibration_measures_a_device() {
     let m = block_on(CostModel::calibrate(&[cpu()])).unwrap();
     let c = &m.devices[0];
     assert!(c.flops_per_s > 1e6 && c.flops_per_s.is_finite(), "{c:?}");
     assert!(c.bytes_per_s > 1e6, "{c:?}");
+    assert_eq!(c.submit_overhead_s, 0.0, "host memory: nothing to submit");
 }
 
 #[test]

@@ -73,6 +73,32 @@ async fn op_suite_on_every_device_in_chromium() {
     }
 }
 
+/// The matmul cases with each WebGPU matmul kernel forced on every shape, on SwiftShader.
+#[wasm_bindgen_test]
+async fn every_matmul_kernel_passes_in_chromium() {
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels};
+    let gpu = webgpu().await;
+    for sel in [
+        MatmulKernels::Tiled,
+        MatmulKernels::Small,
+        MatmulKernels::Base,
+    ] {
+        set_matmul_kernels(sel);
+        let report = webtensor::testing::run_suite(
+            gpu.clone(),
+            std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
+            Some("matmul"),
+        )
+        .await;
+        set_matmul_kernels(MatmulKernels::Auto);
+        assert!(report.passed >= 60, "{sel:?}: {report}");
+        if let Err(e) = report.check() {
+            panic!("{sel:?}: {e}");
+        }
+    }
+}
+
 /// Random graphs scheduled over WebGPU (some ops turned off) and the CPU equal the reference.
 #[wasm_bindgen_test]
 async fn scheduler_splits_between_webgpu_and_cpu_in_chromium() {

@@ -12,7 +12,9 @@ use webtensor::backend::{
     run_graph, run_graph_aliased, Backend, BackendReg, Device, PlanOptions, Scheduler, Session,
 };
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
-use webtensor::backends::webgpu::{ObjectCounts, WebGpuDevice, WebGpuReg};
+use webtensor::backends::webgpu::{
+    set_matmul_kernels, MatmulKernels, ObjectCounts, WebGpuDevice, WebGpuReg,
+};
 use webtensor::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
 use webtensor::runtime::{DeviceChoice, Program, Runtime, Value};
 use webtensor::testing::{webgpu_required, CaseBuilder, GUARD_BYTES, REQUIRE_WEBGPU_ENV};
@@ -31,6 +33,47 @@ fn gpu() -> Option<Rc<WebGpuDevice>> {
         eprintln!("skipping: no WebGPU device ({why})");
     }
     dev
+}
+
+/// The op suite's matmul cases with each matmul kernel forced on every shape (the shape
+/// rule picks one per case; this runs the others on the same cases).
+#[test]
+fn every_matmul_kernel_passes_every_matmul_case() {
+    let Some(dev) = gpu() else { return };
+    for sel in [
+        MatmulKernels::Tiled,
+        MatmulKernels::Small,
+        MatmulKernels::Base,
+        MatmulKernels::Auto,
+    ] {
+        set_matmul_kernels(sel);
+        let report = block_on(webtensor::testing::run_suite(
+            dev.clone(),
+            Rc::new(CpuDevice::new(KernelSet::Reference)),
+            Some("matmul"),
+        ));
+        set_matmul_kernels(MatmulKernels::Auto);
+        assert!(report.passed >= 60, "{sel:?}: {report}");
+        if let Err(e) = report.check() {
+            panic!("{sel:?}: {e}");
+        }
+    }
+}
+
+/// Calibration measures the adapter's per-dispatch and per-submission cost (a chain of tiny
+/// kernels against a single one); the CPU has neither.
+#[test]
+fn calibration_measures_dispatch_and_submission_costs() {
+    let Some(dev) = gpu() else { return };
+    let devices: Vec<Rc<dyn Device>> = vec![dev, Rc::new(CpuDevice::new(KernelSet::Fast))];
+    let m = block_on(webtensor::backend::sched::CostModel::calibrate(&devices)).unwrap();
+    let (g, c) = (&m.devices[0], &m.devices[1]);
+    println!("WebGPU: {g:?}\nCPU: {c:?}");
+    for x in [g.op_overhead_s, g.submit_overhead_s, g.transfer_overhead_s] {
+        assert!(x > 0.0 && x < 1.0, "{g:?}");
+    }
+    assert_eq!(c.submit_overhead_s, 0.0, "{c:?}");
+    assert!(g.submit_overhead_s > c.submit_overhead_s);
 }
 
 #[test]

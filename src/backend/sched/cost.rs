@@ -1,5 +1,7 @@
-//! The cost model ggml lacks: measured throughput per device and copy cost, so a tiny op
-//! between two CPU ops is not sent to the GPU at the price of two transfers.
+//! The cost model ggml lacks: measured throughput per device, copy cost and the fixed cost
+//! of each dispatch and each submission, so a tiny op between two CPU ops is not sent to the
+//! GPU at the price of two transfers, and a small batch whose GPU run would be mostly
+//! dispatch and submission overhead stays on the CPU.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -17,12 +19,56 @@ pub struct DeviceCost {
     pub flops_per_s: f64,
     /// Throughput of memory-bound ops, bytes read + written per second.
     pub bytes_per_s: f64,
-    /// Fixed cost of one op (dispatch), seconds.
+    /// Fixed cost of one op (dispatch: encoding and launching one kernel), seconds.
     pub op_overhead_s: f64,
+    /// Fixed cost of one run of a split on the device (submission and waiting for it),
+    /// seconds; paid once per split, whatever its size.
+    pub submit_overhead_s: f64,
     /// Host ↔ device copy bandwidth, bytes/s (`f64::INFINITY` for host memory).
     pub transfer_bytes_per_s: f64,
     /// Fixed cost of one copy (submission, mapping), seconds.
     pub transfer_overhead_s: f64,
+}
+
+/// Where the estimated time of one run goes on one device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceEstimate {
+    /// Compute nodes placed there (each one dispatch).
+    pub nodes: usize,
+    /// Their fixed per-dispatch cost, seconds.
+    pub dispatch_s: f64,
+    /// Their flop and byte cost, seconds.
+    pub compute_s: f64,
+    /// Splits run there (each one submission).
+    pub submits: usize,
+    /// Their fixed per-submission cost, seconds.
+    pub submit_s: f64,
+    /// Copies into the device (split inputs; outputs: to the host), seconds.
+    pub transfer_s: f64,
+}
+
+impl DeviceEstimate {
+    /// The device's share of the run, seconds.
+    pub fn total_s(&self) -> f64 {
+        self.dispatch_s + self.compute_s + self.submit_s + self.transfer_s
+    }
+}
+
+/// The estimate that decided a plan: the planned placement's time per device, and every
+/// device alone (the placements the scheduler compared it with), in seconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanCost {
+    /// Per device of the plan, in priority order.
+    pub per_device: Vec<DeviceEstimate>,
+    /// Each device alone (every node it supports on it), by device name.
+    pub alone: Vec<(String, f64)>,
+}
+
+impl PlanCost {
+    /// The planned placement's estimated seconds per run.
+    pub fn total_s(&self) -> f64 {
+        self.per_device.iter().map(DeviceEstimate::total_s).sum()
+    }
 }
 
 /// Costs of the scheduler's devices, in the same order.
@@ -57,8 +103,13 @@ impl CostModel {
         Ok(Self { devices: out })
     }
 
-    /// Estimated seconds to run `node` on device `d`.
+    /// Estimated seconds to run `node` on device `d`: its dispatch and its compute.
     pub fn node_time(&self, graph: &Graph, node: TensorId, d: usize) -> f64 {
+        self.devices[d].op_overhead_s + self.compute_time(graph, node, d)
+    }
+
+    /// The flop and byte part of [`node_time`](Self::node_time).
+    fn compute_time(&self, graph: &Graph, node: TensorId, d: usize) -> f64 {
         let c = &self.devices[d];
         let t = graph.tensor(node);
         let bytes: usize = t.nbytes()
@@ -70,7 +121,7 @@ impl CostModel {
             Op::MatMul => 2.0 * (t.numel() * graph.tensor(t.src[0]).ne[0]) as f64,
             _ => 0.0,
         };
-        c.op_overhead_s + flops / c.flops_per_s + bytes as f64 / c.bytes_per_s
+        flops / c.flops_per_s + bytes as f64 / c.bytes_per_s
     }
 
     /// Estimated seconds to copy `bytes` from device `a` to device `b`.
@@ -84,19 +135,38 @@ impl CostModel {
     }
 
     /// Estimated seconds of one run of `graph` placed as `device_of` says (compute nodes;
-    /// `None` counts as the last device): every node's time, plus one transfer per tensor
-    /// and device that reads it away from where it lives (inputs live with their first
-    /// consumer, outputs go back to the host). Weights cost nothing per run: they are stored,
-    /// or copied once, where their ops run.
+    /// `None` counts as the last device): the sum of [`breakdown`](Self::breakdown).
     pub fn estimate(&self, graph: &Graph, device_of: &[Option<usize>]) -> f64 {
+        self.breakdown(graph, device_of)
+            .iter()
+            .map(DeviceEstimate::total_s)
+            .sum()
+    }
+
+    /// Where one run of `graph` placed as `device_of` says spends its time, per device:
+    /// every node's dispatch and compute, one submission per split (a run of consecutive
+    /// nodes on one device), plus one transfer per tensor and device that reads it away
+    /// from where it lives (inputs live with their first consumer, outputs go back to the
+    /// host). Weights cost nothing per run: they are stored, or copied once, where their
+    /// ops run.
+    pub fn breakdown(&self, graph: &Graph, device_of: &[Option<usize>]) -> Vec<DeviceEstimate> {
         let host = self.devices.len().saturating_sub(1);
         let dev = |id: TensorId| device_of.get(id.0).copied().flatten().unwrap_or(host);
         let mut home: HashMap<TensorId, usize> = HashMap::new();
         let mut moved: std::collections::HashSet<(TensorId, usize)> = Default::default();
-        let mut total = 0.0;
+        let mut out = vec![DeviceEstimate::default(); self.devices.len()];
+        let mut prev = None;
         for id in graph.compute_nodes() {
             let d = dev(id);
-            total += self.node_time(graph, id, d);
+            let e = &mut out[d];
+            e.nodes += 1;
+            e.dispatch_s += self.devices[d].op_overhead_s;
+            e.compute_s += self.compute_time(graph, id, d);
+            if prev != Some(d) {
+                e.submits += 1;
+                e.submit_s += self.devices[d].submit_overhead_s;
+                prev = Some(d);
+            }
             for &s in &graph.tensor(id).src {
                 let (root, _) = graph.storage_of(s);
                 let rt = graph.tensor(root);
@@ -106,17 +176,18 @@ impl CostModel {
                     Role::Compute => dev(root),
                 };
                 if from != d && moved.insert((root, d)) {
-                    total += self.transfer_time(rt.nbytes(), from, d);
+                    out[d].transfer_s += self.transfer_time(rt.nbytes(), from, d);
                 }
             }
         }
         for id in graph.outputs() {
             let (root, _) = graph.storage_of(id);
             if graph.tensor(root).role == Role::Compute {
-                total += self.transfer_time(graph.tensor(root).nbytes(), dev(root), host);
+                let from = dev(root);
+                out[host].transfer_s += self.transfer_time(graph.tensor(root).nbytes(), from, host);
             }
         }
-        total
+        out
     }
 
     /// Moves unpinned nodes to the device where compute plus transfers cost least.
@@ -140,7 +211,7 @@ impl CostModel {
             }
         }
         for _sweep in 0..2 {
-            for &id in &nodes {
+            for (i, &id) in nodes.iter().enumerate() {
                 if pins.contains_key(&id) {
                     continue;
                 }
@@ -149,6 +220,15 @@ impl CostModel {
                 };
                 let cost = |d: usize, dev: &Vec<Option<usize>>| -> f64 {
                     let mut c = self.node_time(graph, id, d);
+                    // On a device neither neighbour in run order uses, the node is a split
+                    // of its own: one more submission.
+                    let on = |j: Option<usize>| {
+                        j.and_then(|j| nodes.get(j))
+                            .is_some_and(|n| dev[n.0].unwrap_or(host) == d)
+                    };
+                    if !on(i.checked_sub(1)) && !on(Some(i + 1)) {
+                        c += self.devices[d].submit_overhead_s;
+                    }
                     for &s in &graph.tensor(id).src {
                         let (root, _) = graph.storage_of(s);
                         let rt = graph.tensor(root);
@@ -239,18 +319,28 @@ async fn time_graph(device: &Rc<dyn Device>, g: &Graph, reps: usize) -> Result<f
 
 async fn calibrate_device(d: &Rc<dyn Device>) -> Result<DeviceCost> {
     use crate::graph::DType;
-    // A run of a graph includes upload and readback; subtract the cost of an empty-ish one.
-    let tiny = {
+    // A chain of `n` tiny adds: one submission, n dispatches, one tiny upload and readback.
+    let chain = |n: usize| -> Result<Graph> {
         let mut g = Graph::new();
         let a = g.input("a", DType::F32, &[16])?;
-        let b = g.add(a, a)?;
-        g.set_output(b)?;
-        time_graph(d, &g, 8).await?
+        let mut x = a;
+        for _ in 0..n {
+            x = g.add(x, a)?;
+        }
+        g.set_output(x)?;
+        Ok(g)
     };
-    let (n, k) = (128, 128);
+    const CHAIN: usize = 33;
+    let tiny = time_graph(d, &chain(1)?, 8).await?;
+    let long = time_graph(d, &chain(CHAIN)?, 4).await?;
+    // Per dispatch: what each added op costs; the rest of the one-op run is fixed per run.
+    let dispatch = ((long - tiny) / (CHAIN - 1) as f64).max(1e-7);
+    let fixed = (tiny - dispatch).max(1e-7);
+    // 17 Mflop: well above a software adapter's per-run noise.
+    let (m, n, k) = (256, 128, 256);
     let mm = {
         let mut g = Graph::new();
-        let w = g.input("w", DType::F32, &[k, n])?;
+        let w = g.input("w", DType::F32, &[k, m])?;
         let x = g.input("x", DType::F32, &[k, n])?;
         let y = g.matmul(w, x)?;
         g.set_output(y)?;
@@ -275,10 +365,14 @@ async fn calibrate_device(d: &Rc<dyn Device>) -> Result<DeviceCost> {
     };
     let ew_compute = if is_host { ew } else { ew * 0.5 };
     Ok(DeviceCost {
-        flops_per_s: (2.0 * (n * n * k) as f64) / (mm - tiny).max(1e-6),
+        // The matmul run less the one-op run: its compute (and one more upload).
+        flops_per_s: (2.0 * (m * n * k) as f64) / (mm - tiny).max(1e-6),
         bytes_per_s: (4.0 * (len * 4) as f64) / ew_compute.max(1e-7),
-        op_overhead_s: if is_host { 1e-6 } else { tiny / 4.0 },
+        op_overhead_s: if is_host { 1e-6 } else { dispatch },
+        // The fixed part of a one-op run: a submission and two tiny copies (upload,
+        // readback); half of it to the submission, a quarter to each copy.
+        submit_overhead_s: if is_host { 0.0 } else { fixed / 2.0 },
         transfer_bytes_per_s,
-        transfer_overhead_s: if is_host { 0.0 } else { tiny / 2.0 },
+        transfer_overhead_s: if is_host { 0.0 } else { fixed / 4.0 },
     })
 }

@@ -67,6 +67,38 @@ impl Plan {
         for (name, what) in self.devices.iter().zip(&self.descriptions) {
             let _ = writeln!(s, "device {name}: {what}");
         }
+        if let Some(cost) = &self.cost {
+            let ms = |s: f64| format!("{:.3} ms", s * 1e3);
+            let alone: Vec<String> = cost
+                .alone
+                .iter()
+                .map(|(name, t)| format!("{name} {}", ms(*t)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "estimate: {} per run (each device alone: {})",
+                ms(cost.total_s()),
+                alone.join(", ")
+            );
+            for (d, e) in cost.per_device.iter().enumerate() {
+                if e.nodes == 0 && e.transfer_s == 0.0 {
+                    continue;
+                }
+                let _ = writeln!(
+                    s,
+                    "  {}: {} = {} dispatch(es) {} + compute {} + {} submission(s) {} + \
+                     copies in {}",
+                    self.devices[d],
+                    ms(e.total_s()),
+                    e.nodes,
+                    ms(e.dispatch_s),
+                    ms(e.compute_s),
+                    e.submits,
+                    ms(e.submit_s),
+                    ms(e.transfer_s)
+                );
+            }
+        }
         for c in &self.weight_copies {
             let _ = writeln!(
                 s,

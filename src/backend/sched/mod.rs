@@ -12,7 +12,7 @@ mod explain;
 mod place;
 mod plan;
 
-pub use cost::{CostModel, DeviceCost};
+pub use cost::{CostModel, DeviceCost, DeviceEstimate, PlanCost};
 pub use place::Why;
 pub use plan::{DeviceMemoryPlan, Plan, Split, SplitInput, WeightCopyPlan};
 
@@ -129,7 +129,14 @@ impl Scheduler {
         if let Some(cost) = &self.cost {
             cost.refine(graph, &self.devices, &mut sup, &mut placement, &pins);
         }
-        plan::build(graph, &self.devices, placement, &resident)
+        let mut plan = plan::build(graph, &self.devices, placement, &resident)?;
+        if let Some(cost) = &self.cost {
+            plan.cost = Some(PlanCost {
+                per_device: cost.breakdown(graph, &plan.device_of),
+                alone: self.single_device_estimates(graph)?,
+            });
+        }
+        Ok(plan)
     }
 }
 

@@ -118,6 +118,8 @@ pub struct Plan {
     pub weight_copies: Vec<WeightCopyPlan>,
     /// Memory location of each (device, storage tensor).
     pub(crate) location: PerDevice<Option<Slot>>,
+    /// The cost model's estimate that decided the placement (`None`: cost model off).
+    pub cost: Option<super::cost::PlanCost>,
 }
 
 /// Builds splits and plans memory. `resident` weights live outside the plan, on their home
@@ -363,5 +365,6 @@ pub(crate) fn build(
         weight_devices,
         weight_copies,
         location,
+        cost: None,
     })
 }

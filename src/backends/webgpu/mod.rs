@@ -23,6 +23,7 @@ mod shader;
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
 pub use context::ObjectCounts;
+pub use ops::{set_matmul_kernels, MatmulKernels};
 #[cfg(feature = "testing")]
 pub use selfcheck::sabotage_self_check;
 

@@ -5,7 +5,9 @@
 //! claims a node its shaders cannot run.
 
 use super::context::Ctx;
-use super::shader::{in_place_kernel, Params, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, WG};
+use super::shader::{
+    in_place_kernel, Params, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, SMALL_COLS, SMALL_WG, WG,
+};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, UnaryOp, MAX_DIMS};
 
@@ -35,8 +37,80 @@ pub(super) enum Kernel {
     MatMul,
     /// Matrix-vector products (few columns).
     MatVec,
+    /// Small-batch matmul: 4 x 4 output blocks per invocation, no workgroup memory.
+    MatMulSmall,
     /// Byte patch of one word (buffer writes).
     Patch,
+}
+
+/// Which matmul kernels the planner may choose: a knob for benchmarks (same-run comparison
+/// with the earlier selection) and for tests (every kernel on every shape).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MatmulKernels {
+    /// By shape: matvec for a few long dot products, the small-batch kernel up to
+    /// `SMALL_COLS` columns (on a software adapter, for f32 weights at every size), the
+    /// 64 x 64 tile beyond.
+    #[default]
+    Auto,
+    /// The selection before the small-batch kernel: matvec up to 8 columns, else the tile.
+    Base,
+    /// The 64 x 64 tile for every shape.
+    Tiled,
+    /// The small-batch kernel for every shape.
+    Small,
+}
+
+thread_local! {
+    static MATMUL_KERNELS: std::cell::Cell<MatmulKernels> =
+        const { std::cell::Cell::new(MatmulKernels::Auto) };
+}
+
+/// Sets which matmul kernels later plans on this thread may use (see [`MatmulKernels`]).
+pub fn set_matmul_kernels(k: MatmulKernels) {
+    MATMUL_KERNELS.with(|c| c.set(k));
+}
+
+/// The matmul kernel for an output of `m` x `n` (per batch entry of `batch`) with dot
+/// products of length `k` over weights of dtype `dtype`. `software`: the adapter runs
+/// shaders on the CPU (lavapipe, SwiftShader), where workgroup memory is ordinary cached
+/// memory and barriers are costly, so the barrier-free small kernel also wins at large `n`
+/// for f32 weights (webgpu_matmul bench on SwiftShader: 0.31 vs 0.17 GFLOP/s at
+/// 128x384x1536).
+fn matmul_kernel(
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    dtype: DType,
+    software: bool,
+) -> Kernel {
+    match MATMUL_KERNELS.with(|c| c.get()) {
+        MatmulKernels::Tiled => Kernel::MatMul,
+        MatmulKernels::Small => Kernel::MatMulSmall,
+        MatmulKernels::Base if n <= MATVEC_COLS => Kernel::MatVec,
+        MatmulKernels::Base => Kernel::MatMul,
+        MatmulKernels::Auto => {
+            // The small kernel has one invocation per 4 x 4 block; with too few of them
+            // (one long dot product per row) matvec's 64 threads per row do better.
+            let blocks = m.div_ceil(4) * n.div_ceil(4) * batch;
+            if n <= MATVEC_COLS && blocks * 64 < k {
+                Kernel::MatVec
+            } else if n <= SMALL_COLS || (software && dtype == DType::F32) {
+                Kernel::MatMulSmall
+            } else {
+                Kernel::MatMul
+            }
+        }
+    }
+}
+
+/// Whether the adapter is a software rasterizer running shaders on the CPU.
+fn software_adapter(info: &wgpu::AdapterInfo) -> bool {
+    let name = info.name.to_ascii_lowercase();
+    info.device_type == wgpu::DeviceType::Cpu
+        || ["swiftshader", "llvmpipe", "lavapipe"]
+            .iter()
+            .any(|s| name.contains(s))
 }
 
 /// Pipeline cache key: the kernel and the dtype of source `a`.
@@ -390,12 +464,30 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             params.u[1] = to_u32(tb.ne[3] / ta.ne[3], "batch ratio")?;
             let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
             let batch = t.ne[2] * t.ne[3];
-            let matvec = t.ne[1] <= MATVEC_COLS && t.ne[0].div_ceil(MATVEC_ROWS) <= max;
-            let (kernel, g) = if matvec {
-                (Kernel::MatVec, [t.ne[0].div_ceil(MATVEC_ROWS), 1, batch])
-            } else {
-                let m = t.ne[0].div_ceil(MATMUL_TILE);
-                (Kernel::MatMul, [m, t.ne[1].div_ceil(MATMUL_TILE), batch])
+            let software = software_adapter(&ctx.info);
+            let mut kernel = matmul_kernel(t.ne[0], t.ne[1], ta.ne[0], batch, ta.dtype, software);
+            if kernel == Kernel::MatVec
+                && (t.ne[1] > MATVEC_COLS || t.ne[0].div_ceil(MATVEC_ROWS) > max)
+            {
+                kernel = Kernel::MatMulSmall;
+            }
+            if kernel == Kernel::MatMulSmall && shared_b {
+                // The small kernel reads b from its own binding only.
+                kernel = Kernel::MatMul;
+            }
+            let g = match kernel {
+                Kernel::MatVec => [t.ne[0].div_ceil(MATVEC_ROWS), 1, batch],
+                Kernel::MatMulSmall => {
+                    let blocks = t.ne[0].div_ceil(4) * t.ne[1].div_ceil(4);
+                    let groups = blocks.div_ceil(SMALL_WG);
+                    let x = groups.clamp(1, max);
+                    [x, groups.div_ceil(x), batch]
+                }
+                _ => [
+                    t.ne[0].div_ceil(MATMUL_TILE),
+                    t.ne[1].div_ceil(MATMUL_TILE),
+                    batch,
+                ],
             };
             if g.iter().any(|&x| x > max) {
                 return Err(unsupported(

@@ -18,17 +18,25 @@ pub(super) const MATVEC_ROWS: usize = 4;
 /// Up to this many columns of `b`, matmul runs as matrix-vector products, all columns in one
 /// workgroup (a 64x64 tile would leave most of its threads idle). The shader's `MATVEC_COLS`.
 pub(super) const MATVEC_COLS: usize = 8;
+/// Up to this many columns of `b`, matmul may run as the small-batch kernel (4 x 4 output
+/// blocks per invocation, no workgroup memory) instead of the 64 x 64 tile (`SMALL_COLS`).
+pub(super) const SMALL_COLS: usize = 32;
+/// Invocations per workgroup of the small-batch matmul (`SMALL_WG`): small groups spread
+/// few blocks over many compute units.
+pub(super) const SMALL_WG: usize = 64;
 /// `offs.w` flag: `b` shares `a`'s memory and is read through `a`'s binding (`SHARED_B`).
 pub(super) const SHARED_B: u32 = 1;
 /// `offs.w` flag: the output is written over `a`, through `a`'s binding (`IN_PLACE`).
 pub(super) const IN_PLACE: u32 = 2;
 
 /// The constants every op shader sees, by their WGSL names.
-const CONSTANTS: [(&str, u32); 6] = [
+const CONSTANTS: [(&str, u32); 8] = [
     ("WG", WG as u32),
     ("MATMUL_TILE", MATMUL_TILE as u32),
     ("MATVEC_ROWS", MATVEC_ROWS as u32),
     ("MATVEC_COLS", MATVEC_COLS as u32),
+    ("SMALL_COLS", SMALL_COLS as u32),
+    ("SMALL_WG", SMALL_WG as u32),
     ("SHARED_B", SHARED_B),
     ("IN_PLACE", IN_PLACE),
 ];
@@ -192,6 +200,7 @@ mod wgsl {
     pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
     pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
+    pub const MATMUL_SMALL: &str = include_str!("../../../shaders/matmul_small.wgsl");
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
 }
@@ -262,6 +271,7 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         Kernel::GetRows => r(wgsl::GET_ROWS, element, "f32", Some("i32")),
         Kernel::MatMul => r(wgsl::MATMUL, None, "f32", Some("f32")),
         Kernel::MatVec => r(wgsl::MATVEC, None, "f32", Some("f32")),
+        Kernel::MatMulSmall => r(wgsl::MATMUL_SMALL, None, "f32", Some("f32")),
         Kernel::Patch => return None,
     })
 }
@@ -340,6 +350,7 @@ mod tests {
             Kernel::GetRows,
             Kernel::MatMul,
             Kernel::MatVec,
+            Kernel::MatMulSmall,
             Kernel::Patch,
         ];
         for k in all {
@@ -359,6 +370,7 @@ mod tests {
                 | Kernel::GetRows
                 | Kernel::MatMul
                 | Kernel::MatVec
+                | Kernel::MatMulSmall
                 | Kernel::Patch => {}
             }
         }
@@ -378,7 +390,8 @@ mod tests {
                 | Kernel::Quantize
                 | Kernel::GetRows
                 | Kernel::MatMul
-                | Kernel::MatVec => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
+                | Kernel::MatVec
+                | Kernel::MatMulSmall => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
                 _ => &[DType::F32],
             };
             keys.extend(dtypes.iter().map(|&dt| (k, dt)));
@@ -404,7 +417,7 @@ mod tests {
     #[test]
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
-        assert_eq!(keys.len(), 6 * 4 + 3 + 7);
+        assert_eq!(keys.len(), 7 * 4 + 3 + 7);
         for key in keys {
             let module = parse(key);
             assert_eq!(module.entry_points.len(), 1, "{key:?}: one entry point");
