@@ -334,8 +334,14 @@ impl Runtime {
     }
 
     /// The plan of `p` described for people.
+    /// Ends with one line per device (its description: for the CPU, the build, threads
+    /// and SIMD level).
     pub fn explain(&self, p: &Program) -> Result<String> {
-        Ok(self.session(p)?.0.explain())
+        let mut s = self.session(p)?.0.explain();
+        for d in self.sched.devices() {
+            s.push_str(&format!("device {}: {}\n", d.name(), d.description()));
+        }
+        Ok(s)
     }
 
     /// Frees the session of `p`'s shape (its device memory); a later run plans it again.

@@ -6,6 +6,9 @@ mod bench;
 mod convert;
 mod model;
 mod runtime;
+mod threads;
+
+pub use threads::init_thread_pool;
 
 use std::rc::Rc;
 

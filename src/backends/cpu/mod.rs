@@ -58,7 +58,9 @@ impl CpuDevice {
 
 /// Which SIMD kernels this build carries.
 pub fn simd_level() -> &'static str {
-    if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+    if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
+        "wasm simd128 + relaxed simd"
+    } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
         "wasm simd128"
     } else if cfg!(target_arch = "wasm32") {
         "wasm scalar"
@@ -76,7 +78,18 @@ impl Device for CpuDevice {
             KernelSet::Reference => "reference",
             KernelSet::Fast => simd_level(),
         };
-        format!("CPU ({kernels} kernels, 1 thread)")
+        let threads = crate::threads::count();
+        let plural = if threads == 1 { "" } else { "s" };
+        let note = crate::threads::note();
+        let note = if note.is_empty() {
+            note
+        } else {
+            format!(" — {note}")
+        };
+        format!(
+            "CPU ({kernels} kernels, {threads} thread{plural}, {} build){note}",
+            crate::threads::build_name()
+        )
     }
     fn kind(&self) -> DeviceKind {
         DeviceKind::Cpu
@@ -92,7 +105,9 @@ impl Device for CpuDevice {
     fn properties(&self) -> Vec<(String, String)> {
         vec![
             ("simd".into(), simd_level().into()),
-            ("threads".into(), "1".into()),
+            ("threads".into(), crate::threads::count().to_string()),
+            ("build".into(), crate::threads::build_name().into()),
+            ("note".into(), crate::threads::note()),
         ]
     }
     fn buffer_type(&self) -> Rc<dyn BufferType> {
