@@ -6,4 +6,4 @@ export declare const BUILDS: Build[];
 export declare const DEFAULT_MAX_THREADS: number;
 export declare function detect(): { isolated: boolean; sharedMemory: boolean; workers: boolean; relaxedSimd: boolean; cores: number };
 export declare function choose(options?: LoadOptions): { build: Build; threads: number; reasons: string[] };
-export declare function load(options?: LoadOptions): Promise<typeof import('./simd128/webtensor.js') & { loaded: Loaded }>;
+export declare function load(options?: LoadOptions): Promise<typeof import('./simd128/webtensor.js') & { loaded: Loaded; memory: WebAssembly.Memory }>;

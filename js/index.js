@@ -7,7 +7,8 @@
 // cross-origin isolated (served with COOP/COEP, so SharedArrayBuffer exists) and Workers
 // exist; a relaxed one only when WebAssembly.validate accepts a relaxed-SIMD instruction.
 // It then instantiates it, starts the thread pool, and returns the module's exports plus
-// `loaded`: { build, threads, simd, reasons } (reasons: why a faster build was not taken).
+// `loaded`: { build, threads, simd, reasons } (reasons: why a faster build was not taken), and
+// `memory` (the module's WebAssembly.Memory).
 //
 //   import { load } from 'webtensor';
 //   const webtensor = await load({ threads: 4 });   // or load() for the defaults
@@ -118,10 +119,10 @@ export async function load(options = {}) {
 async function start(pick, options) {
   const js = new URL(`./${pick.build}/webtensor.js`, import.meta.url).href;
   const wasm = await import(/* webpackIgnore: true */ js);
-  await wasm.default({ module_or_path: new URL(`./${pick.build}/webtensor_bg.wasm`, import.meta.url) });
+  const instance = await wasm.default({ module_or_path: new URL(`./${pick.build}/webtensor_bg.wasm`, import.meta.url) });
   if (pick.build.startsWith('threads')) await wasm.initThreadPool(pick.threads, options.workerTimeoutMs);
   wasm.setLoadNote(pick.reasons.join('; '));
   const info = wasm.buildInfo();
   const loaded = Object.freeze({ build: info.build.replace('+', '-'), threads: info.threads, simd: info.simd, reasons: pick.reasons });
-  return Object.freeze({ ...wasm, loaded });
+  return Object.freeze({ ...wasm, loaded, memory: instance.memory });
 }
