@@ -113,14 +113,21 @@ pub fn pool_probe(tasks: usize) -> (u64, usize) {
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub(crate) mod web {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::mpsc::{channel, Receiver};
-    use std::sync::Mutex;
+    use std::sync::OnceLock;
 
+    use crossbeam_channel::{unbounded, Receiver, Sender};
     use rayon::ThreadBuilder;
 
     static STARTED: AtomicUsize = AtomicUsize::new(0);
-    /// The builders waiting for a worker; each worker takes one (blocking: workers may wait).
-    static PENDING: Mutex<Option<Receiver<ThreadBuilder>>> = Mutex::new(None);
+    /// The pool threads waiting for a worker; each worker takes one. crossbeam's channel, not
+    /// std's: sending from the main thread then never waits on a lock (std's wakers take a
+    /// Mutex, which would `Atomics.wait` there if a worker held it), and a worker terminated
+    /// after a failed start holds nothing another start would wait for.
+    static PENDING: OnceLock<(Sender<ThreadBuilder>, Receiver<ThreadBuilder>)> = OnceLock::new();
+
+    fn pending() -> &'static (Sender<ThreadBuilder>, Receiver<ThreadBuilder>) {
+        PENDING.get_or_init(unbounded)
+    }
 
     pub(crate) fn started() -> usize {
         STARTED.load(Ordering::Acquire)
@@ -142,10 +149,7 @@ pub(crate) mod web {
                 "the thread pool is already started (initThreadPool runs once per page)".into(),
             ));
         }
-        let (tx, rx) = channel::<ThreadBuilder>();
-        if let Ok(mut p) = PENDING.lock() {
-            *p = Some(rx);
-        }
+        let tx = pending().0.clone();
         let result = async {
             if threads > 1 {
                 spawn_workers(threads - 1).await?;
@@ -169,13 +173,9 @@ pub(crate) mod web {
     }
 
     /// A worker's whole life: takes one pool thread and runs rayon's loop on it (never
-    /// returns while the page lives). Returns at once if no pool is being started.
+    /// returns while the page lives).
     pub(crate) fn run_worker() {
-        let builder = match PENDING.lock() {
-            Ok(p) => p.as_ref().and_then(|rx| rx.recv().ok()),
-            Err(_) => None,
-        };
-        if let Some(b) = builder {
+        if let Ok(b) = pending().1.recv() {
             b.run();
         }
     }
