@@ -116,9 +116,33 @@ export async function load(options = {}) {
   }
 }
 
+// The builds to try, fastest first: the pick, then (unless forced) the slower ones this page
+// can also run. A build missing from the package (scripts/build-pkg.sh skips the threaded
+// ones when setup could not install their toolchain) is passed over with a reason.
+function candidates(pick, forced) {
+  if (forced) return [pick.build];
+  const order = BUILDS.slice(BUILDS.indexOf(pick.build));
+  return pick.build.endsWith('relaxed') ? order : order.filter((b) => !b.endsWith('relaxed'));
+}
+
 async function start(pick, options) {
-  const js = new URL(`./${pick.build}/webtensor.js`, import.meta.url).href;
-  const wasm = await import(/* webpackIgnore: true */ js);
+  let wasm;
+  for (const build of candidates(pick, options.build !== undefined)) {
+    try {
+      wasm = await import(/* webpackIgnore: true */ new URL(`./${build}/webtensor.js`, import.meta.url).href);
+    } catch (e) {
+      if (options.build !== undefined) throw new Error(`cannot load the forced build ${build}: ${e.message}`);
+      pick.reasons.push(`${build}: not in the package (${e.message})`);
+      continue;
+    }
+    if (build !== pick.build && !build.startsWith('threads')) {
+      if (options.threads > 1) pick.reasons.push(`${options.threads} threads asked, 1 used`);
+      pick.threads = 1;
+    }
+    pick.build = build;
+    break;
+  }
+  if (!wasm) throw new Error(`no build of webtensor could be loaded: ${pick.reasons.join('; ')}`);
   const instance = await wasm.default({ module_or_path: new URL(`./${pick.build}/webtensor_bg.wasm`, import.meta.url) });
   if (pick.build.startsWith('threads')) await wasm.initThreadPool(pick.threads, options.workerTimeoutMs);
   wasm.setLoadNote(pick.reasons.join('; '));
