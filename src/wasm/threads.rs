@@ -15,7 +15,7 @@ use super::convert::{set, to_js_error};
 pub async fn init_thread_pool(threads: f64, timeout_ms: Option<f64>) -> Result<(), JsError> {
     let n = crate::threads::check_count(threads).map_err(to_js_error)?;
     let timeout = timeout_ms.unwrap_or(20_000.0);
-    if !(timeout > 0.0) {
+    if timeout.is_nan() || timeout <= 0.0 {
         return Err(JsError::new(&format!(
             "timeoutMs must be a positive number of milliseconds, got {timeout}"
         )));
