@@ -153,7 +153,7 @@ test('not cross-origin isolated: a single-thread build, and the note says why', 
   assert.match(r.loaded.reasons.join('; '), /2 threads asked, 1 used/);
   assert.equal(r.cpu.properties.threads, '1');
   assert.match(r.cpu.properties.note, /not cross-origin isolated/);
-  assert.match(r.cpu.description, /1 thread, simd128\+relaxed build — one thread: the page is not cross-origin isolated/);
+  assert.match(r.cpu.description, /1 thread, simd128\+relaxed build\) — one thread: the page is not cross-origin isolated/);
   assert.deepEqual(r.sum, [11, 22, 33, 44]);
   // Forcing a threaded build there is an Error that says why, not a hang or a crash.
   const forced = await page.evaluate(async (url) => {
