@@ -331,6 +331,7 @@ THREADS_TC=""
 if [ "$THREADS_NIGHTLY" != none ]; then
   step "threaded builds: $THREADS_NIGHTLY with rust-src (build-std)"
   if rustup component list --installed --toolchain "$THREADS_NIGHTLY" 2>/dev/null | grep -q '^rust-src' &&
+     rustup component list --installed --toolchain "$THREADS_NIGHTLY" 2>/dev/null | grep -q '^clippy' &&
      rustup target list --installed --toolchain "$THREADS_NIGHTLY" 2>/dev/null | grep -qx "$TARGET"; then
     THREADS_TC=$THREADS_NIGHTLY; done_step "already installed"
   elif timeout "${WASM_THREADS_TIMEOUT:-300}" rustup toolchain install "$THREADS_NIGHTLY" --profile minimal \
