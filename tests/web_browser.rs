@@ -28,7 +28,16 @@ async fn pool() {
 #[wasm_bindgen_test]
 async fn the_cpu_thread_pool_runs_its_threads() {
     pool().await;
-    let (sum, used) = webtensor::threads::pool_probe(64);
+    // On a loaded machine a worker may wake too late for one round: up to 10 rounds (a pool
+    // whose workers never run fails them all).
+    let (mut sum, mut used) = (0, 0);
+    for _ in 0..10 {
+        let (s, u) = webtensor::threads::pool_probe(256);
+        (sum, used) = (s, used.max(u));
+        if used >= 2 || !cfg!(target_feature = "atomics") {
+            break;
+        }
+    }
     assert_ne!(sum, 0);
     if cfg!(target_feature = "atomics") {
         assert_eq!(webtensor::threads::count(), 2);
