@@ -47,21 +47,22 @@ export function simdPeak(webtensor) {
 
 /**
  * Runs every case on every implementation given ({webtensor, ort, tf} may each be null).
- * Returns {peak, rows: [{case, impl, ms, gflops, pctPeak}]}.
+ * `label` names the webtensor build, `threads` the thread count every implementation was set
+ * up with (for the labels). Returns {peak, rows: [{case, impl, threads, ms, gflops, pctPeak}]}.
  */
-export async function runBench({ webtensor, ort, tf, reps = 7, log = console.log, only }) {
+export async function runBench({ webtensor, ort, tf, reps = 7, log = console.log, only, label = '', threads = 1 }) {
   const peak = simdPeak(webtensor);
   log(`wasm SIMD f32 peak (1 thread, mul+add probe): ${peak.toFixed(1)} GFLOP/s`);
   const rows = [];
   const add = (c, impl, ms) => {
     const gflops = 2 * c.m * c.n * c.k / (ms / 1e3) / 1e9;
-    const row = { case: c.name, impl, ms: +ms.toFixed(3), gflops: +gflops.toFixed(2), pctPeak: +(100 * gflops / peak).toFixed(1) };
+    const row = { case: c.name, impl, threads, ms: +ms.toFixed(3), gflops: +gflops.toFixed(2), pctPeak: +(100 * gflops / peak).toFixed(1) };
     rows.push(row);
-    log(`${c.name.padEnd(24)} ${impl.padEnd(22)} ${ms.toFixed(2).padStart(9)} ms ${gflops.toFixed(2).padStart(8)} GFLOP/s ${row.pctPeak.toFixed(1).padStart(6)}% of peak`);
+    log(`${c.name.padEnd(24)} ${impl.padEnd(30)} ${String(threads).padStart(2)}t ${ms.toFixed(2).padStart(9)} ms ${gflops.toFixed(2).padStart(8)} GFLOP/s ${row.pctPeak.toFixed(1).padStart(6)}% of peak`);
   };
   for (const c of CASES.filter((c) => !only || only.test(c.name))) {
     const bench = new webtensor.MatmulBench(c.w, c.m, c.n, c.k);
-    add(c, `webtensor ${c.w}`, await time(() => bench.run(), reps));
+    add(c, `webtensor${label ? ` ${label}` : ''} ${c.w}`, await time(() => bench.run(), reps));
     bench.free();
     if (c.w !== 'f32') continue; // the peers have no ggml block formats
     const w = randn(c.k * c.m, 7), x = randn(c.n * c.k, 11);

@@ -2,9 +2,11 @@
 // prints one table: latency per case, load time, memory, and each runtime's cosine to
 // webtensor's f32 CPU embeddings (the same model must give the same vectors).
 //   node bench/minilm.mjs [out.json]
-// MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu,..." picks the runs (runner:weights:device; the
-// runner "webtensor-relaxed" is webtensor's relaxed-SIMD build, "webtensor-X" any build in
-// bench/.pkg-web-X); BENCH_REPS the repetitions;
+// MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu:2,..." picks the runs (runner:weights:device[:threads],
+// threads default 1; the runner "webtensor" is the build the package's loader picks,
+// "webtensor@BUILD" one of its four builds forced (simd128, simd128-relaxed, threads,
+// threads-relaxed), "webtensor-X" a single build in bench/.pkg-web-X, e.g. an older commit's);
+// BENCH_REPS the repetitions;
 // MINILM_ROUNDS (default 3) rounds over all runs, interleaved, each figure the median over the
 // rounds of the per-round medians (this machine has noisy stretches of seconds);
 // MINILM_PROFILE=1 also prints where webtensor's CPU time goes at 128 tokens, per op.
@@ -15,9 +17,14 @@ import { startServer } from '../scripts/serve.mjs';
 
 const require = createRequire(path.resolve(import.meta.dirname, '../package.json'));
 const { chromium } = require('playwright-core');
-const DEFAULT_RUNS = 'webtensor:f32:cpu,webtensor-relaxed:f32:cpu,webtensor:q8_0:cpu,ort:f32:cpu,' +
+const DEFAULT_RUNS = 'webtensor@simd128:f32:cpu,webtensor:f32:cpu,webtensor:q8_0:cpu,ort:f32:cpu,' +
   'wllama:f32:cpu,wllama:q8_0:cpu';
-const runs = (process.env.MINILM_RUNS || DEFAULT_RUNS).split(',').map((s) => s.split(':'));
+const runs = (process.env.MINILM_RUNS || DEFAULT_RUNS).split(',').map((s) => {
+  const [runner, type, device, threads = '1'] = s.split(':');
+  return [runner, type, device, threads];
+});
+const same = (r, [runner, type, device, threads]) =>
+  r.runner === runner && r.type === type && r.device === device && r.threads === threads;
 const reps = process.env.BENCH_REPS || '5';
 const rounds = Number(process.env.MINILM_ROUNDS || 3);
 const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
@@ -31,31 +38,32 @@ const browser = await chromium.launch({
 });
 const perRound = [];
 try {
-  for (let round = 0; round < rounds; round++) for (const [runner, type, device] of runs) {
+  for (let round = 0; round < rounds; round++) for (const [runner, type, device, threads] of runs) {
     const context = await browser.newContext();
     const page = await context.newPage();
     page.on('console', (m) => console.log(`  ${m.text()}`));
     // "webtensor-X" runs the package built into bench/.pkg-web-X (relaxed: the relaxed-SIMD
     // build; any other, e.g. an older commit's build, for same-run before/after figures).
-    const build = runner.match(/^webtensor-(.+)$/);
-    const q = new URLSearchParams({ runner: build ? 'webtensor' : runner, type, device, reps });
+    const build = runner.match(/^webtensor-(.+)$/), forced = runner.match(/^webtensor@(.+)$/);
+    const q = new URLSearchParams({ runner: runner.startsWith('webtensor') ? 'webtensor' : runner, type, device, reps, threads });
     if (build) q.set('pkg', `.pkg-web-${build[1]}`);
+    if (forced) q.set('build', forced[1]);
     if (process.env.MINILM_PROFILE) q.set('profile', '1');
-    console.log(`round ${round + 1}: ${runner} ${type} ${device}`);
+    console.log(`round ${round + 1}: ${runner} ${type} ${device} ${threads} thread(s)`);
     await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
     await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
     const r = await page.evaluate(() => window.benchResult);
     await context.close();
-    if (r.error) { console.log(`  failed: ${r.error}`); perRound.push({ runner, type, device, error: r.error }); continue; }
-    perRound.push({ ...r, runner });
+    if (r.error) { console.log(`  failed: ${r.error}`); perRound.push({ runner, type, device, threads, error: r.error }); continue; }
+    perRound.push({ ...r, runner, threads });
   }
 } finally {
   await browser.close();
   server.close();
 }
 // One result per run: medians over the rounds (a run failing in any round is reported failed).
-const results = runs.map(([runner, type, device]) => {
-  const all = perRound.filter((r) => r.runner === runner && r.type === type && r.device === device);
+const results = runs.map((run) => {
+  const all = perRound.filter((r) => same(r, run));
   const bad = all.find((r) => r.error);
   if (bad) return bad;
   const rows = all[0].rows.map(({ case: c }) => ({
@@ -65,27 +73,37 @@ const results = runs.map(([runner, type, device]) => {
 });
 
 const cos = (a, b) => { let d = 0, na = 0, nb = 0; for (let i = 0; i < a.length; i++) { d += a[i] * b[i]; na += a[i] * a[i]; nb += b[i] * b[i]; } return d / Math.sqrt(na * nb); };
-const base = results.find((r) => r.runner === 'webtensor' && r.type === 'f32' && r.device === 'cpu' && !r.error);
+const base = results.find((r) => r.runner.startsWith('webtensor') && r.type === 'f32' && r.device === 'cpu' && !r.error);
 const ours = (r) => r.runner.startsWith('webtensor');
 const mib = (b) => (b == null ? '-' : (b / 1048576).toFixed(0));
 const cases = ['8 tokens', '32 tokens', '128 tokens', '16 × 32 tokens'];
-console.log(`\nall-MiniLM-L6-v2, headless Chromium ${browser.version()}, 1 thread, median of ${reps} runs, median of ${rounds} rounds (ms)`);
-console.log(['runtime', 'weights', 'device', ...cases, 'load ms', 'wasm MiB', 'JS MiB', 'cos vs wt-f32'].join(' | '));
+console.log(`\nall-MiniLM-L6-v2, headless Chromium ${browser.version()}, median of ${reps} runs, median of ${rounds} rounds (ms)`);
+console.log(['runtime', 'weights', 'threads', 'device', ...cases, 'load ms', 'wasm MiB', 'JS MiB', 'cos vs wt-f32'].join(' | '));
 for (const r of results) {
-  if (r.error) { console.log(`${r.runner} | ${r.type} | ${r.device} | failed: ${r.error}`); continue; }
+  if (r.error) { console.log(`${r.runner} | ${r.type} | ${r.threads} | ${r.device} | failed: ${r.error}`); continue; }
   const ms = cases.map((c) => r.rows.find((x) => x.case === c)?.ms ?? '-');
   const c = base ? Math.min(...r.check.map((v, i) => cos(v, base.check[i]))).toFixed(6) : '-';
-  console.log([r.runner, r.type, r.devices, ...ms, r.loadMs, mib(r.memory.wasmBytes), mib(r.memory.jsHeapBytes), c].join(' | '));
+  console.log([r.runner, r.type, r.threads, r.devices, ...ms, r.loadMs, mib(r.memory.wasmBytes), mib(r.memory.jsHeapBytes), c].join(' | '));
 }
-// Speed-ups of webtensor's CPU runs over each peer, per case (peer ms / webtensor ms).
+// Speed-ups of webtensor's CPU runs over each peer at the same thread count, per case
+// (peer ms / webtensor ms), then each runtime's thread scaling (1-thread ms / n-thread ms).
 for (const wt of results.filter((r) => ours(r) && r.device === 'cpu' && !r.error)) {
-  for (const p of results.filter((r) => !ours(r) && !r.error)) {
+  for (const p of results.filter((r) => !ours(r) && !r.error && r.threads === wt.threads)) {
     const ratios = cases.map((c) => {
       const a = wt.rows.find((x) => x.case === c)?.ms, b = p.rows.find((x) => x.case === c)?.ms;
       return a && b ? `${(b / a).toFixed(2)}×` : '-';
     });
-    console.log(`${wt.runner} ${wt.type} vs ${p.runner} ${p.type} ${p.device}: ${ratios.join(' | ')}`);
+    console.log(`${wt.runner} ${wt.type} vs ${p.runner} ${p.type} ${p.device}, ${wt.threads} thread(s): ${ratios.join(' | ')}`);
   }
+}
+for (const r of results.filter((r) => !r.error && r.threads !== '1')) {
+  const one = results.find((x) => !x.error && same(x, [r.runner, r.type, r.device, '1']));
+  if (!one) continue;
+  const ratios = cases.map((c) => {
+    const a = one.rows.find((x) => x.case === c)?.ms, b = r.rows.find((x) => x.case === c)?.ms;
+    return a && b ? `${(a / b).toFixed(2)}×` : '-';
+  });
+  console.log(`scaling ${r.runner} ${r.type} ${r.device}, ${r.threads} threads vs 1: ${ratios.join(' | ')}`);
 }
 const out = process.argv[2];
 if (out) {

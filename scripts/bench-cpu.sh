@@ -2,7 +2,8 @@
 # scripts/bench-cpu.sh -- CPU matmul benchmark (a benchmark, not a test): webtensor's SIMD128
 # kernels beside onnxruntime-web (wasm, 1 thread) and tfjs-backend-wasm (XNNPACK, 1 thread),
 # in Node and in headless Chromium, plus the wasm SIMD peak probe. Prints tables; writes
-# target/bench/cpu-matmul-{node,chromium}.json.
+# target/bench/cpu-matmul-{node,chromium}.json. (Threads and the four builds side by side:
+# scripts/bench-threads.sh.)
 #   BENCH_ONLY=regex  only matching cases      BENCH_REPS=n  runs per median (default 7)
 #   BENCH_RELAXED=1   also build with relaxed SIMD (+relaxed-simd) and run it as a second pass
 set -euo pipefail
@@ -18,7 +19,7 @@ run_pass() {  # $1 = label, $2 = extra target features, $3 = JSON suffix, $4 = n
   RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target nodejs --out-dir bench/.pkg-node -- --features bench >/dev/null 2>&1
   RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target web --out-dir bench/.pkg-web -- --features bench >/dev/null 2>&1
   echo "== Node ($label)"; node $node_flags bench/node.mjs "target/bench/cpu-matmul-node$3.json"
-  echo "== Chromium ($label)"; node bench/browser.mjs "target/bench/cpu-matmul-chromium$3.json"
+  echo "== Chromium ($label)"; BENCH_QUERY=pkg=.pkg-web node bench/browser.mjs "target/bench/cpu-matmul-chromium$3.json"
 }
 run_pass "simd128" "" ""
 if [ "${BENCH_RELAXED:-0}" = 1 ]; then

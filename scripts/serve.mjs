@@ -1,6 +1,10 @@
 // A small static server for the built demo (www/dist): right MIME types for .wasm, and the
-// COOP/COEP headers a page needs for SharedArrayBuffer (threads) later.
-// CLI: node scripts/serve.mjs [dir] ; port from $PORT (default 8080), host 127.0.0.1.
+// COOP/COEP headers (Cross-Origin-Opener-Policy: same-origin, Cross-Origin-Embedder-Policy:
+// require-corp) that make a page cross-origin isolated, so it has SharedArrayBuffer and the
+// loader takes a threaded build.
+// CLI: node scripts/serve.mjs [dir] [--no-isolation] ; port from $PORT (default 8080), host
+// 127.0.0.1. --no-isolation leaves the headers out (the page then runs on one thread and
+// says why).
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,8 +17,14 @@ const TYPES = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-/** Serves `dir` on 127.0.0.1:`port` (0 = any free port); resolves to the listening server. */
-export function startServer(dir, port = 8080) {
+/**
+ * Serves `dir` on 127.0.0.1:`port` (0 = any free port); resolves to the listening server.
+ * Options: `isolate` (default true) sends COOP/COEP; `headers` adds response headers.
+ */
+export function startServer(dir, port = 8080, { isolate = true, headers = {} } = {}) {
+  const isolation = isolate
+    ? { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' }
+    : {};
   const root = path.resolve(dir);
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://localhost');
@@ -25,9 +35,9 @@ export function startServer(dir, port = 8080) {
       if (err) { res.writeHead(404, { 'content-type': 'text/plain' }).end('not found'); return; }
       res.writeHead(200, {
         'content-type': TYPES[path.extname(file)] || 'application/octet-stream',
-        'cross-origin-opener-policy': 'same-origin',
-        'cross-origin-embedder-policy': 'require-corp',
+        ...isolation,
         'cache-control': 'no-cache',
+        ...headers,
       });
       res.end(data);
     });
@@ -39,8 +49,11 @@ export function startServer(dir, port = 8080) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const dir = process.argv[2] || 'www/dist';
+  const args = process.argv.slice(2);
+  const dir = args.find((a) => !a.startsWith('--')) || 'www/dist';
+  const isolate = !args.includes('--no-isolation');
   const port = Number(process.env.PORT || 8080);
-  const server = await startServer(dir, port);
-  console.log(`webtensor demo: http://127.0.0.1:${server.address().port}/  (serving ${dir}; Ctrl-C stops)`);
+  const server = await startServer(dir, port, { isolate });
+  console.log(`webtensor demo: http://127.0.0.1:${server.address().port}/  (serving ${dir}, ` +
+    `${isolate ? 'cross-origin isolated' : 'without COOP/COEP: one thread'}; Ctrl-C stops)`);
 }

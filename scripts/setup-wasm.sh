@@ -39,6 +39,13 @@
 #   WASM_SETUP_LINK_BIN     1 (default) = symlink the tools into ~/.cargo/bin so that wasm-pack
 #                           and cargo find them without sourcing env.sh; 0 = don't
 #   WASM_SETUP_KEEP_FULL_SRC 1 = keep all of rust-web-src (default: keep only library/)
+#   WASM_THREADS_NIGHTLY    the dated nightly (with rust-src, clippy and the wasm32 target)
+#                           that builds the threaded wasm builds with -Zbuild-std (default
+#                           nightly-2026-10-28; "none" = skip). Whatever the route; if it
+#                           cannot be installed, setup says so, its name in
+#                           $CACHE/threads-toolchain is empty, and the threaded builds and
+#                           their tests are skipped with a note.
+#   WASM_THREADS_TIMEOUT    seconds allowed for installing it (default 300)
 set -euo pipefail
 
 CACHE="${WASM_TOOLCHAIN_CACHE:-$HOME/.cache/wasm-toolchain}"
@@ -315,6 +322,31 @@ link_toolchain "$ALIAS" "$(rustc +"$WASM_TC" --print sysroot)"
 if [ -n "$PROJECT_DIR" ]; then ( cd "$PROJECT_DIR" && rustup override set "$ALIAS" >/dev/null ); fi
 done_step
 
+# ---------------------------------------------------------------- threaded builds' toolchain
+# std must be rebuilt with +atomics,+bulk-memory,+mutable-globals (build-std): a dated nightly
+# with rust-src (stable's RUSTC_BOOTSTRAP would do too, but pinning a nightly keeps the
+# unstable -Z flags it accepts fixed).
+THREADS_NIGHTLY="${WASM_THREADS_NIGHTLY:-nightly-2026-10-28}"
+THREADS_TC=""
+if [ "$THREADS_NIGHTLY" != none ]; then
+  step "threaded builds: $THREADS_NIGHTLY with rust-src (build-std)"
+  if rustup component list --installed --toolchain "$THREADS_NIGHTLY" 2>/dev/null | grep -q '^rust-src' &&
+     rustup component list --installed --toolchain "$THREADS_NIGHTLY" 2>/dev/null | grep -q '^clippy' &&
+     rustup target list --installed --toolchain "$THREADS_NIGHTLY" 2>/dev/null | grep -qx "$TARGET"; then
+    THREADS_TC=$THREADS_NIGHTLY; done_step "already installed"
+  elif timeout "${WASM_THREADS_TIMEOUT:-300}" rustup toolchain install "$THREADS_NIGHTLY" --profile minimal \
+         -c rust-src -c clippy -t "$TARGET" >"$LOG/threads-toolchain.log" 2>&1; then
+    THREADS_TC=$THREADS_NIGHTLY; done_step "ok"
+  else
+    say "WARNING: cannot install $THREADS_NIGHTLY (log: $LOG/threads-toolchain.log): the threaded" \
+        "wasm builds and their tests will be skipped; the single-thread builds still build and run"
+    done_step "SKIPPED"
+  fi
+else
+  say "threaded builds: skipped (WASM_THREADS_NIGHTLY=none)"
+fi
+echo "$THREADS_TC" >"$CACHE/threads-toolchain"
+
 install_tool() {  # crate version binary
   local crate=$1 ver=$2 bin=$3
   if [ -x "$CACHE/tools/bin/$bin" ] && "$CACHE/tools/bin/$bin" --version 2>/dev/null | grep -q " $ver\$"; then
@@ -384,7 +416,7 @@ T_TOTAL=$(awk -v a="$T_START" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}')
   echo "---------------------------------------------------------------- setup-wasm summary"
   printf '%s\n' "${TIMINGS[@]}"
   echo "total: ${T_TOTAL}s   cache: $CACHE ($(du -sh "$CACHE" 2>/dev/null | cut -f1))"
-  echo "toolchain for wasm: $WASM_TC  (alias: +$ALIAS)"
+  echo "toolchain for wasm: $WASM_TC  (alias: +$ALIAS); threaded builds: ${THREADS_TC:-none}"
   echo "  $(rustc +"$ALIAS" -V)"
   echo "  $(cargo +"$ALIAS" -V)"
   echo "  $("$CACHE/tools/bin/wasm-bindgen" --version)   $("$CACHE/tools/bin/wasm-pack" --version)"

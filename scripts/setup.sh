@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/setup.sh -- installs everything the README's two commands need, idempotently:
 #   - the wasm32 target (rustup, with a timeout; falling back to Debian's rustc-web route),
+#     and a pinned dated nightly with rust-src for the threaded builds (build-std; skipped
+#     with a warning when it cannot be installed),
 #     wasm-bindgen-cli matching Cargo.lock, wasm-pack, a wasm-opt that works (npm binaryen),
 #     chromium + chromium-driver, wabt (scripts/setup-wasm.sh does these, cached in
 #     ~/.cache/wasm-toolchain);
@@ -30,6 +32,11 @@ cat >"$ROOT/scripts/.env.sh" <<ENV
 export PATH="$CACHE/tools/bin:\$PATH"
 # the toolchain that has the wasm32 target (rustup stable, or Debian rustc-web via the fallback)
 export WASM_TC=${WASM_TOOLCHAIN_ALIAS:-wasm}
+# the toolchain of the threaded builds (build-std); empty when setup could not install it
+export WASM_THREADS_TC=$(cat "$CACHE/threads-toolchain" 2>/dev/null || true)
+# and their flags (with -Z build-std=panic_abort,std): shared memory needs a maximum, 4 GiB
+# as the single-thread builds have
+export WASM_THREADS_RUSTFLAGS="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals -C link-arg=--max-memory=4294967296"
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export CHROMEDRIVER=/usr/bin/chromedriver
 export WASM_BINDGEN_TEST_TIMEOUT=\${WASM_BINDGEN_TEST_TIMEOUT:-300}

@@ -2,8 +2,11 @@
 # scripts/test.sh -- the whole test run, from a fresh machine; stops at the first failure.
 #   setup → fmt → clippy (native, wasm32) → native tests (CPU; WebGPU on lavapipe) →
 #   model files (MiniLM GGUFs, tokenizer vectors) → wasm tests in Node → wasm tests in
-#   headless Chromium (WebGPU on SwiftShader) → end-to-end page test (pkg/ + webpack bundle
-#   + the model served, driven by playwright-core).
+#   headless Chromium (WebGPU on SwiftShader), single-thread and threaded (2 threads) →
+#   end-to-end page tests (pkg/: the loader and its four builds, the webpack bundle, the
+#   model served, driven by playwright-core; the threaded builds cross-origin isolated, and
+#   each fallback). Without the threaded toolchain (setup says why) the threaded steps say
+#   SKIPPED and the single-thread ones still run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 T0=$(date +%s)
@@ -31,6 +34,18 @@ wasm_clippy() {
   fi
 }
 step "clippy (wasm32)" wasm_clippy
+# The threaded build: std rebuilt with atomics (build-std) on the pinned nightly.
+threaded() {  # threaded CARGO_ARGS...: cargo for the threaded build, or SKIPPED
+  if [ -z "${WASM_THREADS_TC:-}" ]; then
+    echo "SKIPPED: no threaded toolchain (scripts/setup.sh could not install it)"; return
+  fi
+  CARGO_TARGET_DIR=target/wasm-threads-test RUSTUP_TOOLCHAIN=$WASM_THREADS_TC RUSTFLAGS="$WASM_THREADS_RUSTFLAGS" \
+    cargo "$@"
+}
+# --lib: the threaded-only code is in the library; the nightly's newer lints would otherwise
+# fire first on shared test code that stable clippy (above) already holds to its lints.
+step "clippy (wasm32, threaded build)" threaded clippy --target wasm32-unknown-unknown --lib \
+  --features threads -Z build-std=panic_abort,std -- -D warnings
 model_files() {  # the real model, tokenizer vectors and numpy for the reference check
   bash scripts/fetch-model.sh
   bash scripts/fetch-test-vectors.sh
@@ -43,8 +58,14 @@ step "native tests (cargo test)" env WEBTENSOR_REQUIRE_WEBGPU=${WEBTENSOR_REQUIR
 # --lib: the unit tests marked wasm_bindgen_test (SIMD128 kernels, run queue) run under wasm too.
 step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --lib --test web_node
 step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-unknown --test web_browser
+# The same browser tests on the threaded build with a 2-thread pool on the page's main thread
+# (wasm-bindgen-test-runner serves the page cross-origin isolated).
+step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --target wasm32-unknown-unknown \
+  --features threads -Z build-std=panic_abort,std --test web_browser
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
-step "end-to-end page test" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} node --test tests/e2e/
+E2E_REQUIRE_THREADS=$([ -n "${WASM_THREADS_TC:-}" ] && echo 1 || echo 0)
+step "end-to-end page tests" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} \
+  E2E_REQUIRE_THREADS="$E2E_REQUIRE_THREADS" node --test tests/e2e/
 
 printf '\n---------------------------------------------------------------- test summary\n'
 printf '%s\n' "${STEPS[@]}"

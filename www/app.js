@@ -1,4 +1,4 @@
-import * as webtensor from 'webtensor';
+import { webtensor } from './webtensor.js';
 import { modelDemo } from './embed.js';
 
 const A = [1, 2, 3, 4];
@@ -30,7 +30,17 @@ function deviceCard(d) {
   return card;
 }
 
+// Which of the four builds the loader took, with how many threads, and why not a faster one.
+function showBuild() {
+  const { build, threads, simd, reasons } = webtensor.loaded;
+  const out = document.getElementById('build');
+  out.textContent = `${build}, ${threads} thread${threads === 1 ? '' : 's'}, ${simd}` +
+    (reasons.length ? ` (${reasons.join('; ')})` : '');
+  Object.assign(out.dataset, { build, threads: String(threads) });
+}
+
 async function main() {
+  showBuild();
   const status = document.getElementById('status');
   const list = document.getElementById('devices');
   const devices = await webtensor.devices();

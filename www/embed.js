@@ -2,7 +2,7 @@
 // scripts/fetch-model.sh) on "auto" devices: a progress bar while the model loads, which
 // device runs what, a similarity matrix of the sentences typed, a semantic search over
 // them, and timings per stage.
-import * as webtensor from 'webtensor';
+import { webtensor } from './webtensor.js';
 
 export const EXAMPLES = [
   'A man is playing a guitar.',

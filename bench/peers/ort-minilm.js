@@ -7,7 +7,7 @@
 //   const vecs = await peer.embed(['a sentence', ...]);   // Float32Array(384) per text
 //
 // 'cpu'    = the wasm EP of dist/ort.wasm.min.mjs (ort-wasm-simd-threaded.wasm), SIMD required,
-//            numThreads = 1, proxy off.
+//            numThreads = `threads` (default 1; more needs a cross-origin isolated page), proxy off.
 // 'webgpu' = the WebGPU EP of dist/ort.webgpu.min.mjs, which in 1.30 runs on the asyncify build
 //            (ort-wasm-simd-threaded.asyncify.wasm, the C++ WebGPU EP; no JSEP). Throws when the
 //            browser has no WebGPU adapter. ORT may still place a few nodes on its CPU kernels.
@@ -23,11 +23,11 @@ const DIM = 384;
 // Emscripten module creates it (threaded builds import a JS-made shared WebAssembly.Memory).
 const loaded = {};
 
-async function bundle(device) {
+async function bundle(device, threads = 1) {
   if (loaded[device]) return loaded[device];
   const ort = await import(DIST + BUNDLES[device]);
   ort.env.wasm.wasmPaths = DIST; // the .mjs/.wasm pair is fetched from here, not the page's URL
-  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.numThreads = threads;
   ort.env.wasm.simd = true; // throws at init if the browser lacks WASM SIMD (the only build anyway)
   ort.env.wasm.proxy = false;
   loaded[device] = { ort, memory: null };
@@ -52,7 +52,7 @@ async function catchingMemories(fn) {
   }
 }
 
-export async function loadOrt({ modelUrl, device = 'cpu', tokenize }) {
+export async function loadOrt({ modelUrl, device = 'cpu', tokenize, threads = 1 }) {
   if (!BUNDLES[device]) throw new Error(`loadOrt: device must be 'cpu' or 'webgpu', not ${JSON.stringify(device)}`);
   if (typeof tokenize !== 'function') throw new Error('loadOrt: tokenize(text) => token ids is required');
   if (device === 'webgpu') {
@@ -62,7 +62,7 @@ export async function loadOrt({ modelUrl, device = 'cpu', tokenize }) {
         'requestAdapter() gave null; Chromium needs --enable-unsafe-webgpu where WebGPU is not on by default)');
     }
   }
-  const b = await bundle(device);
+  const b = await bundle(device, threads);
   const { ort } = b;
   const res = await fetch(modelUrl);
   if (!res.ok) throw new Error(`loadOrt: ${modelUrl}: HTTP ${res.status} (run scripts/export-onnx.py)`);

@@ -7,6 +7,9 @@ mod convert;
 mod model;
 // Public so that browser tests drive the JS surface (`Runtime`, `Graph`, `GpuTensor`) itself.
 pub mod runtime;
+mod threads;
+
+pub use threads::init_thread_pool;
 
 use std::rc::Rc;
 

@@ -13,12 +13,14 @@ import { startServer } from '../../scripts/serve.mjs';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const DIST = path.join(ROOT, 'www/dist');
 const SHOTS = path.join(ROOT, 'target/e2e');
-let server, browser, base;
+const THREADED = fs.existsSync(path.join(DIST, 'pkg/threads-relaxed/webtensor.js'));
+let server, plainServer, browser, base;
 
 before(async () => {
   assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'www/dist is not built (scripts/build-web.sh)');
   server = await startServer(DIST, 0);
   base = `http://127.0.0.1:${server.address().port}/`;
+  plainServer = await startServer(DIST, 0, { isolate: false });
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking',
@@ -29,9 +31,10 @@ before(async () => {
 after(async () => {
   await browser?.close();
   server?.close();
+  plainServer?.close();
 });
 
-test('demo page lists the devices and computes on each', async () => {
+test('demo page lists the devices and computes on each', async (t) => {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -42,8 +45,13 @@ test('demo page lists the devices and computes on each', async () => {
   await page.screenshot({ path: path.join(SHOTS, 'demo.png'), fullPage: true });
   assert.equal(await page.textContent('#status'), 'ready', `page errors: ${errors.join('; ')}`);
 
+  // Served with COOP/COEP: the threaded build (when the package has it), shown on the page.
+  const build = page.locator('#build');
+  assert.equal(await build.getAttribute('data-build'), THREADED ? 'threads-relaxed' : 'simd128-relaxed', await build.textContent());
+  t.diagnostic(`build: ${await build.textContent()}`);
   const cpu = page.locator('[data-device="CPU"]');
   assert.match(await cpu.locator('.description').textContent(), /simd128/);
+  assert.match(await cpu.locator('.properties').textContent(), /build/);
   assert.equal(await cpu.locator('.result').getAttribute('data-values'), '11,22,33,44');
 
   const gpu = page.locator('[data-device="WebGPU"]');
@@ -104,4 +112,19 @@ test('the model demo embeds sentences, compares them, and searches', async (t) =
   assert.match(await model.locator('.results li').first().textContent(), /[Pp]izza/);
   await page.screenshot({ path: path.join(SHOTS, 'model.png'), fullPage: true });
   assert.deepEqual(errors, []);
+});
+
+test('served without COOP/COEP, the demo runs on one thread and says why', async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`http://127.0.0.1:${plainServer.address().port}/`);
+  await page.waitForSelector('[data-device="CPU"] .result[data-values], #status[data-state="error"]', { timeout: 120_000 });
+  const build = page.locator('#build');
+  assert.equal(await build.getAttribute('data-build'), 'simd128-relaxed');
+  assert.equal(await build.getAttribute('data-threads'), '1');
+  assert.match(await build.textContent(), /not cross-origin isolated/);
+  assert.equal(await page.locator('[data-device="CPU"] .result').getAttribute('data-values'), '11,22,33,44');
+  assert.deepEqual(errors, []);
+  await page.close();
 });

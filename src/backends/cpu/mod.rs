@@ -98,7 +98,9 @@ impl CpuDevice {
 
 /// Which SIMD kernels this build carries.
 pub fn simd_level() -> &'static str {
-    if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+    if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
+        "wasm simd128 + relaxed simd"
+    } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
         "wasm simd128"
     } else if cfg!(target_arch = "wasm32") {
         "wasm scalar"
@@ -116,10 +118,17 @@ impl Device for CpuDevice {
             KernelSet::Reference => "reference",
             KernelSet::Fast => simd_level(),
         };
-        let n = self.threads();
+        let threads = self.threads();
+        let plural = if threads == 1 { "" } else { "s" };
+        let note = crate::threads::note();
+        let note = if note.is_empty() {
+            note
+        } else {
+            format!(" — {note}")
+        };
         format!(
-            "CPU ({kernels} kernels, {n} thread{})",
-            if n == 1 { "" } else { "s" }
+            "CPU ({kernels} kernels, {threads} thread{plural}, {} build){note}",
+            crate::threads::build_name()
         )
     }
     fn kind(&self) -> DeviceKind {
@@ -137,6 +146,8 @@ impl Device for CpuDevice {
         vec![
             ("simd".into(), simd_level().into()),
             ("threads".into(), self.threads().to_string()),
+            ("build".into(), crate::threads::build_name().into()),
+            ("note".into(), crate::threads::note()),
         ]
     }
     fn buffer_type(&self) -> Rc<dyn BufferType> {

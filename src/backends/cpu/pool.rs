@@ -35,7 +35,7 @@ impl Pool {
     /// Threads of rayon's global pool: the cores natively; on wasm what `initThreadPool`
     /// started (1 in a build without atomics).
     pub fn available() -> usize {
-        rayon::current_num_threads().max(1)
+        crate::threads::count()
     }
 
     /// Rayon's global pool, all of it.

@@ -1,0 +1,152 @@
+// webtensor's package entry: four builds of the same crate, one picked at load.
+//   simd128          SIMD128, one thread (every browser with wasm SIMD)
+//   simd128-relaxed  + relaxed SIMD (fused multiply-add)
+//   threads          SIMD128, the CPU kernels on a pool of Web Workers (shared memory)
+//   threads-relaxed  both
+// load() picks the fastest build this page can run: a threaded one only when the page is
+// cross-origin isolated (served with COOP/COEP, so SharedArrayBuffer exists) and Workers
+// exist; a relaxed one only when WebAssembly.validate accepts a relaxed-SIMD instruction.
+// It then instantiates it, starts the thread pool, and returns the module's exports plus
+// `loaded`: { build, threads, simd, reasons } (reasons: why a faster build was not taken), and
+// `memory` (the module's WebAssembly.Memory).
+//
+//   import { load } from 'webtensor';
+//   const webtensor = await load({ threads: 4 });   // or load() for the defaults
+//   await webtensor.devices();                       // the CPU entry shows build/threads/simd
+//
+// Options: threads (default: navigator.hardwareConcurrency, at most DEFAULT_MAX_THREADS;
+// an integer 1..64, else an Error naming the limit), build (force one of BUILDS, for tests:
+// an Error if this page cannot run it), workerTimeoutMs (thread pool start-up, default 20000).
+// A page that is not isolated and asks for threads gets one thread, and the reason in
+// `loaded.reasons`, in devices() (the CPU's "note") and in explain(). A pool worker that
+// fails to start (CSP, wrong path) rejects load() with the reason; nothing is left waiting.
+
+export const BUILDS = ['threads-relaxed', 'threads', 'simd128-relaxed', 'simd128'];
+/** The default thread count's cap: beyond it the kernels' shapes (MiniLM) gain little. */
+export const DEFAULT_MAX_THREADS = 8;
+
+// (func (result v128) (f32x4.relaxed_madd (v128.const 0) (v128.const 0) (v128.const 0)))
+const zeros = Array(16).fill(0);
+const RELAXED_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
+  0x03, 0x02, 0x01, 0x00, // one function of type 0
+  0x0a, 0x3d, 0x01, 0x3b, 0x00,
+  0xfd, 0x0c, ...zeros, 0xfd, 0x0c, ...zeros, 0xfd, 0x0c, ...zeros,
+  0xfd, 0x85, 0x02, // f32x4.relaxed_madd
+  0x0b,
+]);
+
+/** What this page offers: { isolated, sharedMemory, workers, relaxedSimd, cores }. */
+export function detect() {
+  let sharedMemory = false;
+  try {
+    sharedMemory = typeof SharedArrayBuffer === 'function' &&
+      new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }).buffer instanceof SharedArrayBuffer;
+  } catch { /* no shared memory */ }
+  let relaxedSimd = false;
+  try { relaxedSimd = WebAssembly.validate(RELAXED_PROBE); } catch { /* no */ }
+  return {
+    isolated: globalThis.crossOriginIsolated === true,
+    sharedMemory,
+    workers: typeof Worker === 'function',
+    relaxedSimd,
+    cores: globalThis.navigator?.hardwareConcurrency || 1,
+  };
+}
+
+function checkThreads(threads) {
+  if (threads === undefined) return undefined;
+  if (typeof threads !== 'number' || !Number.isInteger(threads) || threads < 1 || threads > 64) {
+    throw new Error(`threads must be an integer from 1 to 64, got ${String(threads)}`);
+  }
+  return threads;
+}
+
+/** Which build `load(options)` takes on this page, and why: { build, threads, reasons }. */
+export function choose(options = {}, page = detect()) {
+  const asked = checkThreads(options.threads);
+  const reasons = [];
+  const canThread = page.isolated && page.sharedMemory && page.workers;
+  if (!canThread) {
+    const why = !page.isolated
+      ? 'the page is not cross-origin isolated (serve it with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)'
+      : !page.sharedMemory ? 'no shared WebAssembly memory (SharedArrayBuffer)' : 'no Web Workers';
+    reasons.push(`one thread: ${why}`);
+  }
+  if (!page.relaxedSimd) reasons.push('SIMD128 without relaxed SIMD: WebAssembly.validate rejects relaxed-SIMD code');
+  let build;
+  if (options.build !== undefined) {
+    if (!BUILDS.includes(options.build)) throw new Error(`build must be one of ${BUILDS.join(', ')}, got ${options.build}`);
+    build = options.build;
+    if (build.startsWith('threads') && !canThread) throw new Error(`cannot run the forced build ${build}: ${reasons[0]}`);
+    if (build.endsWith('relaxed') && !page.relaxedSimd) throw new Error(`cannot run the forced build ${build}: ${reasons.at(-1)}`);
+    reasons.length = 0;
+    reasons.push(`build forced to ${build}`);
+  } else {
+    build = `${canThread ? 'threads' : 'simd128'}${page.relaxedSimd ? '-relaxed' : ''}`;
+  }
+  const threaded = build.startsWith('threads');
+  const threads = threaded ? asked ?? Math.min(page.cores, DEFAULT_MAX_THREADS) : 1;
+  if (!threaded && asked > 1) reasons.push(`${asked} threads asked, 1 used`);
+  return { build, threads, reasons };
+}
+
+let loading;
+
+/**
+ * Picks, instantiates and starts one build (once per page: later calls return the same
+ * module, and throw if their options ask for something else).
+ */
+export async function load(options = {}) {
+  const pick = choose(options);
+  if (loading) {
+    const mod = await loading.mod;
+    const asks = (options.build && options.build !== mod.loaded.build) ||
+      (options.threads && options.threads !== mod.loaded.threads);
+    if (asks) throw new Error(`webtensor is already loaded as ${mod.loaded.build} with ${mod.loaded.threads} thread(s) (load runs once per page)`);
+    return mod;
+  }
+  loading = { mod: start(pick, options) };
+  try {
+    return await loading.mod;
+  } catch (e) {
+    loading = undefined;
+    throw e;
+  }
+}
+
+// The builds to try, fastest first: the pick, then (unless forced) the slower ones this page
+// can also run. A build missing from the package (scripts/build-pkg.sh skips the threaded
+// ones when setup could not install their toolchain) is passed over with a reason.
+function candidates(pick, forced) {
+  if (forced) return [pick.build];
+  const order = BUILDS.slice(BUILDS.indexOf(pick.build));
+  return pick.build.endsWith('relaxed') ? order : order.filter((b) => !b.endsWith('relaxed'));
+}
+
+async function start(pick, options) {
+  let wasm;
+  for (const build of candidates(pick, options.build !== undefined)) {
+    try {
+      wasm = await import(/* webpackIgnore: true */ new URL(`./${build}/webtensor.js`, import.meta.url).href);
+    } catch (e) {
+      if (options.build !== undefined) throw new Error(`cannot load the forced build ${build}: ${e.message}`);
+      pick.reasons.push(`${build}: not in the package (${e.message})`);
+      continue;
+    }
+    if (build !== pick.build && !build.startsWith('threads')) {
+      if (options.threads > 1) pick.reasons.push(`${options.threads} threads asked, 1 used`);
+      pick.threads = 1;
+    }
+    pick.build = build;
+    break;
+  }
+  if (!wasm) throw new Error(`no build of webtensor could be loaded: ${pick.reasons.join('; ')}`);
+  const instance = await wasm.default({ module_or_path: new URL(`./${pick.build}/webtensor_bg.wasm`, import.meta.url) });
+  if (pick.build.startsWith('threads')) await wasm.initThreadPool(pick.threads, options.workerTimeoutMs);
+  wasm.setLoadNote(pick.reasons.join('; '));
+  const info = wasm.buildInfo();
+  const loaded = Object.freeze({ build: info.build.replace('+', '-'), threads: info.threads, simd: info.simd, reasons: pick.reasons });
+  return Object.freeze({ ...wasm, loaded, memory: instance.memory });
+}

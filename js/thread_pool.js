@@ -1,0 +1,72 @@
+// The Web Workers of webtensor's threaded wasm build (src/threads.rs explains the design).
+// On the page: startWorkers() spawns `count` workers from this very file, hands each the
+// compiled module and the shared memory, and resolves once each one has instantiated the
+// module and entered its pool thread; a worker that cannot load (Content-Security-Policy,
+// wrong path, network), throws while starting, or stays silent past `timeoutMs` rejects the
+// whole start with the reason, and every worker started is terminated: nothing hangs.
+// In a worker: the message handler below does that start.
+
+const INIT = 'webtensor_pool_init';
+const READY = 'webtensor_pool_ready';
+const FAILED = 'webtensor_pool_failed';
+
+// Firefox collects workers that only share memory with the page unless they are referenced.
+const workers = [];
+
+function started(worker, url, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const fail = (why) => {
+      clearTimeout(timer);
+      reject(new Error(`a thread pool worker failed to start: ${why}`));
+    };
+    const timer = setTimeout(() => fail(`not ready within ${timeoutMs} ms`), timeoutMs);
+    worker.addEventListener('message', ({ data }) => {
+      if (data?.type === READY) { clearTimeout(timer); resolve(); }
+      if (data?.type === FAILED) fail(data.message);
+    });
+    worker.addEventListener('error', (e) => {
+      e.preventDefault?.();
+      fail(e.message || `cannot load ${url} as a module worker (blocked by a Content-Security-Policy ` +
+        'worker-src / script-src, a wrong path, or a network error)');
+    });
+    worker.addEventListener('messageerror', () => fail('it could not receive the shared memory'));
+  });
+}
+
+export async function startWorkers(module, memory, count, mainJs, timeoutMs) {
+  const url = new URL(import.meta.url);
+  const made = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const worker = new Worker(url, { type: 'module', name: `webtensor-pool-${i + 1}` });
+      const ready = started(worker, url, timeoutMs);
+      ready.catch(() => {}); // the first failure is reported below; later ones are not unhandled
+      made.push({ worker, ready });
+      worker.postMessage({ type: INIT, module, memory, mainJs });
+    }
+    await Promise.all(made.map((m) => m.ready));
+  } catch (e) {
+    for (const m of made) m.worker.terminate();
+    throw e instanceof Error ? e : new Error(`a thread pool worker failed to start: ${e}`);
+  }
+  workers.push(...made.map((m) => m.worker));
+}
+
+// Inside a pool worker: instantiate the module on the shared memory, then run a pool thread.
+if (typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScope) {
+  const onInit = async ({ data }) => {
+    if (data?.type !== INIT) return;
+    self.removeEventListener('message', onInit);
+    let pkg;
+    try {
+      pkg = await import(data.mainJs);
+      await pkg.default({ module_or_path: data.module, memory: data.memory });
+    } catch (e) {
+      postMessage({ type: FAILED, message: `${e?.message ?? e}` });
+      return;
+    }
+    postMessage({ type: READY });
+    pkg.__webtensorPoolWorker();
+  };
+  self.addEventListener('message', onInit);
+}

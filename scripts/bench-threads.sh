@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# scripts/bench-threads.sh -- issue 12's side-by-side table (a benchmark, not a test), in headless
+# Chromium served cross-origin isolated (scripts/serve.mjs): webtensor's four builds (bench/.pkg,
+# built with the `bench` feature) at 1 thread and the threaded ones at 2 threads, beside
+# onnxruntime-web (numThreads 1 and 2), tfjs-backend-wasm (threads 1 and 2) and wllama
+# (n_threads 1 and 2):
+#   1. CPU matmul: GEMM 256³/512³/1024³, Q8_0/Q4_0/f32 4096×4096 matvec (bench/index.html);
+#   2. MiniLM: 8/32/128 tokens and 16 × 32 (bench/minilm.html, bench/minilm.mjs).
+# Medians per case, then each runtime's thread scaling (1-thread ms / 2-thread ms).
+# Writes target/bench/threads/*.json.
+#   BENCH_REPS=n (default 7)  MINILM_ROUNDS=n (default 3)  BENCH_ONLY=regex (matmul cases)
+#   BENCH_PARTS="matmul minilm"  BENCH_BUILD=0 (use bench/.pkg as built)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
+bash scripts/setup.sh >/dev/null
+# shellcheck source=/dev/null
+source scripts/.env.sh
+[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+( cd bench && { [ -d node_modules/onnxruntime-web ] && [ -d node_modules/@wllama/wllama ] || npm ci --no-audit --no-fund; } )
+PARTS=${BENCH_PARTS:-matmul minilm}
+OUT=target/bench/threads
+mkdir -p "$OUT"
+if [ "${BENCH_BUILD:-1}" = 1 ]; then
+  echo "== building bench/.pkg (four builds, --features bench)"
+  bash scripts/build-pkg.sh bench/.pkg --release --features bench
+fi
+BUILDS=$(cd bench/.pkg && ls -d simd128 simd128-relaxed threads threads-relaxed 2>/dev/null | tr '\n' ' ' || true)
+BEST=$(echo "$BUILDS" | awk '{print $NF}')  # threads-relaxed when there is one
+if [[ " $PARTS " == *" matmul "* ]]; then
+  for b in $BUILDS; do
+    for t in 1 2; do
+      [ "$t" = 2 ] && [[ "$b" != threads* ]] && continue
+      # The peers run once per thread count, beside the build the loader picks by default.
+      peers=0; [ "$b" = "$BEST" ] && peers=1
+      echo "== CPU matmul: $b, $t thread(s)$([ $peers = 1 ] && echo ', with onnxruntime-web and tfjs-wasm')"
+      BENCH_QUERY="build=$b&threads=$t&peers=$peers" node bench/browser.mjs "$OUT/matmul-$b-${t}t.json" >/dev/null
+    done
+  done
+  node bench/threads-table.mjs "$OUT"/matmul-*.json
+fi
+if [[ " $PARTS " == *" minilm "* ]]; then
+  bash scripts/fetch-model.sh
+  python3 scripts/export-onnx.py
+  runs=""
+  for b in $BUILDS; do
+    runs+="webtensor@$b:f32:cpu:1,"
+    [[ "$b" == threads* ]] && runs+="webtensor@$b:f32:cpu:2,"
+  done
+  runs+="webtensor@$BEST:q8_0:cpu:1,webtensor@$BEST:q8_0:cpu:2,ort:f32:cpu:1,ort:f32:cpu:2,wllama:f32:cpu:1,wllama:f32:cpu:2"
+  MINILM_RUNS=$runs node bench/minilm.mjs "$OUT/minilm.json"
+fi

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# scripts/build-pkg.sh OUT_DIR [--dev|--release] [cargo args...] -- builds webtensor's four wasm
+# builds into OUT_DIR/<build>/ (wasm-pack, --target web) and copies the loader (js/index.js,
+# which picks one at load) to OUT_DIR/index.js:
+#   simd128          SIMD128 (.cargo/config.toml's flags)
+#   simd128-relaxed  + relaxed SIMD (fused multiply-add)
+#   threads          + atomics, bulk memory, mutable globals, shared memory; std rebuilt for
+#                    them (build-std, on the pinned nightly $WASM_THREADS_TC from setup.sh);
+#                    the `threads` feature (rayon's pool on Web Workers, src/threads.rs)
+#   threads-relaxed  both
+# Without a threaded toolchain (setup could not install it, e.g. the Debian route) the
+# threaded builds are skipped with a note, and the loader falls back to the others.
+# WEBTENSOR_BUILDS="simd128 threads" builds only those. Prints each build's gzipped size.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
+# shellcheck source=/dev/null
+source scripts/.env.sh
+OUT=${1:?usage: build-pkg.sh OUT_DIR [--dev|--release] [cargo args...]}; shift
+PROFILE=--release
+if [ "${1:-}" = --dev ] || [ "${1:-}" = --release ]; then PROFILE=$1; shift; fi
+say() { printf '[build-pkg] %s\n' "$*" >&2; }
+mkdir -p "$OUT"
+build() {  # build NAME RELAXED THREADED
+  local name=$1 relaxed=$2 threaded=$3 t0; t0=$(date +%s); shift 3
+  if [ -n "${WEBTENSOR_BUILDS:-}" ] && [[ " $WEBTENSOR_BUILDS " != *" $name "* ]]; then return; fi
+  rm -rf "${OUT:?}/$name"
+  if [ "$threaded" = 1 ]; then
+    if [ -z "${WASM_THREADS_TC:-}" ]; then
+      say "SKIPPED $name: no threaded toolchain (scripts/setup.sh could not install one); the loader falls back"
+      return
+    fi
+    RUSTUP_TOOLCHAIN=$WASM_THREADS_TC CARGO_TARGET_DIR="$ROOT/target/wasm-$name" \
+      RUSTFLAGS="$WASM_THREADS_RUSTFLAGS${relaxed:+ -C target-feature=$relaxed}" \
+      wasm-pack build "$PROFILE" --target web --out-dir "$OUT/$name" --no-pack -- \
+      "$@" --features threads -Z build-std=panic_abort,std >&2
+  else
+    CARGO_TARGET_DIR="$ROOT/target/wasm-$name" RUSTFLAGS="-C target-feature=+simd128${relaxed:+,$relaxed}" \
+      wasm wasm-pack build "$PROFILE" --target web --out-dir "$OUT/$name" --no-pack -- "$@" >&2
+  fi
+  rm -f "$OUT/$name/.gitignore"
+  local gz; gz=$(gzip -9 -c "$OUT/$name/webtensor_bg.wasm" | wc -c)
+  say "$name: $(stat -c %s "$OUT/$name/webtensor_bg.wasm") bytes wasm, $gz gzipped, $(( $(date +%s) - t0 ))s"
+}
+build simd128 "" 0 "$@"
+build simd128-relaxed +relaxed-simd 0 "$@"
+build threads "" 1 "$@"
+build threads-relaxed +relaxed-simd 1 "$@"
+cp js/index.js js/index.d.ts js/package.json "$OUT/"
