@@ -5,6 +5,7 @@
 
 mod program;
 mod queue;
+pub mod typed;
 
 pub use crate::backend::{ByteSource, CopyStats, StoredWeight, WeightSpec};
 pub use program::Program;
