@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- the whole test run, from a fresh machine; stops at the first failure.
 #   setup → fmt → clippy (native, wasm32) → native tests (CPU; WebGPU on lavapipe) →
-#   model files (MiniLM GGUFs, tokenizer vectors) → wasm tests in Node → wasm tests in
+#   model files (MiniLM GGUFs, tokenizer vectors) → fuzz targets (a minute each) →
+#   wasm tests in Node → wasm tests in
 #   headless Chromium (WebGPU on SwiftShader) → end-to-end page test (pkg/ + webpack bundle
 #   + the model served, driven by playwright-core).
 set -euo pipefail
@@ -41,6 +42,7 @@ step "model files (fetch-model, test vectors, numpy)" model_files
 # device tests fail instead of skipping without an adapter (WEBTENSOR_REQUIRE_WEBGPU=0 to relax).
 step "native tests (cargo test)" env WEBTENSOR_REQUIRE_WEBGPU=${WEBTENSOR_REQUIRE_WEBGPU:-1} cargo test
 # --lib: the unit tests marked wasm_bindgen_test (SIMD128 kernels, run queue) run under wasm too.
+step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --lib --test web_node
 step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-unknown --test web_browser
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release

@@ -102,7 +102,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     for _ in 0..b.below(12) {
-        let mut pick = |b: &mut Bytes| ids[b.below(ids.len())];
+        let pick = |b: &mut Bytes| ids[b.below(ids.len())];
         let (x, y) = (pick(&mut b), pick(&mut b));
         let g = p.graph_mut();
         let r = match b.below(24) {

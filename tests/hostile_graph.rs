@@ -1,0 +1,67 @@
+//! Regression tests for what fuzzing the graph builder and the JS conversions found
+//! (`fuzz/fuzz_targets/graph.rs`, `convert.rs`): sizes from the caller that overflowed
+//! `usize` arithmetic. A debug build panicked; a release (wasm) build wrapped silently, and a
+//! view's wrapped span could pass its bounds check. Each is now an error.
+
+use webtensor::graph::{DType, Graph};
+use webtensor::runtime::Program;
+use webtensor::Error;
+
+#[test]
+fn quantized_element_counts_that_overflow_are_errors() {
+    // 2^64 elements in fewer than 2^64 bytes (q4_0: 18 bytes per 32 elements).
+    let mut g = Graph::new();
+    let r = g.input("q", DType::Q4_0, &[1 << 32, 1 << 32]);
+    assert!(
+        matches!(r, Err(Error::InvalidArgument(ref m)) if m.contains("too large")),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn reshape_to_an_overflowing_shape_is_an_error() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[4]).unwrap();
+    assert!(g.reshape(x, &[usize::MAX, 2]).is_err());
+    assert!(g.reshape(x, &[1 << 32, 1 << 32, 1 << 32, 0]).is_err());
+    assert!(g.reshape(x, &[2, 2]).is_ok());
+}
+
+#[test]
+fn views_with_huge_strides_or_offsets_are_out_of_bounds() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[16]).unwrap();
+    for (ne, nb, off) in [
+        (&[2usize, 2][..], &[4usize, usize::MAX / 2][..], 0usize),
+        (&[2, 2, 2], &[4, 8, usize::MAX], 0),
+        (&[3], &[usize::MAX / 2], 0),
+        (&[1], &[4], usize::MAX),
+        (&[1], &[4], usize::MAX - 3),
+    ] {
+        let r = g.view(x, ne, nb, off);
+        assert!(
+            matches!(r, Err(Error::OutOfBounds(_))),
+            "{ne:?} {nb:?} {off}: {r:?}"
+        );
+    }
+    let v = g.view(x, &[4], &[4], 8).unwrap();
+    // A view of a view: offsets add up, checked.
+    assert!(g.view(v, &[1], &[4], usize::MAX - 4).is_err());
+}
+
+#[test]
+fn concat_of_empty_tensors_with_huge_dims_is_an_error() {
+    let mut g = Graph::new();
+    let a = g.input("a", DType::F32, &[0, usize::MAX / 2 + 1]).unwrap();
+    assert!(g.concat(a, a, 1).is_err());
+    assert!(g.concat(a, a, 0).is_ok());
+}
+
+#[test]
+fn weights_of_overflowing_shapes_are_errors() {
+    let mut p = Program::new();
+    let r = p.weight_f32("w", DType::F32, &[1 << 32, 1 << 32, 1 << 32], &[]);
+    assert!(r.is_err());
+    let r = p.weight_f32("w", DType::F16, &[1 << 33, 1 << 33, 0, 1 << 33], &[]);
+    assert!(r.is_err());
+}
