@@ -922,7 +922,10 @@ fn malformed_files_give_the_same_answer_from_prefixes() {
 // ---------------------------------------------------------------- round trips
 
 /// A file of every value type and dtype, written by our writer.
-fn written(seed: u64) -> (GgufWriter, Vec<(String, DType, Vec<usize>, Vec<u8>)>) {
+/// A tensor as written: name, dtype, shape, data.
+type Written = (String, DType, Vec<usize>, Vec<u8>);
+
+fn written(seed: u64) -> (GgufWriter, Vec<Written>) {
     let mut rng = Rng::new(seed);
     let mut w = GgufWriter::new();
     w.set("general.architecture", Value::String("test".into()))
