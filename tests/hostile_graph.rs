@@ -3,8 +3,10 @@
 //! `usize` arithmetic. A debug build panicked; a release (wasm) build wrapped silently, and a
 //! view's wrapped span could pass its bounds check. Each is now an error.
 
+use std::collections::HashMap;
+
 use webtensor::graph::{DType, Graph};
-use webtensor::runtime::Program;
+use webtensor::runtime::{DeviceChoice, Program};
 use webtensor::Error;
 
 #[test]
@@ -64,4 +66,24 @@ fn weights_of_overflowing_shapes_are_errors() {
     assert!(r.is_err());
     let r = p.weight_f32("w", DType::F16, &[1 << 33, 1 << 33, 0, 1 << 33], &[]);
     assert!(r.is_err());
+}
+
+/// Found fuzzing (`fuzz/artifacts/graph/oom-*`): a tensor with no elements but a huge first
+/// dim made the CPU kernels size a row scratch by that dim (8 GiB for [2^31, 0]; past
+/// `isize::MAX`, a panic, for [2^61, 0]). Nodes with no elements now compute nothing.
+#[test]
+fn empty_tensors_with_huge_rows_run() {
+    let rt = pollster::block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
+    for ne0 in [1usize << 31, 1 << 61] {
+        let mut p = Program::new();
+        let g = p.graph_mut();
+        let x = g.input("x", DType::F32, &[ne0, 0]).unwrap();
+        let y = g.cpy(x, DType::F16).unwrap();
+        let z = g.sum_rows(x).unwrap();
+        g.set_output(y).unwrap();
+        g.set_output(z).unwrap();
+        let inputs = HashMap::from([("x".to_string(), vec![])]);
+        let outs = pollster::block_on(rt.run(&p, &inputs)).unwrap();
+        assert!(outs.iter().all(|(_, _, bytes)| bytes.is_empty()), "{ne0}");
+    }
 }
