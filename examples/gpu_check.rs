@@ -201,7 +201,7 @@ mod native {
 
         let secs = t0.elapsed().as_secs_f64();
         println!();
-        println!("| check | GPU (WebGPU) | CPU (1 thread) | note |");
+        println!("| check | GPU (WebGPU) | CPU | note |");
         println!("|---|---|---|---|");
         for r in &rows {
             println!("| {} | {} | {} | {} |", r[0], r[1], r[2], r[3]);

@@ -41,7 +41,7 @@
 #   WASM_SETUP_KEEP_FULL_SRC 1 = keep all of rust-web-src (default: keep only library/)
 #   WASM_THREADS_NIGHTLY    the dated nightly (with rust-src, clippy and the wasm32 target)
 #                           that builds the threaded wasm builds with -Zbuild-std (default
-#                           nightly-2026-10-28; "none" = skip). Whatever the route; if it
+#                           scripts/nightly.env's pin; "none" = skip). Whatever the route; if it
 #                           cannot be installed, setup says so, its name in
 #                           $CACHE/threads-toolchain is empty, and the threaded builds and
 #                           their tests are skipped with a note.
@@ -326,7 +326,9 @@ done_step
 # std must be rebuilt with +atomics,+bulk-memory,+mutable-globals (build-std): a dated nightly
 # with rust-src (stable's RUSTC_BOOTSTRAP would do too, but pinning a nightly keeps the
 # unstable -Z flags it accepts fixed).
-THREADS_NIGHTLY="${WASM_THREADS_NIGHTLY:-nightly-2026-10-28}"
+# shellcheck source=/dev/null
+source "$(dirname "${BASH_SOURCE[0]}")/nightly.env"
+THREADS_NIGHTLY="${WASM_THREADS_NIGHTLY:-$NIGHTLY_PIN}"
 THREADS_TC=""
 if [ "$THREADS_NIGHTLY" != none ]; then
   step "threaded builds: $THREADS_NIGHTLY with rust-src (build-std)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- the whole test run, from a fresh machine; stops at the first failure.
 #   setup → fmt → clippy (native, wasm32) → native tests (CPU; WebGPU on lavapipe) →
-#   model files (MiniLM GGUFs, tokenizer vectors) → wasm tests in Node → wasm tests in
+#   model files (MiniLM GGUFs, tokenizer vectors) → fuzz targets (a minute each) →
+#   wasm tests in Node → wasm tests in
 #   headless Chromium (WebGPU on SwiftShader), single-thread and threaded (2 threads) →
 #   end-to-end page tests (pkg/: the loader and its four builds, the webpack bundle, the
 #   model served, driven by playwright-core; the threaded builds cross-origin isolated, and
@@ -62,6 +63,7 @@ step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-u
 # (wasm-bindgen-test-runner serves the page cross-origin isolated).
 step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --target wasm32-unknown-unknown \
   --features threads -Z build-std=panic_abort,std --test web_browser
+step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
 E2E_REQUIRE_THREADS=$([ -n "${WASM_THREADS_TC:-}" ] && echo 1 || echo 0)
 step "end-to-end page tests" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} \

@@ -1,6 +1,9 @@
 import { webtensor } from './webtensor.js';
 import { modelDemo } from './embed.js';
 
+// The package, for the end-to-end tests (tests/e2e/) and for trying the API in the console.
+globalThis.webtensor = webtensor;
+
 const A = [1, 2, 3, 4];
 const B = [10, 20, 30, 40];
 

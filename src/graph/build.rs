@@ -277,7 +277,9 @@ impl Graph {
             ));
         }
         let mut ne = ta.ne;
-        ne[dim] += tb.ne[dim];
+        ne[dim] = ne[dim]
+            .checked_add(tb.ne[dim])
+            .ok_or_else(|| shape_err(op, format!("dim {dim} overflows")))?;
         let dtype = ta.dtype;
         self.node(Op::Concat { dim }, vec![a, b], dtype, ne)
     }
@@ -350,7 +352,9 @@ impl Graph {
             op: Op::View,
             src: vec![a],
             view_of: Some(root),
-            view_offset: base + offset,
+            view_offset: base
+                .checked_add(offset)
+                .ok_or_else(|| Error::OutOfBounds("view offset overflows".into()))?,
             role: Role::Compute,
             is_output: false,
         };
@@ -380,13 +384,14 @@ impl Graph {
                 format!("{} is not contiguous; cont() it first", ta.name),
             ));
         }
+        // Strides first: they check that the new shape's size does not overflow.
+        let nb = contiguous_strides(ta.dtype, ne4)?;
         if ne4.iter().product::<usize>() != ta.numel() {
             return Err(shape_err(
                 "reshape",
                 format!("{} to {ne:?}", ta.shape_str()),
             ));
         }
-        let nb = contiguous_strides(ta.dtype, ne4)?;
         self.view(a, &ne4, &nb, 0)
     }
 

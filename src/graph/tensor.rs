@@ -50,6 +50,10 @@ pub struct Tensor {
 pub fn contiguous_strides(dtype: DType, ne: [usize; MAX_DIMS]) -> Result<[usize; MAX_DIMS]> {
     let row = dtype.row_bytes(ne[0])?;
     let overflow = || Error::InvalidArgument(format!("tensor {ne:?} of {dtype:?} is too large"));
+    // The element count too (a quantized tensor has more elements than bytes).
+    ne.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(overflow)?;
     let nb2 = row.checked_mul(ne[1]).ok_or_else(overflow)?;
     let nb3 = nb2.checked_mul(ne[2]).ok_or_else(overflow)?;
     nb3.checked_mul(ne[3]).ok_or_else(overflow)?;
@@ -78,10 +82,11 @@ impl Tensor {
         } else {
             self.ne[0] / bs * self.nb[0]
         };
-        let rest: usize = (if bs == 1 { 0 } else { 1 }..MAX_DIMS)
-            .map(|i| (self.ne[i] - 1) * self.nb[i])
-            .sum();
-        first + rest
+        // Saturating: a view's strides come from the caller, and a span past usize::MAX is
+        // simply too large for any memory (the view builder checks it against its owner).
+        (if bs == 1 { 0 } else { 1 }..MAX_DIMS)
+            .map(|i| (self.ne[i] - 1).saturating_mul(self.nb[i]))
+            .fold(first, usize::saturating_add)
     }
 
     /// Whether elements are packed in order with no gaps (dims of size 1 are ignored).

@@ -4,9 +4,12 @@
 //! The reader works on a byte slice (on the web a model arrives as bytes) and checks every
 //! count, length and offset against the file size before it allocates or slices, so a
 //! truncated, oversized or inconsistent file is an [`Error::Model`] naming where (byte offset,
-//! key or tensor), never a panic or a huge
-//! allocation. Tensor data is exposed as slices of the input: ggml's block layouts are ours
-//! ([`DType`]), so weights load without conversion.
+//! key or tensor), never a panic or a huge allocation: every count is checked against the
+//! bytes left in the file, and the parsed header (metadata values, keys, tensor infos) is
+//! charged against [`MAX_HEADER_MEMORY`] before it is allocated. Tensor data is exposed as
+//! slices of the input: ggml's block layouts are ours ([`DType`]), so weights load without
+//! conversion. `tests/gguf_malformed.rs` holds the hostile files (llama.cpp's handcrafted
+//! cases and more) and `fuzz/` a libFuzzer target.
 
 use std::collections::HashSet;
 
@@ -23,6 +26,12 @@ pub const DEFAULT_ALIGNMENT: usize = 32;
 pub const ALIGNMENT_KEY: &str = "general.alignment";
 /// Arrays nest at most this deep (a guard against stack exhaustion on hostile files).
 const MAX_ARRAY_DEPTH: usize = 8;
+/// The most memory a parsed header may take (metadata values counted at their in-memory
+/// size, keys, strings, tensor infos): a file's bytes can expand (a `u8` array element is
+/// one byte in the file and a whole [`Value`] in memory), so this caps what a hostile file
+/// can make the reader allocate. Real headers (vocabularies of a few 100k tokens) take tens
+/// of MiB.
+pub const MAX_HEADER_MEMORY: usize = 256 << 20;
 
 fn bad(what: impl Into<String>) -> Error {
     Error::model(ModelFile::Gguf, what)
@@ -281,6 +290,8 @@ struct Cursor<'a> {
     file_len: usize,
     /// Set when a read ran past `bytes` but not past the file: more of the file is needed.
     short: bool,
+    /// Bytes of [`MAX_HEADER_MEMORY`] not yet charged.
+    budget: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -328,27 +339,48 @@ impl<'a> Cursor<'a> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
-    /// A count or length that must fit in the rest of the file at `min_each` bytes apiece.
-    fn count(&mut self, what: &str, min_each: usize) -> Result<usize> {
+    /// A count or length that must fit in the rest of the file at `min_each` bytes apiece,
+    /// its `mem_each` bytes apiece in memory charged to the header's budget.
+    fn count(&mut self, what: &str, min_each: usize, mem_each: usize) -> Result<usize> {
         let at = self.pos;
         let n = self.u64(what)?;
         let fits = usize::try_from(n).ok().filter(|&n| {
             n.checked_mul(min_each)
                 .is_some_and(|b| b <= self.remaining())
         });
-        fits.ok_or_else(|| {
+        let n = fits.ok_or_else(|| {
+            let signed = match n as i64 {
+                s if s < 0 => format!(" ({s} as a signed count)"),
+                _ => String::new(),
+            };
             bad_at(
                 At::Offset(at),
                 format!(
-                    "{what} {n} cannot fit in the {} bytes that follow",
+                    "{what} {n}{signed} cannot fit in the {} bytes that follow",
                     self.remaining()
                 ),
             )
-        })
+        })?;
+        self.charge(n.saturating_mul(mem_each), at, what)?;
+        Ok(n)
+    }
+
+    /// Takes `bytes` of the header's memory budget (for something read at `at`).
+    fn charge(&mut self, bytes: usize, at: usize, what: &str) -> Result<()> {
+        self.budget = self.budget.checked_sub(bytes).ok_or_else(|| {
+            bad_at(
+                At::Offset(at),
+                format!(
+                    "{what}: the header would take more than {} MiB of memory",
+                    MAX_HEADER_MEMORY >> 20
+                ),
+            )
+        })?;
+        Ok(())
     }
 
     fn string(&mut self, what: &str) -> Result<String> {
-        let len = self.count(what, 1)?;
+        let len = self.count(what, 1, 1)?;
         let at = self.pos;
         let raw = self.take(len, what)?;
         String::from_utf8(raw.to_vec()).map_err(|_| bad_at(At::Offset(at), "a string is not UTF-8"))
@@ -386,7 +418,11 @@ impl<'a> Cursor<'a> {
                 }
                 let at = self.pos;
                 let elem = value_type(self.u32("array type")?, At::Offset(at))?;
-                let n = self.count("array length", elem.min_bytes())?;
+                let n = self.count(
+                    "array length",
+                    elem.min_bytes(),
+                    std::mem::size_of::<Value>(),
+                )?;
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     items.push(self.value(elem, depth + 1)?);
@@ -430,6 +466,7 @@ impl<'a> Gguf<'a> {
             pos: 0,
             file_len,
             short: false,
+            budget: MAX_HEADER_MEMORY,
         };
         match Self::parse_cursor(&mut c) {
             Err(_) if c.short => Ok(None),
@@ -449,14 +486,21 @@ impl<'a> Gguf<'a> {
                 format!("version {version} is not supported (2 and 3 are)"),
             ));
         }
-        // Each tensor info takes at least 8 (name) + 4 + 8 (one dim) + 4 + 8 bytes.
-        let n_tensors = c.count("tensor count", 32)?;
+        // Each tensor info takes at least 8 (name) + 4 + 8 (one dim) + 4 + 8 bytes; in memory
+        // its info and its name's entry in the duplicate check.
+        let tensor_mem = std::mem::size_of::<TensorInfo>() + 2 * std::mem::size_of::<String>();
+        let n_tensors = c.count("tensor count", 32, tensor_mem)?;
         // Each key/value takes at least 8 (key) + 4 (type) + 1 bytes.
-        let n_kv = c.count("metadata count", 13)?;
+        let kv_mem = std::mem::size_of::<(String, Value)>() + 2 * std::mem::size_of::<String>();
+        let n_kv = c.count("metadata count", 13, kv_mem)?;
         let mut metadata: Vec<(String, Value)> = Vec::with_capacity(n_kv);
         let mut keys = HashSet::with_capacity(n_kv);
         for _ in 0..n_kv {
+            let at = c.pos;
             let key = c.string("key length")?;
+            if key.is_empty() {
+                return Err(bad_at(At::Offset(at), "a metadata key is empty"));
+            }
             let ty = value_type(c.u32("value type")?, At::Key(key.clone()))?;
             let value = c.value(ty, 0)?;
             if !keys.insert(key.clone()) {
@@ -486,10 +530,17 @@ impl<'a> Gguf<'a> {
                 ));
             }
             let mut ne = Vec::with_capacity(n_dims);
-            for _ in 0..n_dims {
+            for i in 0..n_dims {
                 let d = c.u64("tensor dim")?;
-                let d = usize::try_from(d)
-                    .map_err(|_| bad_at(At::Tensor(name.clone()), format!("dim {d} overflows")))?;
+                let bad_dim = |what: String| bad_at(At::Tensor(name.clone()), what);
+                if (d as i64) < 0 {
+                    return Err(bad_dim(format!("dim {i} is negative ({})", d as i64)));
+                }
+                if d == 0 {
+                    return Err(bad_dim(format!("dim {i} is 0")));
+                }
+                let d =
+                    usize::try_from(d).map_err(|_| bad_dim(format!("dim {i} ({d}) overflows")))?;
                 ne.push(d);
             }
             let type_id = c.u32("tensor type")?;

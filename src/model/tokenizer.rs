@@ -149,23 +149,33 @@ impl WordPiece {
     /// whole, as Hugging Face's added-token matching does before normalization.
     pub fn tokenize(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::new();
-        let mut rest = text;
-        while !rest.is_empty() {
-            let next = SPECIALS
+        let specials: Vec<(&str, u32)> = SPECIALS
+            .iter()
+            .filter_map(|&s| Some((s, self.id(s)?)))
+            .collect();
+        // Where each special token next occurs, searched again only once passed: the scan
+        // stays linear however many special tokens the text holds.
+        let mut found: Vec<Option<usize>> = specials.iter().map(|(s, _)| text.find(s)).collect();
+        let mut pos = 0;
+        loop {
+            for (f, (s, _)) in found.iter_mut().zip(&specials) {
+                if f.is_some_and(|at| at < pos) {
+                    *f = text[pos..].find(s).map(|at| pos + at);
+                }
+            }
+            let next = found
                 .iter()
-                .filter_map(|s| Some((rest.find(s)?, *s, self.id(s)?)))
+                .zip(&specials)
+                .filter_map(|(f, &(s, id))| Some((f.as_ref().copied()?, s, id)))
                 .min_by_key(|&(at, s, _)| (at, std::cmp::Reverse(s.len())));
-            let (plain, special) = match next {
-                Some((at, s, id)) => (&rest[..at], Some((s, id))),
-                None => (rest, None),
-            };
-            for word in pre_tokenize(&normalize(plain)) {
+            let end = next.map_or(text.len(), |(at, _, _)| at);
+            for word in pre_tokenize(&normalize(&text[pos..end])) {
                 self.word_pieces(word, &mut out);
             }
-            match special {
-                Some((s, id)) => {
+            match next {
+                Some((at, s, id)) => {
                     out.push(id);
-                    rest = &rest[plain.len() + s.len()..];
+                    pos = at + s.len();
                 }
                 None => break,
             }
@@ -379,6 +389,19 @@ mod tests {
             ["hello", "[SEP]", "a", "[UNK]", "[UNK]", "[UNK]", "[UNK]"]
         );
         assert_eq!(toks(&wp, &wp.tokenize("[CLS][CLS]")), ["[CLS]", "[CLS]"]);
+    }
+
+    /// Regression (found while writing the fuzz target): each special token in the text
+    /// searched the whole rest for every other special, quadratic in the text's length.
+    #[test]
+    fn many_special_tokens_scan_linearly() {
+        let wp = vocab();
+        let n = 200_000;
+        let ids = wp.tokenize(&"[SEP]a ".repeat(n));
+        assert_eq!(ids.len(), 2 * n);
+        assert!(ids
+            .chunks(2)
+            .all(|p| p == [wp.sep_id(), wp.id("a").unwrap()]));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod program;
 mod queue;
 mod tensor;
+pub mod typed;
 
 pub use crate::backend::{ByteSource, CopyStats, StoredWeight, WeightSpec};
 pub use program::Program;

@@ -112,7 +112,10 @@ impl Program {
                 "weight {name}: give i32 weights as integers"
             )));
         }
-        let numel: usize = ne.iter().product();
+        let numel = ne
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| Error::InvalidArgument(format!("weight {name}: {ne:?} is too large")))?;
         if values.len() != numel {
             return Err(Error::InvalidArgument(format!(
                 "weight {name} needs {numel} values, got {}",

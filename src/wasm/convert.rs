@@ -1,9 +1,10 @@
 //! Small conversions between Rust values and JS values.
 
-use js_sys::{Object, Reflect};
+use js_sys::{Function, Object, Reflect};
 
 use crate::runtime::DeviceChoice;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// Sets `obj[key] = value`.
 pub fn set(obj: &Object, key: &str, value: &JsValue) -> Result<(), JsError> {
@@ -24,14 +25,99 @@ pub fn prop(obj: &JsValue, key: &str) -> Option<JsValue> {
         .filter(|v| !v.is_undefined() && !v.is_null())
 }
 
-/// `{ devices = "auto", costModel = true }` of `RuntimeOptions`.
-pub fn runtime_options(options: &JsValue) -> Result<(DeviceChoice, bool), JsError> {
-    let devices = prop(options, "devices")
-        .and_then(|v| v.as_string())
-        .unwrap_or_else(|| "auto".into());
-    let choice: DeviceChoice = devices.parse().map_err(to_js_error)?;
-    let cost_model = prop(options, "costModel")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true);
-    Ok((choice, cost_model))
+/// A JS value's message for a person: a string as it is, an `Error`'s `name: message` (never
+/// its stack), anything else as JSON.
+pub fn js_message(v: &JsValue) -> String {
+    if let Some(s) = v.as_string() {
+        return s;
+    }
+    if let Some(e) = v.dyn_ref::<js_sys::Error>() {
+        let (name, msg) = (String::from(e.name()), String::from(e.message()));
+        return match name.as_str() {
+            "" | "Error" => msg,
+            _ => format!("{name}: {msg}"),
+        };
+    }
+    if let Some(m) = prop(v, "message").and_then(|m| m.as_string()) {
+        return m;
+    }
+    js_sys::JSON::stringify(v)
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_else(|| "an error that is not an Error".into())
+}
+
+/// `typeof v`, for messages.
+fn type_name(v: &JsValue) -> String {
+    if v.is_null() {
+        "null".into()
+    } else if js_sys::Array::is_array(v) {
+        "an array".into()
+    } else {
+        v.js_typeof().as_string().unwrap_or_default()
+    }
+}
+
+/// The options object of `Runtime.create` (`{ devices = "auto", costModel = true }`) and of
+/// `SentenceEmbedder.load` (those and `onProgress`, when `with_progress`), checked strictly:
+/// an unknown key or a value of the wrong type is an `Error` naming the option. `undefined`
+/// (for the object or any option) means the default.
+pub fn runtime_options(
+    options: &JsValue,
+    with_progress: bool,
+) -> Result<(DeviceChoice, bool, Option<Function>), JsError> {
+    let mut out = (DeviceChoice::Auto, true, None);
+    if options.is_undefined() {
+        return Ok(out);
+    }
+    if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
+        return Err(JsError::new(&format!(
+            "options must be an object, got {}",
+            type_name(options)
+        )));
+    }
+    let known: &[&str] = if with_progress {
+        &["devices", "costModel", "onProgress"]
+    } else {
+        &["devices", "costModel"]
+    };
+    let obj: &Object = options.unchecked_ref();
+    for key in Object::keys(obj).iter() {
+        let key = key.as_string().unwrap_or_default();
+        if !known.contains(&key.as_str()) {
+            return Err(JsError::new(&format!(
+                "unknown option {key:?} (the options are {})",
+                known.join(", ")
+            )));
+        }
+        let v = Reflect::get(obj, &JsValue::from_str(&key))
+            .map_err(|e| JsError::new(&format!("cannot read option {key}: {}", js_message(&e))))?;
+        if v.is_undefined() {
+            continue;
+        }
+        let wrong = |want: &str| {
+            JsError::new(&format!(
+                "option {key} must be {want}, got {}",
+                type_name(&v)
+            ))
+        };
+        match key.as_str() {
+            "devices" => {
+                let s = v
+                    .as_string()
+                    .ok_or_else(|| wrong("\"auto\", \"webgpu\" or \"cpu\""))?;
+                out.0 = s.parse().map_err(to_js_error)?;
+            }
+            "costModel" => out.1 = v.as_bool().ok_or_else(|| wrong("a boolean"))?,
+            _ => out.2 = Some(v.dyn_into::<Function>().map_err(|v| wrong_fn(&key, &v))?),
+        }
+    }
+    Ok(out)
+}
+
+fn wrong_fn(key: &str, v: &JsValue) -> JsError {
+    JsError::new(&format!(
+        "option {key} must be a function, got {}",
+        type_name(v)
+    ))
 }

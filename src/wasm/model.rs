@@ -4,11 +4,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Float32Array, Function, Object, Promise, Uint8Array};
+use js_sys::{Array, Float32Array, Object, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::convert::{prop, runtime_options, set, to_js_error};
+use super::convert::{js_message, runtime_options, set, to_js_error};
 use crate::runtime::{ByteSource, Runtime};
 
 #[wasm_bindgen(module = "/js/fetch_progress.js")]
@@ -48,7 +48,7 @@ impl SentenceEmbedder {
         #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "EmbedderOptions")] options: JsValue,
     ) -> Result<SentenceEmbedder, JsError> {
-        let progress = prop(&options, "onProgress").and_then(|f| f.dyn_into::<Function>().ok());
+        let (choice, cost_model, progress) = runtime_options(&options, true)?;
         let report = |stage: &str, loaded: f64, total: f64| {
             if let Some(f) = &progress {
                 let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());
@@ -69,10 +69,12 @@ impl SentenceEmbedder {
             let data = fetch_with_progress(&url, on_chunk.as_ref())
                 .await
                 .map_err(|e| {
-                    JsError::new(
-                        &e.as_string()
-                            .unwrap_or_else(|| format!("cannot fetch {url}: {e:?}")),
-                    )
+                    // fetchWithProgress's own errors name the URL; the browser's do not.
+                    let msg = js_message(&e);
+                    match msg.contains(&url) {
+                        true => JsError::new(&msg),
+                        false => JsError::new(&format!("cannot fetch {url}: {msg}")),
+                    }
                 })?;
             JsBytes(Uint8Array::new(&data))
         } else if let Some(a) = source.dyn_ref::<Uint8Array>() {
@@ -81,7 +83,6 @@ impl SentenceEmbedder {
             return Err(JsError::new("source must be a URL string or a Uint8Array"));
         };
         report("devices", 0.0, 1.0);
-        let (choice, cost_model) = runtime_options(&options)?;
         let rt = crate::create_runtime(choice, cost_model)
             .await
             .map_err(to_js_error)?;

@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 
 use super::convert::{runtime_options, set, to_js_error};
 use crate::graph::{DType, RopeMode, RopeParams, TensorId};
+use crate::runtime::typed::{self, Typed, TypedVec};
 use crate::runtime::{DeviceTensor, Program, Value};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -41,50 +42,45 @@ fn parse_dtype(s: &str) -> Result<DType, JsError> {
         .ok_or_else(|| JsError::new(&format!("unknown dtype {s:?} (f32, f16, i32, q8_0, q4_0)")))
 }
 
-/// Bytes of a typed array given for a tensor of `dtype`.
-fn typed_to_bytes(v: &JsValue, dtype: DType, what: &str) -> Result<Vec<u8>, JsError> {
-    if let Some(a) = v.dyn_ref::<Float32Array>() {
-        if dtype != DType::F32 {
-            return Err(JsError::new(&format!(
-                "{what} is {}: give a Uint8Array of raw bytes",
-                dtype.name()
-            )));
-        }
-        return Ok(a.to_vec().iter().flat_map(|x| x.to_le_bytes()).collect());
-    }
-    if let Some(a) = v.dyn_ref::<Int32Array>() {
-        if dtype != DType::I32 {
-            return Err(JsError::new(&format!(
-                "{what} is {}, not i32",
-                dtype.name()
-            )));
-        }
-        return Ok(a.to_vec().iter().flat_map(|x| x.to_le_bytes()).collect());
-    }
-    if let Some(a) = v.dyn_ref::<Uint8Array>() {
-        return Ok(a.to_vec());
-    }
-    Err(JsError::new(&format!(
-        "{what}: expected a Float32Array, Int32Array or Uint8Array"
-    )))
+/// A typed array's contents (copied out of JS), for [`crate::runtime::typed`].
+enum JsTyped {
+    F32(Vec<f32>),
+    I32(Vec<i32>),
+    U8(Vec<u8>),
 }
 
-fn bytes_to_typed(bytes: &[u8], dtype: DType) -> JsValue {
-    match dtype {
-        DType::F32 | DType::F16 => {
-            let mut v = vec![0f32; bytes.len() / dtype.block_bytes()];
-            crate::graph::row_to_f32(dtype, bytes, &mut v);
-            Float32Array::from(v.as_slice()).into()
+impl JsTyped {
+    fn of(v: &JsValue, what: &str) -> Result<Self, JsError> {
+        if let Some(a) = v.dyn_ref::<Float32Array>() {
+            Ok(Self::F32(a.to_vec()))
+        } else if let Some(a) = v.dyn_ref::<Int32Array>() {
+            Ok(Self::I32(a.to_vec()))
+        } else if let Some(a) = v.dyn_ref::<Uint8Array>() {
+            Ok(Self::U8(a.to_vec()))
+        } else {
+            Err(JsError::new(&format!(
+                "{what}: expected a Float32Array, Int32Array or Uint8Array"
+            )))
         }
-        DType::I32 => {
-            let v: Vec<i32> = bytes
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
-            Int32Array::from(v.as_slice()).into()
-        }
-        DType::Q8_0 | DType::Q4_0 => Uint8Array::from(bytes).into(),
     }
+
+    fn as_typed(&self) -> Typed<'_> {
+        match self {
+            Self::F32(v) => Typed::F32(v),
+            Self::I32(v) => Typed::I32(v),
+            Self::U8(v) => Typed::U8(v),
+        }
+    }
+}
+
+fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<JsValue, JsError> {
+    Ok(
+        match typed::bytes_to_typed(bytes, dtype).map_err(to_js_error)? {
+            TypedVec::F32(v) => Float32Array::from(v.as_slice()).into(),
+            TypedVec::I32(v) => Int32Array::from(v.as_slice()).into(),
+            TypedVec::U8(v) => Uint8Array::from(v.as_slice()).into(),
+        },
+    )
 }
 
 /// A tensor graph built from JS. Tensors are numbers (ids); every builder checks shapes and
@@ -135,14 +131,11 @@ impl JsGraph {
         data: JsValue,
     ) -> Result<u32, JsError> {
         let dt = parse_dtype(dtype)?;
+        let data = JsTyped::of(&data, name)?;
         let mut p = self.p.borrow_mut();
-        let r = if let Some(a) = data.dyn_ref::<Float32Array>() {
-            p.weight_f32(name, dt, &shape, &a.to_vec())
-        } else {
-            let bytes = typed_to_bytes(&data, dt, name)?;
-            p.weight_bytes(name, dt, &shape, bytes)
-        };
-        r.map(|id| id.0 as u32).map_err(to_js_error)
+        typed::add_weight(&mut p, name, dt, &shape, data.as_typed())
+            .map(|id| id.0 as u32)
+            .map_err(to_js_error)
     }
 
     /// Marks `t` as an output of runs.
@@ -327,6 +320,18 @@ impl JsGraph {
 #[wasm_bindgen(js_name = Runtime)]
 pub struct JsRuntime {
     rt: Rc<crate::runtime::Runtime>,
+    /// Set by `dispose`: later calls fail with an `Error`.
+    disposed: std::cell::Cell<bool>,
+}
+
+impl JsRuntime {
+    /// The runtime, or an error once disposed.
+    fn live(&self) -> Result<&Rc<crate::runtime::Runtime>, JsError> {
+        match self.disposed.get() {
+            true => Err(JsError::new("this Runtime was disposed")),
+            false => Ok(&self.rt),
+        }
+    }
 }
 
 #[wasm_bindgen(js_class = Runtime)]
@@ -335,11 +340,14 @@ impl JsRuntime {
     pub async fn create(
         #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] options: JsValue,
     ) -> Result<JsRuntime, JsError> {
-        let (choice, cost_model) = runtime_options(&options)?;
+        let (choice, cost_model, _) = runtime_options(&options, false)?;
         let rt = crate::create_runtime(choice, cost_model)
             .await
             .map_err(to_js_error)?;
-        Ok(JsRuntime { rt: Rc::new(rt) })
+        Ok(JsRuntime {
+            rt: Rc::new(rt),
+            disposed: Default::default(),
+        })
     }
 
     /// Names of the devices in use, in priority order.
@@ -363,13 +371,14 @@ impl JsRuntime {
         #[wasm_bindgen(unchecked_param_type = "Inputs")] inputs: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Promise {
-        let rt = self.rt.clone();
+        let rt = self.live().cloned();
         let program = graph.p.borrow().clone();
         let parsed = parse_inputs(&program, &inputs);
         let keep = super::convert::prop(&options, "keepOnDevice")
             .and_then(|v| v.as_bool())
             .unwrap_or(false);
         wasm_bindgen_futures::future_to_promise(async move {
+            let rt = rt.map_err(JsValue::from)?;
             let inputs = parsed.map_err(JsValue::from)?;
             let outs = rt
                 .run_values(&program, &inputs, keep)
@@ -378,7 +387,7 @@ impl JsRuntime {
             let o = Object::new();
             for (name, dtype, value) in outs {
                 let v = match value {
-                    Value::Bytes(bytes) => bytes_to_typed(&bytes, dtype),
+                    Value::Bytes(bytes) => bytes_to_typed(&bytes, dtype)?,
                     Value::Device(t) => JsGpuTensor::register(t).into(),
                 };
                 set(&o, &name, &v).map_err(JsValue::from)?;
@@ -391,17 +400,24 @@ impl JsRuntime {
     /// oneTimeBytes }`.
     #[wasm_bindgen(js_name = copyStats)]
     pub fn copy_stats(&self) -> Result<js_sys::Object, JsError> {
-        super::model::copy_stats_object(self.rt.copy_stats())
+        super::model::copy_stats_object(self.live()?.copy_stats())
     }
 
     /// The placement of `graph`: splits, which node runs where and why, copies, memory.
     pub fn explain(&self, graph: &JsGraph) -> Result<String, JsError> {
         let program = graph.p.borrow();
-        self.rt.explain(&program).map_err(to_js_error)
+        self.live()?.explain(&program).map_err(to_js_error)
     }
 
     /// Frees the device memory of every graph run so far (they are re-planned on next run).
     pub fn clear(&self) {
+        self.rt.clear()
+    }
+
+    /// Frees the device memory of every graph run so far; later calls fail with an `Error`
+    /// (a run in flight finishes).
+    pub fn dispose(&self) {
+        self.disposed.set(true);
         self.rt.clear()
     }
 }
@@ -427,10 +443,9 @@ fn parse_inputs(p: &Program, inputs: &JsValue) -> Result<HashMap<String, Value>,
             .find(|(_, t)| t.name == name && t.role == crate::graph::Role::Input)
             .map(|(_, t)| t.dtype)
             .ok_or_else(|| JsError::new(&format!("the graph has no input named {name:?}")))?;
-        out.insert(
-            name.clone(),
-            Value::Bytes(typed_to_bytes(&value, dtype, &name)?),
-        );
+        let value = JsTyped::of(&value, &name)?;
+        let bytes = typed::typed_to_bytes(value.as_typed(), dtype, &name).map_err(to_js_error)?;
+        out.insert(name.clone(), Value::Bytes(bytes));
     }
     Ok(out)
 }
@@ -500,7 +515,7 @@ impl JsGpuTensor {
         let t = self.t.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let bytes = t.read().await.map_err(|e| JsValue::from(to_js_error(e)))?;
-            Ok(bytes_to_typed(&bytes, t.dtype()))
+            bytes_to_typed(&bytes, t.dtype()).map_err(JsValue::from)
         })
     }
 

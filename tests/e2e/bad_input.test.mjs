@@ -1,0 +1,188 @@
+// End-to-end: the JS API under bad input, in headless Chromium on the built page (www/dist,
+// which exposes the package as globalThis.webtensor). Every bad call must throw or reject
+// with a JS Error whose message is clean text naming what is wrong (never a debug-printed
+// JsValue or a stack); NaN/Inf inputs give well-defined results; many concurrent calls on
+// one runtime give the serial answers; and afterwards the model still embeds with the same
+// scores as before. Run by scripts/test.sh after scripts/build-web.sh.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const DIST = path.join(ROOT, 'www/dist');
+let server, browser, base;
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'www/dist is not built (scripts/build-web.sh)');
+  server = await startServer(DIST, 0);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+// name → the message each bad call must give.
+const EXPECTED = {
+  'Runtime.create costModel "yes"': /^option costModel must be a boolean, got string$/,
+  'Runtime.create devices 5': /^option devices must be "auto", "webgpu" or "cpu", got number$/,
+  'Runtime.create devices "tpu"': /devices must be "auto", "webgpu" or "cpu", got "tpu"/,
+  'Runtime.create unknown option': /^unknown option "cosModel" \(the options are devices, costModel\)$/,
+  'Runtime.create options a string': /^options must be an object, got string$/,
+  'Runtime.create options an array': /^options must be an object, got an array$/,
+  'load onProgress a string': /^option onProgress must be a function, got string$/,
+  'load unknown option': /^unknown option "extra" \(the options are devices, costModel, onProgress\)$/,
+  'load costModel null': /^option costModel must be a boolean, got null$/,
+  'load 404': /^cannot fetch models\/nope\.gguf: HTTP 404$/,
+  'load unreachable server': /^cannot fetch http:\/\/127\.0\.0\.1:9\/x\.gguf: TypeError: Failed to fetch$/,
+  'load a number': /^source must be a URL string or a Uint8Array$/,
+  'load 3 bytes': /^GGUF file, at byte 0: truncated: magic needs 4 bytes, the file has 3$/,
+  'load half a model': /^GGUF file, tensor "[^"]+": truncated/,
+  'load bad magic': /^GGUF file, at byte 0: not a GGUF file \(bad magic\)$/,
+  'run Int32Array for f32': /x is f32, not i32/,
+  'run short Float32Array': /x/,
+  'run plain array': /^x: expected a Float32Array, Int32Array or Uint8Array$/,
+  'run unknown input': /^the graph has no input named "nope"$/,
+  'run inputs a string': /^inputs must be an object of typed arrays$/,
+  'run no output': /no output/,
+  'input too large': /too large|overflows/,
+  'input 5 dims': /expected 1 to 4 dims, got 5/,
+  'input unknown dtype': /^unknown dtype "f64"/,
+  'weight short Float32Array': /needs 32 values, got 31/,
+  'weight Int32Array for f32': /w2 is f32, not i32/,
+  'weight a string': /^w3: expected a Float32Array, Int32Array or Uint8Array$/,
+  'add unknown tensor': /invalid graph|no tensor|unknown/,
+  'view past the end': /out of bounds/,
+  'permute 3 axes': /^permute takes 4 axes$/,
+  'disposed runtime run': /^this Runtime was disposed$/,
+  'disposed runtime explain': /^this Runtime was disposed$/,
+  'disposed model embed': /^this SentenceEmbedder was disposed$/,
+  'disposed model tokenize': /^this SentenceEmbedder was disposed$/,
+  'embed numbers': /./,
+  'embed undefined': /./,
+};
+
+test('the JS API gives clean Errors for bad input and keeps working', async (t) => {
+  const page = await browser.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.goto(base);
+  await page.waitForSelector('#status[data-state="ready"], #status[data-state="error"]', { timeout: 300_000 });
+  const out = await page.evaluate(async () => {
+    const wt = globalThis.webtensor;
+    const results = [];
+    const bad = async (name, fn) => {
+      try {
+        await fn();
+        results.push({ name, threw: false });
+      } catch (e) {
+        results.push({ name, threw: true, isError: e instanceof Error, message: String(e?.message ?? e) });
+      }
+    };
+    const SENTENCES = ['A man is playing a guitar.', 'Someone plays an acoustic guitar.', 'The stock market fell sharply today.'];
+    const cos = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
+    const scores = (e) => [cos(e[0], e[1]), cos(e[0], e[2])];
+    const URL = 'models/minilm-q8_0.gguf';
+
+    const model = await wt.SentenceEmbedder.load(URL, {});
+    const before = await model.embed(SENTENCES);
+
+    // Options.
+    await bad('Runtime.create costModel "yes"', () => wt.Runtime.create({ costModel: 'yes' }));
+    await bad('Runtime.create devices 5', () => wt.Runtime.create({ devices: 5 }));
+    await bad('Runtime.create devices "tpu"', () => wt.Runtime.create({ devices: 'tpu' }));
+    await bad('Runtime.create unknown option', () => wt.Runtime.create({ cosModel: true }));
+    await bad('Runtime.create options a string', () => wt.Runtime.create('cpu'));
+    await bad('Runtime.create options an array', () => wt.Runtime.create(['cpu']));
+    await bad('load onProgress a string', () => wt.SentenceEmbedder.load(URL, { onProgress: 'x' }));
+    await bad('load unknown option', () => wt.SentenceEmbedder.load(URL, { devices: 'cpu', extra: 1 }));
+    await bad('load costModel null', () => wt.SentenceEmbedder.load(URL, { costModel: null }));
+    // Sources.
+    await bad('load 404', () => wt.SentenceEmbedder.load('models/nope.gguf', {}));
+    await bad('load unreachable server', () => wt.SentenceEmbedder.load('http://127.0.0.1:9/x.gguf', {}));
+    await bad('load a number', () => wt.SentenceEmbedder.load(42, {}));
+    await bad('load 3 bytes', () => wt.SentenceEmbedder.load(new Uint8Array([71, 71, 85]), {}));
+    const file = new Uint8Array(await (await fetch(URL)).arrayBuffer());
+    await bad('load half a model', () => wt.SentenceEmbedder.load(file.slice(0, file.length >> 1), { devices: 'cpu' }));
+    const corrupt = file.slice();
+    corrupt[0] = 0;
+    await bad('load bad magic', () => wt.SentenceEmbedder.load(corrupt, { devices: 'cpu' }));
+
+    // Graphs and runs.
+    const rt = await wt.Runtime.create({ devices: 'cpu', costModel: false });
+    const g = new wt.Graph();
+    const x = g.input('x', 'f32', [4]);
+    const y = g.add(x, x);
+    g.setName(y, 'y');
+    await bad('run no output', () => rt.run(g, { x: new Float32Array(4) }));
+    g.output(y);
+    await bad('run Int32Array for f32', () => rt.run(g, { x: new Int32Array(4) }));
+    await bad('run short Float32Array', () => rt.run(g, { x: new Float32Array(3) }));
+    await bad('run plain array', () => rt.run(g, { x: [1, 2, 3, 4] }));
+    await bad('run unknown input', () => rt.run(g, { x: new Float32Array(4), nope: new Float32Array(4) }));
+    await bad('run inputs a string', () => rt.run(g, 'x'));
+    await bad('input too large', () => new wt.Graph().input('big', 'f32', [2 ** 31, 2 ** 31, 2 ** 31, 2 ** 31]));
+    await bad('input 5 dims', () => new wt.Graph().input('five', 'f32', [1, 1, 1, 1, 1]));
+    await bad('input unknown dtype', () => new wt.Graph().input('x', 'f64', [4]));
+    await bad('weight short Float32Array', () => new wt.Graph().weight('w', 'q8_0', [32], new Float32Array(31)));
+    await bad('weight Int32Array for f32', () => new wt.Graph().weight('w2', 'f32', [4], new Int32Array(4)));
+    await bad('weight a string', () => new wt.Graph().weight('w3', 'f32', [4], 'abcd'));
+    await bad('add unknown tensor', () => g.add(9999, x));
+    await bad('view past the end', () => g.view(x, [4], [4], 2 ** 31));
+    await bad('permute 3 axes', () => g.permute(x, [0, 1, 2]));
+    // NaN and Inf: a well-defined (IEEE) result.
+    const special = Array.from((await rt.run(g, { x: new Float32Array([NaN, Infinity, -Infinity, 1.5]) })).y);
+    // Many concurrent runs on one runtime: each its own answer.
+    const runs = await Promise.all(Array.from({ length: 32 }, (_, i) =>
+      rt.run(g, { x: new Float32Array([i, -i, i / 2, 1]) })));
+    const concurrentRuns = runs.every((r, i) => r.y[0] === 2 * i && r.y[1] === -2 * i && r.y[2] === i && r.y[3] === 2);
+    // Concurrent embeds on one model: the serial answer each time.
+    const embeds = await Promise.all(Array.from({ length: 12 }, (_, i) => model.embed([SENTENCES[i % 3]])));
+    const concurrentEmbeds = embeds.every((e, i) => e[0].every((v, j) => Math.abs(v - before[i % 3][j]) < 1e-5));
+    rt.dispose();
+    await bad('disposed runtime run', () => rt.run(g, { x: new Float32Array(4) }));
+    await bad('disposed runtime explain', () => rt.explain(g));
+    const cpuModel = await wt.SentenceEmbedder.load(file, { devices: 'cpu' });
+    cpuModel.dispose();
+    await bad('disposed model embed', () => cpuModel.embed(['hello']));
+    await bad('disposed model tokenize', () => cpuModel.tokenize('hello'));
+    await bad('embed numbers', () => model.embed([1, 2]));
+    await bad('embed undefined', () => model.embed(undefined));
+
+    // The page's own model still works, with the same scores.
+    const after = await model.embed(SENTENCES);
+    const drift = Math.max(...after.flatMap((e, i) => Array.from(e, (v, j) => Math.abs(v - before[i][j]))));
+    return { results, special, concurrentRuns, concurrentEmbeds, before: scores(before), after: scores(after), drift };
+  });
+
+  const failures = [];
+  for (const r of out.results) {
+    const want = EXPECTED[r.name];
+    if (!want) failures.push(`${r.name}: no expectation`);
+    else if (!r.threw) failures.push(`${r.name}: no error`);
+    else if (!r.isError) failures.push(`${r.name}: threw a non-Error ${r.message}`);
+    else if (!want.test(r.message)) failures.push(`${r.name}: message ${JSON.stringify(r.message)} !~ ${want}`);
+    else if (/JsValue|\n\s+at |^Error: /.test(r.message)) failures.push(`${r.name}: unclean message ${JSON.stringify(r.message)}`);
+  }
+  for (const name of Object.keys(EXPECTED)) {
+    if (!out.results.some((r) => r.name === name)) failures.push(`${name}: not run`);
+  }
+  t.diagnostic(`${out.results.length} bad calls, each an Error with the expected message`);
+  assert.deepEqual(failures, []);
+  assert.ok(Number.isNaN(out.special[0]), `NaN + NaN = ${out.special[0]}`);
+  assert.deepEqual(out.special.slice(1), [Infinity, -Infinity, 3]);
+  assert.ok(out.concurrentRuns, '32 concurrent runs on one runtime: a wrong answer');
+  assert.ok(out.concurrentEmbeds, '12 concurrent embeds on one model: a different answer');
+  assert.ok(out.drift < 1e-5, `embeddings changed by ${out.drift} after the bad calls`);
+  assert.ok(out.after[0] > out.after[1] + 0.2, `guitar/guitar ${out.after[0]} vs guitar/stocks ${out.after[1]}`);
+  assert.deepEqual(pageErrors, []);
+});
