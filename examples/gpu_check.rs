@@ -25,6 +25,7 @@ mod native {
     use std::rc::Rc;
 
     use webtensor::backend::{Device, DeviceKind};
+    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels};
     use webtensor::bench::{minilm_embed_ms, minilm_texts, MatmulProblem, MINILM_CASES};
     use webtensor::graph::DType;
     use webtensor::model::bert::SentenceEmbedder;
@@ -135,6 +136,31 @@ mod native {
             }
         }
 
+        // MiniLM's small-batch shapes (tokens × k × out, f32), with both kernel selections.
+        for (n, k, m) in [(1, 384, 384), (8, 384, 1536), (32, 1536, 384)] {
+            let mut g = [String::new(), String::new()];
+            for (i, sel) in [MatmulKernels::Auto, MatmulKernels::Base]
+                .into_iter()
+                .enumerate()
+            {
+                set_matmul_kernels(sel);
+                g[i] = match MatmulProblem::new(gpu.clone(), DType::F32, m, n, k) {
+                    Ok(p) => match p.median_seconds(50).await {
+                        Ok(t) => format!("{:.1}", p.flops() / t / 1e9),
+                        Err(e) => format!("failed: {e}"),
+                    },
+                    Err(e) => format!("skipped: {e}"),
+                };
+            }
+            set_matmul_kernels(MatmulKernels::Auto);
+            rows.push([
+                format!("matmul {n}×{k}×{m} f32 (GFLOP/s)"),
+                g[0].clone(),
+                "-".into(),
+                format!("earlier kernels: {} GFLOP/s", g[1]),
+            ]);
+        }
+
         // 3. MiniLM, each device choice.
         let path =
             std::env::var("MINILM_MODEL").unwrap_or_else(|_| "models/minilm-q8_0.gguf".into());
@@ -142,13 +168,17 @@ mod native {
         match std::fs::read(&path) {
             Err(e) => println!("MiniLM skipped: cannot read {path}: {e}"),
             Ok(bytes) => {
+                // The last: WebGPU with the matmul kernels chosen as before the small-batch
+                // kernel, to see what that kernel does on this GPU.
                 let choices = [
-                    (DeviceChoice::WebGpu, false),
-                    (DeviceChoice::Cpu, false),
-                    (DeviceChoice::Auto, true),
+                    (DeviceChoice::WebGpu, false, MatmulKernels::Auto),
+                    (DeviceChoice::Cpu, false, MatmulKernels::Auto),
+                    (DeviceChoice::Auto, true, MatmulKernels::Auto),
+                    (DeviceChoice::WebGpu, false, MatmulKernels::Base),
                 ];
                 let mut ms = vec![vec![String::from("-"); MINILM_CASES.len()]; choices.len()];
-                for (c, &(choice, cost)) in choices.iter().enumerate() {
+                for (c, &(choice, cost, kernels)) in choices.iter().enumerate() {
+                    set_matmul_kernels(kernels);
                     let rt = match webtensor::create_runtime(choice, cost).await {
                         Ok(rt) => rt,
                         Err(e) => {
@@ -174,6 +204,7 @@ mod native {
                             }
                         };
                     }
+                    set_matmul_kernels(MatmulKernels::Auto);
                     if choice == DeviceChoice::Auto {
                         if let Ok(plan) = e.explain(&rt) {
                             println!(
@@ -193,7 +224,10 @@ mod native {
                         format!("MiniLM {name} {label} (ms, median of {reps})"),
                         ms[0][k].clone(),
                         ms[1][k].clone(),
-                        format!("auto {} ms; {speedup}", ms[2][k]),
+                        format!(
+                            "auto {} ms; {speedup}; WebGPU with the earlier matmul kernels {} ms",
+                            ms[2][k], ms[3][k]
+                        ),
                     ]);
                 }
             }

@@ -47,9 +47,9 @@ pub(super) enum Kernel {
 /// with the earlier selection) and for tests (every kernel on every shape).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MatmulKernels {
-    /// By shape: matvec for a few long dot products, the small-batch kernel up to
-    /// `SMALL_COLS` columns (on a software adapter, for f32 weights at every size), the
-    /// 64 x 64 tile beyond.
+    /// By adapter and shape. On a software adapter: matvec for a few long dot products, the
+    /// small-batch kernel up to `SMALL_COLS` columns (for f32 weights at every size), the
+    /// 64 x 64 tile beyond. On a hardware GPU: as [`MatmulKernels::Base`] (measured faster).
     #[default]
     Auto,
     /// The selection before the small-batch kernel: matvec up to 8 columns, else the tile.
@@ -89,13 +89,20 @@ fn matmul_kernel(
         MatmulKernels::Small => Kernel::MatMulSmall,
         MatmulKernels::Base if n <= MATVEC_COLS => Kernel::MatVec,
         MatmulKernels::Base => Kernel::MatMul,
+        // On a hardware GPU the small kernel's one invocation per 4 x 4 block, each walking
+        // all of k, leaves most of the device idle: on an NVIDIA H200 (scripts/gpu-check.sh)
+        // MiniLM q8_0 took 9.20 ms at 8 tokens and 20.5 ms at 16 x 32 with it, against 2.80
+        // and 11.2 ms with matvec up to 8 columns and the tile beyond, and 8x384x1536 ran at
+        // 51.5 against 83.7 GFLOP/s. So there the earlier selection stands.
+        MatmulKernels::Auto if !software && n <= MATVEC_COLS => Kernel::MatVec,
+        MatmulKernels::Auto if !software => Kernel::MatMul,
         MatmulKernels::Auto => {
             // The small kernel has one invocation per 4 x 4 block; with too few of them
             // (one long dot product per row) matvec's 64 threads per row do better.
             let blocks = m.div_ceil(4) * n.div_ceil(4) * batch;
             if n <= MATVEC_COLS && blocks * 64 < k {
                 Kernel::MatVec
-            } else if n <= SMALL_COLS || (software && dtype == DType::F32) {
+            } else if n <= SMALL_COLS || dtype == DType::F32 {
                 Kernel::MatMulSmall
             } else {
                 Kernel::MatMul
