@@ -5,7 +5,8 @@
 //   threads-relaxed  both
 // load() picks the fastest build this page can run: a threaded one only when the page is
 // cross-origin isolated (served with COOP/COEP, so SharedArrayBuffer exists) and Workers
-// exist; a relaxed one only when WebAssembly.validate accepts a relaxed-SIMD instruction.
+// exist; a relaxed one only when the engine runs relaxed SIMD (a fused multiply-add validates
+// and an 8-bit dot product gives the known answer).
 // It then instantiates it, starts the thread pool, and returns the module's exports plus
 // `loaded`: { build, threads, simd, reasons } (reasons: why a faster build was not taken), and
 // `memory` (the module's WebAssembly.Memory).
@@ -37,6 +38,34 @@ const RELAXED_PROBE = new Uint8Array([
   0x0b,
 ]);
 
+// (func (export "f") (result i32) (i32x4.extract_lane 0 (i32x4.relaxed_dot_i8x16_i7x16_add_s
+//   (v128.const i8x16 -3 5 7 -2 0 ..) (v128.const i8x16 1 2 3 4 0 ..) (v128.const i32x4 0 ..))))
+// = -3 + 10 + 21 - 8 = 20. The kernels' 8-bit dots use this instruction: an engine that
+// validates it but answers otherwise (Node 20's experimental relaxed SIMD answers 40: an
+// older draft's opcode) must get the SIMD128 build.
+const v128 = (bytes) => [0xfd, 0x0c, ...bytes.map((x) => x & 0xff)];
+const pad = (xs) => [...xs, ...Array(16 - xs.length).fill(0)];
+const RELAXED_DOT_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7f, // type: () -> i32
+  0x03, 0x02, 0x01, 0x00, // one function of type 0
+  0x07, 0x05, 0x01, 0x01, 0x66, 0x00, 0x00, // export "f"
+  0x0a, 0x40, 0x01, 0x3e, 0x00,
+  ...v128(pad([-3, 5, 7, -2])), ...v128(pad([1, 2, 3, 4])), ...v128(pad([])),
+  0xfd, 0x93, 0x02, // i32x4.relaxed_dot_i8x16_i7x16_add_s
+  0xfd, 0x1b, 0x00, // i32x4.extract_lane 0
+  0x0b,
+]);
+
+function relaxedSimdWorks() {
+  try {
+    if (!WebAssembly.validate(RELAXED_PROBE) || !WebAssembly.validate(RELAXED_DOT_PROBE)) return false;
+    return new WebAssembly.Instance(new WebAssembly.Module(RELAXED_DOT_PROBE)).exports.f() === 20;
+  } catch {
+    return false;
+  }
+}
+
 /** What this page offers: { isolated, sharedMemory, workers, relaxedSimd, cores }. */
 export function detect() {
   let sharedMemory = false;
@@ -44,8 +73,7 @@ export function detect() {
     sharedMemory = typeof SharedArrayBuffer === 'function' &&
       new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }).buffer instanceof SharedArrayBuffer;
   } catch { /* no shared memory */ }
-  let relaxedSimd = false;
-  try { relaxedSimd = WebAssembly.validate(RELAXED_PROBE); } catch { /* no */ }
+  const relaxedSimd = relaxedSimdWorks();
   return {
     isolated: globalThis.crossOriginIsolated === true,
     sharedMemory,
@@ -74,7 +102,7 @@ export function choose(options = {}, page = detect()) {
       : !page.sharedMemory ? 'no shared WebAssembly memory (SharedArrayBuffer)' : 'no Web Workers';
     reasons.push(`one thread: ${why}`);
   }
-  if (!page.relaxedSimd) reasons.push('SIMD128 without relaxed SIMD: WebAssembly.validate rejects relaxed-SIMD code');
+  if (!page.relaxedSimd) reasons.push('SIMD128 without relaxed SIMD: this engine rejects relaxed-SIMD code or its 8-bit dot product answers wrong');
   let build;
   if (options.build !== undefined) {
     if (!BUILDS.includes(options.build)) throw new Error(`build must be one of ${BUILDS.join(', ')}, got ${options.build}`);
