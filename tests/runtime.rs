@@ -38,12 +38,13 @@ fn runs_by_name_and_reuses_the_plan() {
     assert_eq!(f32s(&out[0].2), vec![2.0, 6.0]);
     let plan = rt.explain(&p).unwrap();
     assert!(plan.contains("split 0 on CPU"), "{plan}");
-    // The header says what the CPU is: its kernels and its threads.
+    // The header says what the CPU is: its kernels, its threads and the build.
     let threads = webtensor::backends::cpu::Pool::available();
     let s = if threads == 1 { "" } else { "s" };
     assert!(plan.contains("device CPU: CPU ("), "{plan}");
+    let build = webtensor::threads::build_name();
     assert!(
-        plan.contains(&format!("kernels, {threads} thread{s})")),
+        plan.contains(&format!("kernels, {threads} thread{s}, {build} build)")),
         "{plan}"
     );
 }
