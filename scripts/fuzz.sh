@@ -32,6 +32,10 @@ BIN=target/$(rustc "+$NIGHTLY" -vV | awk '/^host:/ {print $2}')/release
 run() {  # run TARGET: one bounded run, its summary on stdout
   local t=$1 log=artifacts/$1.log
   mkdir -p "corpus/$t" "artifacts/$t"
+  # The committed seeds must be there (a .gitignore rule once dropped the GGUF ones).
+  if [ -z "$(ls -A "seeds/$t" 2>/dev/null)" ]; then
+    printf '%-10s FAILED: no seeds in fuzz/seeds/%s\n' "$t" "$t"; return 1
+  fi
   if "$BIN/$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -print_final_stats=1 -artifact_prefix="artifacts/$t/" "corpus/$t" "seeds/$t" >"$log" 2>&1; then
     local execs; execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
