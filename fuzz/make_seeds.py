@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the fuzz targets' seed corpus (fuzz/seeds/<target>/): a few small well-formed GGUF
 files of every value type and dtype, texts for the tokenizer, byte programs for the graph
-and convert targets. Deterministic; rerun after changing it and commit the files."""
+and convert targets. Deterministic. scripts/fuzz.sh runs it before each run; the GGUF files are
+not committed (binary artifacts stay out of git), the others are."""
 import os
 import random
 import struct

@@ -32,7 +32,7 @@ BIN=target/$(rustc "+$NIGHTLY" -vV | awk '/^host:/ {print $2}')/release
 run() {  # run TARGET: one bounded run, its summary on stdout
   local t=$1 log=artifacts/$1.log
   mkdir -p "corpus/$t" "artifacts/$t"
-  # The committed seeds must be there (a .gitignore rule once dropped the GGUF ones).
+  # Seeds: committed text seeds, and the binary ones (GGUF files) made by make_seeds.py.
   if [ -z "$(ls -A "seeds/$t" 2>/dev/null)" ]; then
     printf '%-10s FAILED: no seeds in fuzz/seeds/%s\n' "$t" "$t"; return 1
   fi
@@ -44,6 +44,7 @@ run() {  # run TARGET: one bounded run, its summary on stdout
     printf '%-10s FAILED: see fuzz/%s\n' "$t" "$log"; tail -n 30 "$log" >&2; return 1
   fi
 }
+python3 make_seeds.py >/dev/null
 pids=(); status=0
 for t in "${TARGETS[@]}"; do
   run "$t" & pids+=($!)
