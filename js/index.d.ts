@@ -1,9 +1,107 @@
-// Types of the loader (js/index.js); the exports are those of any one build (simd128/webtensor.d.ts).
+// Types of the package entry (js/index.js). The engine's own classes are those of any one
+// build (simd128/webtensor.d.ts); in worker mode (the default) the page gets proxies of them
+// whose methods all return Promises.
+import type * as Engine from './simd128/webtensor.js';
+
 export type Build = 'threads-relaxed' | 'threads' | 'simd128-relaxed' | 'simd128';
-export interface LoadOptions { threads?: number; build?: Build; workerTimeoutMs?: number }
-export interface Loaded { build: Build; threads: number; simd: string; reasons: string[] }
+export interface LoadOptions {
+  /** Run the engine in a module Worker (default: true in a page, false inside a worker). */
+  worker?: boolean;
+  /** CPU threads (1..64; default navigator.hardwareConcurrency, at most 8). */
+  threads?: number;
+  /** Force a build (for tests). */
+  build?: Build;
+  /** How long a worker (the engine's, a pool thread's) may take to start, in ms (default 20000). */
+  workerTimeoutMs?: number;
+}
+export interface Loaded { build: Build; threads: number; simd: string; reasons: string[]; worker: boolean }
 export declare const BUILDS: Build[];
 export declare const DEFAULT_MAX_THREADS: number;
 export declare function detect(): { isolated: boolean; sharedMemory: boolean; workers: boolean; relaxedSimd: boolean; cores: number };
 export declare function choose(options?: LoadOptions): { build: Build; threads: number; reasons: string[] };
-export declare function load(options?: LoadOptions): Promise<typeof import('./simd128/webtensor.js') & { loaded: Loaded; memory: WebAssembly.Memory }>;
+
+/** Where a model's bytes came from (SentenceEmbedder.load with a URL). */
+export interface ModelSource { url: string; fromCache: boolean; bytes: number; ms: number; note: string }
+export interface CachedModel { url: string; bytes: number; sha256: string; etag: string; stored: string }
+export interface ModelCache {
+  readonly name: string;
+  list(): Promise<CachedModel[]>;
+  delete(url: string): Promise<boolean>;
+  clear(): Promise<boolean>;
+}
+export declare const cache: ModelCache;
+
+export interface LoadModelOptions {
+  devices?: 'auto' | 'webgpu' | 'cpu';
+  costModel?: boolean;
+  onProgress?: (stage: string, loaded: number, total: number) => void;
+  /** Read and write the model cache (default true). */
+  cache?: boolean;
+  signal?: AbortSignal;
+}
+export interface CallOptions { signal?: AbortSignal }
+export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensorProxy>;
+export type Outputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensorProxy>;
+
+/** In-thread mode ({ worker: false }): the build's exports. */
+export type ThreadModule = typeof Engine & {
+  loaded: Loaded;
+  memory: WebAssembly.Memory;
+  cache: ModelCache;
+  worker: false;
+  SentenceEmbedder: typeof Engine.SentenceEmbedder & {
+    load(source: string | Uint8Array, options?: LoadModelOptions): Promise<Engine.SentenceEmbedder & { source: ModelSource | null }>;
+  };
+};
+
+export interface GpuTensorProxy {
+  readonly dtype: string;
+  readonly shape: number[];
+  readonly device: string;
+  readonly disposed: boolean;
+  read(): Promise<Float32Array | Int32Array | Uint8Array>;
+  dispose(): void;
+}
+export interface RuntimeProxy {
+  readonly devices: string[];
+  readonly notes: string[];
+  run(graph: Engine.Graph, inputs?: Inputs, options?: { keepOnDevice?: boolean; signal?: AbortSignal }): Promise<Outputs>;
+  explain(graph: Engine.Graph): Promise<string>;
+  copyStats(): Promise<{ perRunBytes: number; perRunWeightBytes: number; oneTimeBytes: number }>;
+  clear(): Promise<void>;
+  dispose(): Promise<void>;
+}
+export interface SentenceEmbedderProxy {
+  readonly dim: number;
+  readonly maxTokens: number;
+  readonly devices: string[];
+  readonly notes: string[];
+  readonly source: ModelSource | null;
+  embed(texts: string[], options?: CallOptions): Promise<Float32Array[]>;
+  tokenize(text: string): Promise<Uint32Array>;
+  explain(): Promise<string>;
+  copyStats(): Promise<{ perRunBytes: number; perRunWeightBytes: number; oneTimeBytes: number }>;
+  dispose(): Promise<void>;
+}
+/** Worker mode (the default): the same API through the engine's worker. */
+export interface WorkerModule {
+  loaded: Loaded;
+  worker: true;
+  cache: ModelCache;
+  devices(): Promise<Array<{ name: string; kind: string; description: string; available: boolean; reason?: string; properties: Record<string, unknown> }>>;
+  vectorAdd(device: string, a: Float32Array, b: Float32Array): Promise<Float32Array>;
+  buildInfo(): Promise<Record<string, unknown>>;
+  profileStart(): Promise<void>;
+  profileStop(): Promise<string>;
+  /** Records calls here; the worker builds it at its first run. shape() throws in this mode. */
+  Graph: typeof Engine.Graph;
+  Runtime: { create(options?: { devices?: 'auto' | 'webgpu' | 'cpu'; costModel?: boolean }): Promise<RuntimeProxy> };
+  SentenceEmbedder: { load(source: string | Uint8Array, options?: LoadModelOptions): Promise<SentenceEmbedderProxy> };
+  GpuTensor: new (...args: never[]) => GpuTensorProxy;
+  /** Stops the worker: calls in flight and later ones reject. */
+  terminate(): void;
+}
+
+export declare function load(options: LoadOptions & { worker: false }): Promise<ThreadModule>;
+export declare function load(options?: LoadOptions & { worker?: true }): Promise<WorkerModule>;
+export declare function load(options?: LoadOptions): Promise<WorkerModule | ThreadModule>;

@@ -1,180 +1,126 @@
-// webtensor's package entry: four builds of the same crate, one picked at load.
-//   simd128          SIMD128, one thread (every browser with wasm SIMD)
-//   simd128-relaxed  + relaxed SIMD (fused multiply-add)
-//   threads          SIMD128, the CPU kernels on a pool of Web Workers (shared memory)
-//   threads-relaxed  both
-// load() picks the fastest build this page can run: a threaded one only when the page is
-// cross-origin isolated (served with COOP/COEP, so SharedArrayBuffer exists) and Workers
-// exist; a relaxed one only when the engine runs relaxed SIMD (a fused multiply-add validates
-// and an 8-bit dot product gives the known answer).
-// It then instantiates it, starts the thread pool, and returns the module's exports plus
-// `loaded`: { build, threads, simd, reasons } (reasons: why a faster build was not taken), and
-// `memory` (the module's WebAssembly.Memory).
+// webtensor's package entry.
 //
 //   import { load } from 'webtensor';
-//   const webtensor = await load({ threads: 4 });   // or load() for the defaults
-//   await webtensor.devices();                       // the CPU entry shows build/threads/simd
+//   const webtensor = await load();        // the engine in a module Worker (the default)
+//   const model = await webtensor.SentenceEmbedder.load('models/minilm-q8_0.gguf');
+//   const [a, b] = await model.embed(['a cat', 'a kitten']);
 //
-// Options: threads (default: navigator.hardwareConcurrency, at most DEFAULT_MAX_THREADS;
-// an integer 1..64, else an Error naming the limit), build (force one of BUILDS, for tests:
-// an Error if this page cannot run it), workerTimeoutMs (thread pool start-up, default 20000).
-// A page that is not isolated and asks for threads gets one thread, and the reason in
-// `loaded.reasons`, in devices() (the CPU's "note") and in explain(). A pool worker that
-// fails to start (CSP, wrong path) rejects load() with the reason; nothing is left waiting.
+// load(options) starts the engine once per page (per mode) and resolves to its API:
+//   - worker (default true in a page, false inside a worker): the engine runs in a dedicated
+//     module Worker (worker.js) and this thread gets a proxy with the same classes and methods,
+//     each returning a Promise (proxy.js says what differs); WebGPU and the threaded build's
+//     pool run from that worker. `{ worker: false }` runs the engine in this thread
+//     (engine.js). A worker that cannot start (a Content-Security-Policy without worker-src,
+//     a file the server does not have) rejects load() with the reason when `worker: true` was
+//     asked, and otherwise falls back to this thread with the reason in `loaded.reasons`.
+//   - threads, build, workerTimeoutMs: which of the four builds and how many threads
+//     (engine.js); `loaded` = { build, threads, simd, reasons, worker } says what was chosen.
+// The model cache (cache.js) is `webtensor.cache` and the `cache` export here.
+import { BUILDS, DEFAULT_MAX_THREADS, choose, detect, loadEngine } from './engine.js';
+import { cache } from './cache.js';
+import { Link, proxyModule } from './proxy.js';
 
-export const BUILDS = ['threads-relaxed', 'threads', 'simd128-relaxed', 'simd128'];
-/** The default thread count's cap: beyond it the kernels' shapes (MiniLM) gain little. */
-export const DEFAULT_MAX_THREADS = 8;
+export { BUILDS, DEFAULT_MAX_THREADS, choose, detect, cache };
 
-// (func (result v128) (f32x4.relaxed_madd (v128.const 0) (v128.const 0) (v128.const 0)))
-const zeros = Array(16).fill(0);
-const RELAXED_PROBE = new Uint8Array([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
-  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
-  0x03, 0x02, 0x01, 0x00, // one function of type 0
-  0x0a, 0x3d, 0x01, 0x3b, 0x00,
-  0xfd, 0x0c, ...zeros, 0xfd, 0x0c, ...zeros, 0xfd, 0x0c, ...zeros,
-  0xfd, 0x85, 0x02, // f32x4.relaxed_madd
-  0x0b,
-]);
+const loading = new Map(); // mode ('worker' | 'thread') → Promise of the module
+const inWorker = typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope;
+const typeName = (v) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+const KNOWN = ['worker', 'threads', 'build', 'workerTimeoutMs'];
 
-// (func (export "f") (result i32) (i32x4.extract_lane 0 (i32x4.relaxed_dot_i8x16_i7x16_add_s
-//   (v128.const i8x16 -3 5 7 -2 0 ..) (v128.const i8x16 1 2 3 4 0 ..) (v128.const i32x4 0 ..))))
-// = -3 + 10 + 21 - 8 = 20. The kernels' 8-bit dots use this instruction: an engine that
-// validates it but answers otherwise (Node 20's experimental relaxed SIMD answers 40: an
-// older draft's opcode) must get the SIMD128 build.
-const v128 = (bytes) => [0xfd, 0x0c, ...bytes.map((x) => x & 0xff)];
-const pad = (xs) => [...xs, ...Array(16 - xs.length).fill(0)];
-const RELAXED_DOT_PROBE = new Uint8Array([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
-  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7f, // type: () -> i32
-  0x03, 0x02, 0x01, 0x00, // one function of type 0
-  0x07, 0x05, 0x01, 0x01, 0x66, 0x00, 0x00, // export "f"
-  0x0a, 0x40, 0x01, 0x3e, 0x00,
-  ...v128(pad([-3, 5, 7, -2])), ...v128(pad([1, 2, 3, 4])), ...v128(pad([])),
-  0xfd, 0x93, 0x02, // i32x4.relaxed_dot_i8x16_i7x16_add_s
-  0xfd, 0x1b, 0x00, // i32x4.extract_lane 0
-  0x0b,
-]);
-
-function relaxedSimdWorks() {
-  try {
-    if (!WebAssembly.validate(RELAXED_PROBE) || !WebAssembly.validate(RELAXED_DOT_PROBE)) return false;
-    return new WebAssembly.Instance(new WebAssembly.Module(RELAXED_DOT_PROBE)).exports.f() === 20;
-  } catch {
-    return false;
+function checkOptions(options) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new Error(`options must be an object, got ${typeName(options)}`);
   }
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.includes(key)) throw new Error(`unknown option "${key}" (the options are ${KNOWN.join(', ')})`);
+  }
+  if (options.worker !== undefined && typeof options.worker !== 'boolean') {
+    throw new Error(`option worker must be a boolean, got ${typeName(options.worker)}`);
+  }
+  const t = options.workerTimeoutMs;
+  if (t !== undefined && !(typeof t === 'number' && t > 0)) {
+    throw new Error(`option workerTimeoutMs must be a positive number, got ${typeName(t) === 'number' ? t : typeName(t)}`);
+  }
+  choose(options); // threads and build: their errors, before anything starts
 }
 
-/** What this page offers: { isolated, sharedMemory, workers, relaxedSimd, cores }. */
-export function detect() {
-  let sharedMemory = false;
-  try {
-    sharedMemory = typeof SharedArrayBuffer === 'function' &&
-      new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }).buffer instanceof SharedArrayBuffer;
-  } catch { /* no shared memory */ }
-  const relaxedSimd = relaxedSimdWorks();
-  return {
-    isolated: globalThis.crossOriginIsolated === true,
-    sharedMemory,
-    workers: typeof Worker === 'function',
-    relaxedSimd,
-    cores: globalThis.navigator?.hardwareConcurrency || 1,
-  };
-}
-
-function checkThreads(threads) {
-  if (threads === undefined) return undefined;
-  if (typeof threads !== 'number' || !Number.isInteger(threads) || threads < 1 || threads > 64) {
-    throw new Error(`threads must be an integer from 1 to 64, got ${String(threads)}`);
-  }
-  return threads;
-}
-
-/** Which build `load(options)` takes on this page, and why: { build, threads, reasons }. */
-export function choose(options = {}, page = detect()) {
-  const asked = checkThreads(options.threads);
-  const reasons = [];
-  const canThread = page.isolated && page.sharedMemory && page.workers;
-  if (!canThread) {
-    const why = !page.isolated
-      ? 'the page is not cross-origin isolated (serve it with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)'
-      : !page.sharedMemory ? 'no shared WebAssembly memory (SharedArrayBuffer)' : 'no Web Workers';
-    reasons.push(`one thread: ${why}`);
-  }
-  if (!page.relaxedSimd) reasons.push('SIMD128 without relaxed SIMD: this engine rejects relaxed-SIMD code or its 8-bit dot product answers wrong');
-  let build;
-  if (options.build !== undefined) {
-    if (!BUILDS.includes(options.build)) throw new Error(`build must be one of ${BUILDS.join(', ')}, got ${options.build}`);
-    build = options.build;
-    if (build.startsWith('threads') && !canThread) throw new Error(`cannot run the forced build ${build}: ${reasons[0]}`);
-    if (build.endsWith('relaxed') && !page.relaxedSimd) throw new Error(`cannot run the forced build ${build}: ${reasons.at(-1)}`);
-    reasons.length = 0;
-    reasons.push(`build forced to ${build}`);
-  } else {
-    build = `${canThread ? 'threads' : 'simd128'}${page.relaxedSimd ? '-relaxed' : ''}`;
-  }
-  const threaded = build.startsWith('threads');
-  const threads = threaded ? asked ?? Math.min(page.cores, DEFAULT_MAX_THREADS) : 1;
-  if (!threaded && asked > 1) reasons.push(`${asked} threads asked, 1 used`);
-  return { build, threads, reasons };
-}
-
-let loading;
-
-/**
- * Picks, instantiates and starts one build (once per page: later calls return the same
- * module, and throw if their options ask for something else).
- */
+/** Starts webtensor (once per page and mode; later calls return the same module). */
 export async function load(options = {}) {
-  const pick = choose(options);
-  if (loading) {
-    const mod = await loading.mod;
+  checkOptions(options);
+  const wantWorker = options.worker ?? (!inWorker && typeof Worker === 'function');
+  const mode = wantWorker ? 'worker' : 'thread';
+  const { worker: _, ...engineOptions } = options;
+  if (loading.has(mode)) {
+    const mod = await loading.get(mode);
     const asks = (options.build && options.build !== mod.loaded.build) ||
       (options.threads && options.threads !== mod.loaded.threads);
-    if (asks) throw new Error(`webtensor is already loaded as ${mod.loaded.build} with ${mod.loaded.threads} thread(s) (load runs once per page)`);
+    if (asks) {
+      throw new Error(`webtensor is already loaded as ${mod.loaded.build} with ${mod.loaded.threads} thread(s) ` +
+        `(load runs once per page${wantWorker ? ' in worker mode' : ''})`);
+    }
     return mod;
   }
-  loading = { mod: start(pick, options) };
+  const started = wantWorker ? inWorkerMode(engineOptions, options.worker === true) : inThread(engineOptions, []);
+  loading.set(mode, started);
   try {
-    return await loading.mod;
+    return await started;
   } catch (e) {
-    loading = undefined;
+    loading.delete(mode);
     throw e;
   }
 }
 
-// The builds to try, fastest first: the pick, then (unless forced) the slower ones this page
-// can also run. A build missing from the package (scripts/build-pkg.sh skips the threaded
-// ones when setup could not install their toolchain) is passed over with a reason.
-function candidates(pick, forced) {
-  if (forced) return [pick.build];
-  const order = BUILDS.slice(BUILDS.indexOf(pick.build));
-  return pick.build.endsWith('relaxed') ? order : order.filter((b) => !b.endsWith('relaxed'));
+async function inThread(options, reasons) {
+  const mod = await loadEngine(options);
+  const loaded = Object.freeze({ ...mod.loaded, reasons: [...reasons, ...mod.loaded.reasons], worker: false });
+  return Object.freeze({ ...mod, loaded });
 }
 
-async function start(pick, options) {
-  let wasm;
-  for (const build of candidates(pick, options.build !== undefined)) {
-    try {
-      wasm = await import(/* webpackIgnore: true */ new URL(`./${build}/webtensor.js`, import.meta.url).href);
-    } catch (e) {
-      if (options.build !== undefined) throw new Error(`cannot load the forced build ${build}: ${e.message}`);
-      pick.reasons.push(`${build}: not in the package (${e.message})`);
-      continue;
-    }
-    if (build !== pick.build && !build.startsWith('threads')) {
-      if (options.threads > 1) pick.reasons.push(`${options.threads} threads asked, 1 used`);
-      pick.threads = 1;
-    }
-    pick.build = build;
-    break;
+async function inWorkerMode(options, required) {
+  let worker;
+  try {
+    worker = await startWorker(options.workerTimeoutMs ?? 20000);
+  } catch (e) {
+    if (required) throw new Error(`${e.message}; load({ worker: false }) runs webtensor in this thread instead`);
+    return inThread(options, [`in this thread: ${e.message}`]);
   }
-  if (!wasm) throw new Error(`no build of webtensor could be loaded: ${pick.reasons.join('; ')}`);
-  const instance = await wasm.default({ module_or_path: new URL(`./${pick.build}/webtensor_bg.wasm`, import.meta.url) });
-  if (pick.build.startsWith('threads')) await wasm.initThreadPool(pick.threads, options.workerTimeoutMs);
-  wasm.setLoadNote(pick.reasons.join('; '));
-  const info = wasm.buildInfo();
-  const loaded = Object.freeze({ build: info.build.replace('+', '-'), threads: info.threads, simd: info.simd, reasons: pick.reasons });
-  return Object.freeze({ ...wasm, loaded, memory: instance.memory });
+  const link = new Link(worker);
+  let init;
+  try {
+    init = await link.call('init', { options });
+  } catch (e) {
+    link.terminate();
+    throw e;
+  }
+  const loaded = Object.freeze({ ...init.loaded, worker: true });
+  return proxyModule(link, loaded, cache);
+}
+
+// A module Worker from worker.js (a literal URL, so bundlers emit it), resolved once its
+// script has loaded and said so; a load error, a CSP refusal or silence past `timeoutMs`
+// rejects with the reason, and the worker is terminated.
+function startWorker(timeoutMs) {
+  return new Promise((resolve, reject) => {
+    let worker;
+    try {
+      worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'webtensor' });
+    } catch (e) {
+      reject(new Error(`cannot start the webtensor worker: ${e.message}`));
+      return;
+    }
+    const done = (err) => {
+      clearTimeout(timer);
+      worker.removeEventListener('message', onMessage);
+      worker.removeEventListener('error', onError);
+      if (err) { worker.terminate(); reject(new Error(`cannot start the webtensor worker: ${err}`)); } else resolve(worker);
+    };
+    const onMessage = ({ data }) => { if (data?.ready) done(); };
+    const onError = (e) => {
+      e.preventDefault?.();
+      done(e.message || 'its script did not load as a module worker (blocked by a Content-Security-Policy worker-src / script-src, a wrong path, or a network error)');
+    };
+    const timer = setTimeout(() => done(`its script did not start within ${timeoutMs} ms`), timeoutMs);
+    worker.addEventListener('message', onMessage);
+    worker.addEventListener('error', onError);
+  });
 }

@@ -34,12 +34,13 @@ function started(worker, url, timeoutMs) {
 }
 
 export async function startWorkers(module, memory, count, mainJs, timeoutMs) {
-  const url = new URL(import.meta.url);
   const made = [];
   try {
     for (let i = 0; i < count; i++) {
-      const worker = new Worker(url, { type: 'module', name: `webtensor-pool-${i + 1}` });
-      const ready = started(worker, url, timeoutMs);
+      // This very file, in the one form bundlers (webpack 5, Vite) take for a worker entry:
+      // new Worker(new URL('<literal>', import.meta.url), { type: 'module' }), inline.
+      const worker = new Worker(new URL('./thread_pool.js', import.meta.url), { type: 'module', name: 'webtensor-pool' });
+      const ready = started(worker, 'thread_pool.js', timeoutMs);
       ready.catch(() => {}); // the first failure is reported below; later ones are not unhandled
       made.push({ worker, ready });
       worker.postMessage({ type: INIT, module, memory, mainJs });
@@ -52,6 +53,20 @@ export async function startWorkers(module, memory, count, mainJs, timeoutMs) {
   workers.push(...made.map((m) => m.worker));
 }
 
+// The build's wasm-bindgen module, in a pool worker. wasm-bindgen puts this file at
+// <build>/snippets/webtensor-<hash>/js/thread_pool.js, so the glue is '../../../webtensor.js':
+// a literal path, so a bundler bundles it into the worker (its own import.meta.url is then
+// no use: webpack replaces it with a file:// URL at build time). Elsewhere the glue has another
+// name (wasm-bindgen-test-runner's), and its URL, which the page passed (`mainJs`), is used.
+async function glue(mainJs) {
+  try {
+    return await import('../../../webtensor.js');
+  } catch (e) {
+    if (!mainJs || mainJs.startsWith('file:')) throw e;
+    return import(/* webpackIgnore: true */ /* @vite-ignore */ mainJs);
+  }
+}
+
 // Inside a pool worker: instantiate the module on the shared memory, then run a pool thread.
 if (typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScope) {
   const onInit = async ({ data }) => {
@@ -59,7 +74,7 @@ if (typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScop
     self.removeEventListener('message', onInit);
     let pkg;
     try {
-      pkg = await import(data.mainJs);
+      pkg = await glue(data.mainJs);
       await pkg.default({ module_or_path: data.module, memory: data.memory });
     } catch (e) {
       postMessage({ type: FAILED, message: `${e?.message ?? e}` });

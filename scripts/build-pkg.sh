@@ -45,4 +45,7 @@ build simd128 "" 0 "$@"
 build simd128-relaxed +relaxed-simd 0 "$@"
 build threads "" 1 "$@"
 build threads-relaxed +relaxed-simd 1 "$@"
-cp js/index.js js/index.d.ts js/package.json "$OUT/"
+# The package's own files: the entry, the in-thread engine loader, the worker and its proxy,
+# the model cache, types, package.json and README (thread_pool.js and fetch_progress.js are
+# wasm-bindgen snippets: each build has its copy).
+cp js/index.js js/engine.js js/worker.js js/proxy.js js/cache.js js/index.d.ts js/package.json js/README.md "$OUT/"

@@ -4,9 +4,10 @@
 #   model files (MiniLM GGUFs, tokenizer vectors) → fuzz targets (a minute each) →
 #   wasm tests in Node → wasm tests in
 #   headless Chromium (WebGPU on SwiftShader), single-thread and threaded (2 threads) →
-#   end-to-end page tests (pkg/: the loader and its four builds, the webpack bundle, the
-#   model served, driven by playwright-core; the threaded builds cross-origin isolated, and
-#   each fallback). Without the threaded toolchain (setup says why) the threaded steps say
+#   example apps (the package packed with npm pack, installed into a webpack 5, a Vite and a
+#   plain-ESM app, each built) → end-to-end page tests (pkg/: the loader and its four builds,
+#   the demo's webpack bundle, the three apps, the model served, driven by playwright-core;
+#   the threaded builds cross-origin isolated, and each fallback; the engine in its worker). Without the threaded toolchain (setup says why) the threaded steps say
 #   SKIPPED and the single-thread ones still run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
@@ -65,6 +66,7 @@ step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --tar
   --features threads -Z build-std=panic_abort,std --test web_browser
 step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
+step "example apps: npm pack, webpack, Vite, plain ESM (scripts/build-apps.sh)" bash scripts/build-apps.sh
 E2E_REQUIRE_THREADS=$([ -n "${WASM_THREADS_TC:-}" ] && echo 1 || echo 0)
 step "end-to-end page tests" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} \
   E2E_REQUIRE_THREADS="$E2E_REQUIRE_THREADS" node --test tests/e2e/

@@ -35,11 +35,11 @@ function deviceCard(d) {
 
 // Which of the four builds the loader took, with how many threads, and why not a faster one.
 function showBuild() {
-  const { build, threads, simd, reasons } = webtensor.loaded;
+  const { build, threads, simd, reasons, worker } = webtensor.loaded;
   const out = document.getElementById('build');
-  out.textContent = `${build}, ${threads} thread${threads === 1 ? '' : 's'}, ${simd}` +
-    (reasons.length ? ` (${reasons.join('; ')})` : '');
-  Object.assign(out.dataset, { build, threads: String(threads) });
+  out.textContent = `${build}, ${threads} thread${threads === 1 ? '' : 's'}, ${simd}, ` +
+    `${worker ? 'in a Web Worker' : 'in the page\'s thread'}` + (reasons.length ? ` (${reasons.join('; ')})` : '');
+  Object.assign(out.dataset, { build, threads: String(threads), worker: String(worker) });
 }
 
 async function main() {
@@ -122,7 +122,7 @@ async function schedulerDemo() {
   const t2 = performance.now();
   const want = mlpRef(x, w1, b1, w2);
   const maxDiff = Math.max(...res.probs.map((v, i) => Math.abs(v - want[i])));
-  const plan = rt.explain(g);
+  const plan = await rt.explain(g); // a Promise in worker mode, a string in this thread
   out.querySelector('.devices').textContent = `runtime devices: ${rt.devices.join(' → ')}` +
     (rt.notes.length ? ` (${rt.notes.join('; ')})` : '');
   const r = out.querySelector('.result');
@@ -131,8 +131,7 @@ async function schedulerDemo() {
   r.dataset.maxDiff = String(maxDiff);
   r.dataset.classes = Array.from(res.class).join(',');
   out.querySelector('.explain').textContent = plan;
-  rt.free();
-  g.free();
+  await rt.dispose();
 }
 
 main().catch((e) => {

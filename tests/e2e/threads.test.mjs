@@ -71,7 +71,7 @@ async function open(name, { noRelaxed = false } = {}) {
 /** Loads the package in the page with `options`; what it chose and what the CPU says. */
 const loadIn = (page, options) => page.evaluate(async ([url, options]) => {
   const { load } = await import(url);
-  const wt = await load(options);
+  const wt = await load({ ...options, worker: false }); // threadPoolProbe is not proxied
   const cpu = (await wt.devices()).find((d) => d.name === 'CPU');
   const sum = await wt.vectorAdd('CPU', new Float32Array([1, 2, 3, 4]), new Float32Array([10, 20, 30, 40]));
   // The workers must take some of the probe's jobs; on a loaded machine a worker may wake too
@@ -123,7 +123,7 @@ test('MiniLM on the threaded build (2 threads) matches the numpy reference', { s
   const r = await page.evaluate(async ([url, texts]) => {
     const { load } = await import(url);
     const wt = await load({ threads: 2 });
-    const out = { loaded: wt.loaded };
+    const out = { loaded: wt.loaded, worker: wt.loaded.worker };
     for (const type of ['f32', 'q8_0']) {
       const e = await wt.SentenceEmbedder.load(`/models/minilm-${type}.gguf`, { devices: 'cpu', costModel: false });
       out[type] = (await e.embed(texts)).map((v) => Array.from(v));
@@ -131,14 +131,17 @@ test('MiniLM on the threaded build (2 threads) matches the numpy reference', { s
       // (in this relaxed build, relaxed SIMD's 8-bit dot on 7-bit activations), not the GEMM.
       out[`${type}_alone`] = [];
       for (const s of texts) out[`${type}_alone`].push(Array.from((await e.embed([s]))[0]));
-      out.ids = texts.map((s) => Array.from(e.tokenize(s)));
-      out.explain = e.explain();
-      e.dispose();
+      // Worker mode (load's default): tokenize and explain answer with Promises.
+      out.ids = [];
+      for (const s of texts) out.ids.push(Array.from(await e.tokenize(s)));
+      out.explain = await e.explain();
+      await e.dispose();
     }
     return out;
   }, [LOADER, TEXTS]);
   assert.equal(r.loaded.build, 'threads-relaxed');
   assert.equal(r.loaded.threads, 2);
+  assert.equal(r.worker, true, 'the engine (and its pool) runs in a worker');
   assert.match(r.explain, /device CPU: .*2 threads, threads\+relaxed build/);
   const want = reference(r.ids);
   const min = (got) => Math.min(...got.map((g, i) => cosine(g, want[i])));

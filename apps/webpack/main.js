@@ -1,0 +1,4 @@
+import { load } from 'webtensor';
+import { runCheck } from '../check.js';
+
+runCheck(load);

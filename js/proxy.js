@@ -1,0 +1,280 @@
+// The page's side of the engine worker (worker.js): the same classes and functions as the
+// in-thread module (engine.js), each call a message to the worker. What changes:
+//   - every method returns a Promise (tokenize, explain, copyStats and clear too);
+//   - `Graph` records its calls here and the worker builds the graph at its first run/explain
+//     (the calls after that are sent once each); a bad call's error comes from that run, and
+//     `shape()` cannot answer here: it throws, naming the way out;
+//   - run outputs and embeddings are transferred from the worker (not copied); inputs are
+//     the caller's, so they are copied;
+//   - `{ signal }` (an AbortSignal) on run, embed and SentenceEmbedder.load rejects the call
+//     with an AbortError: a call still queued never runs, a download stops, a computation
+//     already running finishes in the worker and its result is dropped.
+// An error in the worker rejects the call with an Error carrying the original message; a
+// worker that dies rejects every call in flight and every later one, with the reason.
+
+const typeName = (v) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+
+function abortError(signal) {
+  const r = signal?.reason;
+  if (r instanceof Error) return r;
+  const e = new Error(r === undefined ? 'the call was aborted' : String(r));
+  e.name = 'AbortError';
+  return e;
+}
+
+export class Link {
+  constructor(worker) {
+    this.worker = worker;
+    this.pending = new Map();
+    this.nextId = 1;
+    this.dead = null;
+    worker.addEventListener('message', ({ data }) => this.receive(data));
+    worker.addEventListener('error', (e) => {
+      e.preventDefault?.();
+      this.fail(`the webtensor worker stopped: ${e.message || 'an error without a message (a module that failed to load?)'}`);
+    });
+    worker.addEventListener('messageerror', () => this.fail('the webtensor worker sent a message that could not be read'));
+  }
+
+  receive(data) {
+    const p = this.pending.get(data?.id);
+    if (!p) return;
+    if (data.progress) { p.onProgress?.(...data.progress); return; }
+    this.pending.delete(data.id);
+    p.signal?.removeEventListener('abort', p.onAbort);
+    if (data.error) {
+      const e = new Error(data.error.message);
+      if (data.error.name && data.error.name !== 'Error') e.name = data.error.name;
+      p.reject(e);
+    } else {
+      p.resolve(data.result);
+    }
+  }
+
+  fail(why) {
+    if (!this.dead) this.dead = why;
+    for (const p of this.pending.values()) p.reject(new Error(this.dead));
+    this.pending.clear();
+  }
+
+  /** Sends one call; `signal` aborts it, `onProgress` gets its progress messages. */
+  call(op, args = {}, { signal, onProgress, transfer = [] } = {}) {
+    if (this.dead) return Promise.reject(new Error(this.dead));
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const p = { resolve, reject, onProgress, signal };
+      if (signal) {
+        p.onAbort = () => {
+          this.pending.delete(id);
+          this.worker.postMessage({ abort: id });
+          reject(abortError(signal));
+        };
+        signal.addEventListener('abort', p.onAbort, { once: true });
+      }
+      this.pending.set(id, p);
+      try {
+        this.worker.postMessage({ id, op, args }, transfer);
+      } catch (e) {
+        this.pending.delete(id);
+        signal?.removeEventListener('abort', p.onAbort);
+        reject(new Error(`cannot send this call to the webtensor worker: ${e.message}`));
+      }
+    });
+  }
+
+  terminate() {
+    this.worker.terminate();
+    this.fail('the webtensor worker was terminated (webtensor.terminate())');
+  }
+}
+
+function checkSignal(signal) {
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new Error(`option signal must be an AbortSignal, got ${typeName(signal)}`);
+  }
+}
+
+// name → [positions of tensor ids among the arguments, whether it returns a new tensor]
+const GRAPH_CALLS = {
+  input: [[], true], weight: [[], true], output: [[0], false], setName: [[0], false],
+  add: [[0, 1], true], sub: [[0, 1], true], mul: [[0, 1], true], div: [[0, 1], true],
+  scale: [[0], true], matmul: [[0, 1], true], softmax: [[0, 1], true], norm: [[0], true],
+  rmsNorm: [[0], true], gelu: [[0], true], geluErf: [[0], true], silu: [[0], true],
+  relu: [[0], true], rope: [[0, 1], true], cpy: [[0], true], cont: [[0], true],
+  concat: [[0, 1], true], sumRows: [[0], true], mean: [[0], true], argmax: [[0], true],
+  getRows: [[0, 1], true], reshape: [[0], true], view: [[0], true], permute: [[0], true],
+  transpose: [[0], true],
+};
+
+/** Builds the proxied module over a started worker link. */
+export function proxyModule(link, loaded, cache) {
+  const graphs = new FinalizationRegistry((gid) => { if (!link.dead) link.call('graph.free', { gid }).catch(() => {}); });
+  let nextGid = 1;
+
+  class Graph {
+    #gid = nextGid++;
+    #calls = [];
+    #sent = 0;
+    #count = 0;
+    constructor() { graphs.register(this, this.#gid); }
+    get length() { return this.#count; }
+    shape() {
+      throw new Error('Graph.shape() needs the engine in this thread, and it runs in a worker: load({ worker: false }) runs it here');
+    }
+    /** The calls the worker has not seen yet (internal). */
+    _take() {
+      const ref = { gid: this.#gid, from: this.#sent, calls: this.#calls.slice(this.#sent) };
+      return ref;
+    }
+    _sent(ref) { this.#sent = Math.max(this.#sent, ref.from + ref.calls.length); }
+    _record(method, args) {
+      const [tensorArgs, returnsId] = GRAPH_CALLS[method];
+      for (const k of tensorArgs) {
+        const t = args[k];
+        if (t === undefined || t === null) continue;
+        if (!Number.isInteger(t) || t < 0 || t >= this.#count) throw new Error(`tensor ${t} is not in this graph`);
+      }
+      if (method === 'weight' && ArrayBuffer.isView(args[3])) args[3] = args[3].slice(); // the caller may reuse its array
+      this.#calls.push([method, args, tensorArgs, returnsId]);
+      if (returnsId) return this.#count++;
+      return undefined;
+    }
+  }
+  for (const method of Object.keys(GRAPH_CALLS)) {
+    Object.defineProperty(Graph.prototype, method, {
+      value: function (...args) { return this._record(method, args); },
+      writable: true, configurable: true,
+    });
+  }
+
+  const graphRef = (g) => {
+    if (!(g instanceof Graph)) throw new Error('graph must be a webtensor Graph');
+    return g._take();
+  };
+  // Sends a graph's new calls with a call; weights recorded since are transferred (the copies
+  // are ours). The calls count as sent once the worker has them, whatever the answer.
+  const withGraph = async (g, op, args, opts = {}) => {
+    const ref = graphRef(g);
+    const transfer = ref.calls.filter((c) => c[0] === 'weight' && ArrayBuffer.isView(c[1][3])).map((c) => c[1][3].buffer);
+    const p = link.call(op, { ...args, graph: ref }, { ...opts, transfer: [...(opts.transfer ?? []), ...transfer] });
+    g._sent(ref);
+    return p;
+  };
+
+  class GpuTensor {
+    #handle; #disposed = false;
+    constructor(ref) {
+      this.#handle = ref.__gpuTensor;
+      this.dtype = ref.dtype;
+      this.shape = ref.shape;
+      this.device = ref.device;
+    }
+    get disposed() { return this.#disposed; }
+    _ref() {
+      if (this.#disposed) throw new Error('this GpuTensor was disposed');
+      return { __gpuTensor: this.#handle };
+    }
+    read() {
+      if (this.#disposed) return Promise.reject(new Error('this GpuTensor was disposed'));
+      return link.call('gpu.read', { handle: this.#handle });
+    }
+    dispose() {
+      if (this.#disposed) return;
+      this.#disposed = true;
+      link.call('gpu.dispose', { handle: this.#handle }).catch(() => {});
+    }
+  }
+
+  class Runtime {
+    #handle;
+    constructor(r) { this.#handle = r.handle; this.devices = r.devices; this.notes = r.notes; }
+    static async create(options) {
+      return new Runtime(await link.call('runtime.create', { options }));
+    }
+    run(graph, inputs, options) {
+      try {
+        let rest = options;
+        let signal;
+        if (options && typeof options === 'object' && !Array.isArray(options)) {
+          ({ signal, ...rest } = options);
+          checkSignal(signal);
+        }
+        let ins = inputs;
+        if (inputs && typeof inputs === 'object' && !Array.isArray(inputs) && !ArrayBuffer.isView(inputs)) {
+          ins = {};
+          for (const [k, v] of Object.entries(inputs)) ins[k] = v instanceof GpuTensor ? v._ref() : v;
+        }
+        return withGraph(graph, 'runtime.run', { handle: this.#handle, inputs: ins, options: rest }, { signal })
+          .then((outs) => {
+            for (const [k, v] of Object.entries(outs)) if (v && v.__gpuTensor) outs[k] = new GpuTensor(v);
+            return outs;
+          });
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    async explain(graph) { return withGraph(graph, 'runtime.explain', { handle: this.#handle }); }
+    copyStats() { return link.call('runtime.copyStats', { handle: this.#handle }); }
+    clear() { return link.call('runtime.clear', { handle: this.#handle }); }
+    dispose() { return link.call('runtime.dispose', { handle: this.#handle }); }
+  }
+
+  class SentenceEmbedder {
+    #handle;
+    constructor(r) {
+      this.#handle = r.handle;
+      this.dim = r.dim;
+      this.maxTokens = r.maxTokens;
+      this.devices = r.devices;
+      this.notes = r.notes;
+      this.source = r.source;
+    }
+    static async load(source, options) {
+      let args = { source, options };
+      let opts = {};
+      if (options && typeof options === 'object' && !Array.isArray(options)) {
+        const { onProgress, signal, ...rest } = options;
+        if (onProgress !== undefined && typeof onProgress !== 'function') {
+          throw new Error(`option onProgress must be a function, got ${typeName(onProgress)}`);
+        }
+        checkSignal(signal);
+        // A relative URL means what it means on this page, not next to the worker's script.
+        const base = typeof source === 'string' ? globalThis.document?.baseURI ?? globalThis.location?.href : undefined;
+        args = { source, options: { ...rest, ...(onProgress ? { onProgress: true } : {}), ...(base ? { base } : {}) } };
+        opts = { signal, onProgress };
+      } else if (typeof source === 'string' && options === undefined) {
+        args = { source, options: { base: globalThis.document?.baseURI ?? globalThis.location?.href } };
+      }
+      return new SentenceEmbedder(await link.call('model.load', args, opts));
+    }
+    embed(texts, options) {
+      try {
+        checkSignal(options?.signal);
+        return link.call('model.embed', { handle: this.#handle, texts }, { signal: options?.signal });
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    tokenize(text) { return link.call('model.tokenize', { handle: this.#handle, text }); }
+    explain() { return link.call('model.explain', { handle: this.#handle }); }
+    copyStats() { return link.call('model.copyStats', { handle: this.#handle }); }
+    dispose() { return link.call('model.dispose', { handle: this.#handle }); }
+  }
+
+  return Object.freeze({
+    loaded,
+    worker: true,
+    cache,
+    devices: () => link.call('devices'),
+    vectorAdd: (device, a, b) => link.call('vectorAdd', { device, a, b }),
+    buildInfo: () => link.call('buildInfo'),
+    profileStart: () => link.call('profileStart'),
+    profileStop: () => link.call('profileStop'),
+    Graph,
+    Runtime,
+    SentenceEmbedder,
+    GpuTensor,
+    terminate: () => link.terminate(),
+  });
+}

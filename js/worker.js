@@ -1,0 +1,170 @@
+// The engine's module Worker (index.js starts it: load() with the default { worker: true }).
+// It loads one build here (engine.js; a threaded build starts its pool of workers from here)
+// and answers the page's proxy (proxy.js): one message per call, { id, op, args }, answered
+// with { id, result } or { id, error: { name, message } }, and { id, progress } on the way.
+// Calls run one at a time, in order; { abort: id } drops a call still queued (a call already
+// running finishes here, and the page has already rejected it). Objects live here, named by
+// handles: runtimes, models, device tensors, graphs (replayed from the page's recording).
+import { loadEngine } from './engine.js';
+import { cache } from './cache.js';
+
+let engine;
+const objects = new Map();
+let nextHandle = 1;
+const queued = new Map(); // id → { aborted, controller }: calls queued or running
+
+function keep(obj) {
+  const h = nextHandle++;
+  objects.set(h, obj);
+  return h;
+}
+
+function get(h, what) {
+  const obj = objects.get(h);
+  if (!obj) throw new Error(`this ${what} was disposed`);
+  return obj;
+}
+
+// A graph recorded in the page (proxy.js's Graph), built here call by call. `map` turns the
+// page's tensor ids into this graph's; a call that fails leaves the graph failed, and every
+// later use gives the same error.
+function graph(ref) {
+  let g = objects.get(`graph:${ref.gid}`);
+  if (!g) {
+    g = { graph: new engine.Graph(), map: [], applied: 0, error: null };
+    objects.set(`graph:${ref.gid}`, g);
+  }
+  if (g.error) throw g.error;
+  const ids = (xs) => xs.map((x) => {
+    const t = g.map[x];
+    if (t === undefined) throw new Error(`tensor ${x} is not in this graph`);
+    return t;
+  });
+  for (const [i, call] of ref.calls.entries()) {
+    const at = ref.from + i;
+    if (at < g.applied) continue;
+    const [method, args, tensorArgs, returnsId] = call;
+    try {
+      const real = args.map((a, k) => (tensorArgs.includes(k) && a !== null && a !== undefined ? ids([a])[0] : a));
+      const out = g.graph[method](...real);
+      if (returnsId) g.map.push(out);
+    } catch (e) {
+      g.error = new Error(`${method}: ${e.message}`);
+      throw g.error;
+    }
+    g.applied = at + 1;
+  }
+  return g.graph;
+}
+
+function inputs(obj) {
+  if (obj === null || typeof obj !== 'object') return obj;
+  const out = {};
+  for (const [k, v] of Object.entries(obj)) out[k] = v && v.__gpuTensor ? get(v.__gpuTensor, 'GpuTensor') : v;
+  return out;
+}
+
+const transferable = (a) => (ArrayBuffer.isView(a) && a.buffer instanceof ArrayBuffer ? [a.buffer] : []);
+
+function gpuRef(t) {
+  return { __gpuTensor: keep(t), dtype: t.dtype, shape: t.shape, device: t.device };
+}
+
+const OPS = {
+  async init({ options }) {
+    engine = await loadEngine(options);
+    return { loaded: engine.loaded };
+  },
+  devices: () => engine.devices(),
+  vectorAdd: ({ device, a, b }) => engine.vectorAdd(device, a, b),
+  buildInfo: () => engine.buildInfo(),
+  profileStart: () => engine.profileStart(),
+  profileStop: () => engine.profileStop(),
+  'cache.list': () => cache.list(),
+  'cache.delete': ({ url }) => cache.delete(url),
+  'cache.clear': () => cache.clear(),
+
+  async 'runtime.create'({ options }) {
+    const rt = await engine.Runtime.create(options);
+    return { handle: keep(rt), devices: rt.devices, notes: rt.notes };
+  },
+  async 'runtime.run'({ handle, graph: ref, inputs: ins, options }) {
+    const rt = get(handle, 'Runtime');
+    const outs = await rt.run(graph(ref), inputs(ins), options);
+    const result = {};
+    const transfer = [];
+    for (const [k, v] of Object.entries(outs)) {
+      if (v instanceof engine.GpuTensor) result[k] = gpuRef(v);
+      else { result[k] = v; transfer.push(...transferable(v)); }
+    }
+    return { value: result, transfer };
+  },
+  'runtime.explain': ({ handle, graph: ref }) => get(handle, 'Runtime').explain(graph(ref)),
+  'runtime.copyStats': ({ handle }) => get(handle, 'Runtime').copyStats(),
+  'runtime.clear': ({ handle }) => get(handle, 'Runtime').clear(),
+  'runtime.dispose': ({ handle }) => { objects.get(handle)?.dispose(); objects.delete(handle); },
+  'graph.free': ({ gid }) => { objects.delete(`graph:${gid}`); },
+
+  async 'model.load'({ source, options }, progress, signal) {
+    const opts = { ...options, signal };
+    if (opts.onProgress) opts.onProgress = progress;
+    const model = await engine.SentenceEmbedder.load(source, opts);
+    return {
+      handle: keep(model), dim: model.dim, maxTokens: model.maxTokens, devices: model.devices,
+      notes: model.notes, source: model.source ?? null,
+    };
+  },
+  async 'model.embed'({ handle, texts }) {
+    const embs = await get(handle, 'SentenceEmbedder').embed(texts);
+    return { value: embs, transfer: embs.flatMap(transferable) };
+  },
+  'model.tokenize': ({ handle, text }) => get(handle, 'SentenceEmbedder').tokenize(text),
+  'model.explain': ({ handle }) => get(handle, 'SentenceEmbedder').explain(),
+  'model.copyStats': ({ handle }) => get(handle, 'SentenceEmbedder').copyStats(),
+  'model.dispose': ({ handle }) => { objects.get(handle)?.dispose(); objects.delete(handle); },
+
+  'gpu.read': ({ handle }) => get(handle, 'GpuTensor').read(),
+  'gpu.dispose': ({ handle }) => { objects.get(handle)?.dispose(); objects.delete(handle); },
+};
+
+const reply = (msg, transfer = []) => postMessage(msg, transfer);
+
+function errorOf(e) {
+  if (e instanceof Error || (e && typeof e.message === 'string')) return { name: e.name || 'Error', message: e.message };
+  return { name: 'Error', message: String(e) };
+}
+
+let chain = Promise.resolve();
+
+self.addEventListener('message', ({ data }) => {
+  if (data?.abort !== undefined) {
+    const q = queued.get(data.abort);
+    if (q) { q.aborted = true; q.controller.abort(); }
+    return;
+  }
+  const { id, op, args } = data ?? {};
+  const entry = { aborted: false, controller: new AbortController() };
+  queued.set(id, entry);
+  chain = chain.then(async () => {
+    if (entry.aborted) {
+      queued.delete(id);
+      reply({ id, error: { name: 'AbortError', message: 'the call was aborted before it started' } });
+      return;
+    }
+    try {
+      const fn = OPS[op];
+      if (!fn) throw new Error(`unknown call ${op}`);
+      if (op !== 'init' && !engine) throw new Error('webtensor is not loaded in this worker');
+      const progress = (stage, loaded, total) => reply({ id, progress: [stage, loaded, total] });
+      const out = await fn(args ?? {}, progress, entry.controller.signal);
+      if (out && typeof out === 'object' && 'transfer' in out && 'value' in out) reply({ id, result: out.value }, out.transfer);
+      else reply({ id, result: out });
+    } catch (e) {
+      reply({ id, error: errorOf(e) });
+    } finally {
+      queued.delete(id);
+    }
+  });
+});
+
+postMessage({ ready: true });
