@@ -1,4 +1,5 @@
 import { cache, fetchModel } from './cache.js';
+import { GLUE, WASM } from './builds.js';
 
 // The engine in this thread: four builds of the same crate, one picked at load (index.js's
 // load() runs this in a Worker by default, or here with { worker: false }).
@@ -15,8 +16,8 @@ import { cache, fetchModel } from './cache.js';
 // `memory` (the module's WebAssembly.Memory); SentenceEmbedder.load goes through the model
 // cache (cache.js).
 //
-// Each build is named by a literal path (GLUE, WASM below), so bundlers (webpack 5, Vite) emit
-// all four and their thread-pool workers; only the one picked is fetched.
+// Each build is named by a literal path (builds.js), so bundlers (webpack 5, Vite) emit all
+// four and the thread-pool worker; only the one picked is fetched.
 //
 // Options: threads (default: navigator.hardwareConcurrency, at most DEFAULT_MAX_THREADS;
 // an integer 1..64, else an Error naming the limit), build (force one of BUILDS, for tests:
@@ -132,18 +133,16 @@ function candidates(pick, forced) {
   return pick.build.endsWith('relaxed') ? order : order.filter((b) => !b.endsWith('relaxed'));
 }
 
-const GLUE = {
-  'threads-relaxed': () => import('./threads-relaxed/webtensor.js'),
-  threads: () => import('./threads/webtensor.js'),
-  'simd128-relaxed': () => import('./simd128-relaxed/webtensor.js'),
-  simd128: () => import('./simd128/webtensor.js'),
-};
-const WASM = {
-  'threads-relaxed': () => new URL('./threads-relaxed/webtensor_bg.wasm', import.meta.url),
-  threads: () => new URL('./threads/webtensor_bg.wasm', import.meta.url),
-  'simd128-relaxed': () => new URL('./simd128-relaxed/webtensor_bg.wasm', import.meta.url),
-  simd128: () => new URL('./simd128/webtensor_bg.wasm', import.meta.url),
-};
+// (Here, not in builds.js: pool_worker.js imports builds.js, and a worker whose bundle can start
+// itself is a chunk cycle to webpack.)
+/** A thread-pool worker for `build`: pool_worker.js, told which build to load. */
+export function spawnPoolWorker(build) {
+  return () => {
+    const worker = new Worker(new URL('./pool_worker.js', import.meta.url), { type: 'module', name: 'webtensor-pool' });
+    worker.postMessage({ type: 'webtensor_pool_build', build });
+    return worker;
+  };
+}
 
 /** Picks, instantiates and starts one build in this thread (index.js's load() calls it once). */
 export async function loadEngine(options = {}) {
@@ -169,7 +168,9 @@ async function start(pick, options) {
   }
   if (!wasm) throw new Error(`no build of webtensor could be loaded: ${pick.reasons.join('; ')}`);
   const instance = await wasm.default({ module_or_path: WASM[pick.build]() });
-  if (pick.build.startsWith('threads')) await wasm.initThreadPool(pick.threads, options.workerTimeoutMs);
+  if (pick.build.startsWith('threads')) {
+    await wasm.initThreadPool(pick.threads, options.workerTimeoutMs, spawnPoolWorker(pick.build));
+  }
   wasm.setLoadNote(pick.reasons.join('; '));
   const info = wasm.buildInfo();
   const loaded = Object.freeze({ build: info.build.replace('+', '-'), threads: info.threads, simd: info.simd, reasons: pick.reasons });

@@ -1,10 +1,12 @@
 // The Web Workers of webtensor's threaded wasm build (src/threads.rs explains the design).
-// On the page: startWorkers() spawns `count` workers from this very file, hands each the
+// On the page: startWorkers() spawns `count` workers (the package's pool_worker.js through the
+// loader's `spawn`, or this very file), hands each the
 // compiled module and the shared memory, and resolves once each one has instantiated the
 // module and entered its pool thread; a worker that cannot load (Content-Security-Policy,
 // wrong path, network), throws while starting, or stays silent past `timeoutMs` rejects the
 // whole start with the reason, and every worker started is terminated: nothing hangs.
-// In a worker: the message handler below does that start.
+// In a worker of this file: the message handler below does that start (pool_worker.js does the
+// same for the package, finding the build's module by a literal path instead of by URL).
 
 const INIT = 'webtensor_pool_init';
 const READY = 'webtensor_pool_ready';
@@ -33,14 +35,17 @@ function started(worker, url, timeoutMs) {
   });
 }
 
-export async function startWorkers(module, memory, count, mainJs, timeoutMs) {
+const selfUrl = import.meta.url;
+
+export async function startWorkers(module, memory, count, mainJs, timeoutMs, spawn) {
   const made = [];
   try {
     for (let i = 0; i < count; i++) {
-      // This very file, in the one form bundlers (webpack 5, Vite) take for a worker entry:
-      // new Worker(new URL('<literal>', import.meta.url), { type: 'module' }), inline.
-      const worker = new Worker(new URL('./thread_pool.js', import.meta.url), { type: 'module', name: 'webtensor-pool' });
-      const ready = started(worker, 'thread_pool.js', timeoutMs);
+      // The package's loader passes `spawn` (a worker of its pool_worker.js, which bundlers
+      // emit); otherwise (wasm-bindgen-test-runner, the build used alone) this very file.
+      // (Through a variable: bundlers must not take this for a worker entry of their own.)
+      const worker = spawn ? spawn() : new Worker(selfUrl, { type: 'module', name: 'webtensor-pool' });
+      const ready = started(worker, spawn ? 'pool_worker.js' : selfUrl, timeoutMs);
       ready.catch(() => {}); // the first failure is reported below; later ones are not unhandled
       made.push({ worker, ready });
       worker.postMessage({ type: INIT, module, memory, mainJs });
@@ -53,20 +58,6 @@ export async function startWorkers(module, memory, count, mainJs, timeoutMs) {
   workers.push(...made.map((m) => m.worker));
 }
 
-// The build's wasm-bindgen module, in a pool worker. wasm-bindgen puts this file at
-// <build>/snippets/webtensor-<hash>/js/thread_pool.js, so the glue is '../../../webtensor.js':
-// a literal path, so a bundler bundles it into the worker (its own import.meta.url is then
-// no use: webpack replaces it with a file:// URL at build time). Elsewhere the glue has another
-// name (wasm-bindgen-test-runner's), and its URL, which the page passed (`mainJs`), is used.
-async function glue(mainJs) {
-  try {
-    return await import('../../../webtensor.js');
-  } catch (e) {
-    if (!mainJs || mainJs.startsWith('file:')) throw e;
-    return import(/* webpackIgnore: true */ /* @vite-ignore */ mainJs);
-  }
-}
-
 // Inside a pool worker: instantiate the module on the shared memory, then run a pool thread.
 if (typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScope) {
   const onInit = async ({ data }) => {
@@ -74,7 +65,7 @@ if (typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScop
     self.removeEventListener('message', onInit);
     let pkg;
     try {
-      pkg = await glue(data.mainJs);
+      pkg = await import(/* webpackIgnore: true */ /* @vite-ignore */ data.mainJs);
       await pkg.default({ module_or_path: data.module, memory: data.memory });
     } catch (e) {
       postMessage({ type: FAILED, message: `${e?.message ?? e}` });

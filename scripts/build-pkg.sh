@@ -27,6 +27,12 @@ build() {  # build NAME RELAXED THREADED
   if [ "$threaded" = 1 ]; then
     if [ -z "${WASM_THREADS_TC:-}" ]; then
       say "SKIPPED $name: no threaded toolchain (scripts/setup.sh could not install one); the loader falls back"
+      # A stand-in, so bundlers still find the paths builds.js names: importing it throws, and
+      # the loader passes over the build with that reason.
+      mkdir -p "$OUT/$name"
+      echo "throw new Error('the $name build is not in this package (built without the threaded toolchain)');" \
+        > "$OUT/$name/webtensor.js"
+      : > "$OUT/$name/webtensor_bg.wasm"
       return
     fi
     RUSTUP_TOOLCHAIN=$WASM_THREADS_TC CARGO_TARGET_DIR="$ROOT/target/wasm-$name" \
@@ -45,7 +51,8 @@ build simd128 "" 0 "$@"
 build simd128-relaxed +relaxed-simd 0 "$@"
 build threads "" 1 "$@"
 build threads-relaxed +relaxed-simd 1 "$@"
-# The package's own files: the entry, the in-thread engine loader, the worker and its proxy,
-# the model cache, types, package.json and README (thread_pool.js and fetch_progress.js are
-# wasm-bindgen snippets: each build has its copy).
-cp js/index.js js/engine.js js/worker.js js/proxy.js js/cache.js js/index.d.ts js/package.json js/README.md "$OUT/"
+# The package's own files: the entry, the in-thread engine loader, the builds' paths, the
+# engine's worker and its proxy, the pool worker, the model cache, types, package.json and
+# README (thread_pool.js and fetch_progress.js are wasm-bindgen snippets: each build has its copy).
+cp js/index.js js/engine.js js/builds.js js/worker.js js/pool_worker.js js/proxy.js js/cache.js js/index.d.ts js/package.json \
+  js/README.md "$OUT/"

@@ -16,7 +16,7 @@ async fn pool() {
         thread_local!(static STARTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
         if !STARTED.get() {
             STARTED.set(true);
-            webtensor::wasm::init_thread_pool(2.0, None)
+            webtensor::wasm::init_thread_pool(2.0, None, None)
                 .await
                 .unwrap_or_else(|e| panic!("{:?}", wasm_bindgen::JsValue::from(e)));
         }

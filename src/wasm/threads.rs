@@ -8,11 +8,17 @@ use super::convert::{set, to_js_error};
 
 /// Starts the CPU thread pool with `threads` threads in all (the calling thread and
 /// `threads - 1` Web Workers on this module's shared memory). Once per page, before the first
-/// computation. Errors: `threads` not an integer in 1..=64; more than one thread asked of a
-/// single-thread build; a worker that fails to start (the reason; nothing is left waiting);
-/// no worker ready within `timeoutMs` (default 20000).
+/// computation. `spawn`, when given, makes each worker (the package's loader passes one that
+/// starts `pool_worker.js`, a file bundlers can see); without it each worker runs
+/// `js/thread_pool.js` from its own URL. Errors: `threads` not an integer in 1..=64; more than
+/// one thread asked of a single-thread build; a worker that fails to start (the reason;
+/// nothing is left waiting); no worker ready within `timeoutMs` (default 20000).
 #[wasm_bindgen(js_name = initThreadPool)]
-pub async fn init_thread_pool(threads: f64, timeout_ms: Option<f64>) -> Result<(), JsError> {
+pub async fn init_thread_pool(
+    threads: f64,
+    timeout_ms: Option<f64>,
+    #[wasm_bindgen(unchecked_param_type = "() => Worker")] spawn: Option<js_sys::Function>,
+) -> Result<(), JsError> {
     let n = crate::threads::check_count(threads).map_err(to_js_error)?;
     let timeout = timeout_ms.unwrap_or(20_000.0);
     if timeout.is_nan() || timeout <= 0.0 {
@@ -20,11 +26,15 @@ pub async fn init_thread_pool(threads: f64, timeout_ms: Option<f64>) -> Result<(
             "timeoutMs must be a positive number of milliseconds, got {timeout}"
         )));
     }
-    start(n, timeout).await
+    start(n, timeout, spawn).await
 }
 
 #[cfg(target_feature = "atomics")]
-async fn start(threads: usize, timeout_ms: f64) -> Result<(), JsError> {
+async fn start(
+    threads: usize,
+    timeout_ms: f64,
+    spawn_worker: Option<js_sys::Function>,
+) -> Result<(), JsError> {
     #[wasm_bindgen(module = "/js/thread_pool.js")]
     extern "C" {
         #[wasm_bindgen(js_name = startWorkers, catch)]
@@ -34,6 +44,7 @@ async fn start(threads: usize, timeout_ms: f64) -> Result<(), JsError> {
             count: usize,
             main_js: JsValue,
             timeout_ms: f64,
+            spawn: JsValue,
         ) -> Result<js_sys::Promise, JsValue>;
     }
     #[wasm_bindgen]
@@ -43,6 +54,7 @@ async fn start(threads: usize, timeout_ms: f64) -> Result<(), JsError> {
         #[wasm_bindgen(thread_local_v2, js_namespace = ["import", "meta"], js_name = url)]
         static MAIN_JS: js_sys::JsString;
     }
+    let spawn_worker: JsValue = spawn_worker.map(Into::into).unwrap_or(JsValue::UNDEFINED);
     let spawn = |workers: usize| async move {
         let failed = |e: JsValue| crate::Error::Device {
             device: "CPU".into(),
@@ -57,6 +69,7 @@ async fn start(threads: usize, timeout_ms: f64) -> Result<(), JsError> {
             workers,
             MAIN_JS.with(|u| u.clone().into()),
             timeout_ms,
+            spawn_worker,
         )
         .map_err(failed)?;
         wasm_bindgen_futures::JsFuture::from(promise)
@@ -70,7 +83,11 @@ async fn start(threads: usize, timeout_ms: f64) -> Result<(), JsError> {
 }
 
 #[cfg(not(target_feature = "atomics"))]
-async fn start(threads: usize, _timeout_ms: f64) -> Result<(), JsError> {
+async fn start(
+    threads: usize,
+    _timeout_ms: f64,
+    _spawn: Option<js_sys::Function>,
+) -> Result<(), JsError> {
     if threads > 1 {
         return Err(JsError::new(&format!(
             "the {} build is single-threaded: it cannot start {threads} threads (the loader \
