@@ -49,6 +49,7 @@ test('demo page lists the devices and computes on each', async (t) => {
   const build = page.locator('#build');
   assert.equal(await build.getAttribute('data-build'), THREADED ? 'threads-relaxed' : 'simd128-relaxed', await build.textContent());
   t.diagnostic(`build: ${await build.textContent()}`);
+  assert.equal(await build.getAttribute('data-worker'), 'true', 'the demo runs the engine in a worker');
   const cpu = page.locator('[data-device="CPU"]');
   assert.match(await cpu.locator('.description').textContent(), /simd128/);
   assert.match(await cpu.locator('.properties').textContent(), /build/);
@@ -78,7 +79,8 @@ const score = async (page, i, j) =>
   Number(await page.locator(`#model table.similarity tr:nth-child(${i + 2}) td:nth-child(${j + 2})`).getAttribute('data-score'));
 
 test('the model demo embeds sentences, compares them, and searches', async (t) => {
-  const page = await browser.newPage();
+  const context = await browser.newContext(); // shared by a second visit (the model cache)
+  const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(base);
@@ -111,7 +113,23 @@ test('the model demo embeds sentences, compares them, and searches', async (t) =
   assert.ok(food > train, `pizza/pizza ${food} vs pizza/train ${train}`);
   assert.match(await model.locator('.results li').first().textContent(), /[Pp]izza/);
   await page.screenshot({ path: path.join(SHOTS, 'model.png'), fullPage: true });
+
+  // A large batch while the page animates: in worker mode the page keeps drawing frames.
+  await model.locator('button.batch').click();
+  await page.waitForSelector('#model span.batch[data-frames]', { timeout: 300_000 });
+  const frames = Number(await model.locator('span.batch').getAttribute('data-frames'));
+  t.diagnostic(`large batch: ${await model.locator('span.batch').textContent()}`);
+  assert.ok(frames >= 2, `the page drew ${frames} frame(s) during the batch`);
+
+  // The same page again in this browser context: the model comes from the cache.
+  const again = await context.newPage();
+  await again.goto(base);
+  await again.waitForSelector('#status[data-state="ready"], #status[data-state="error"]', { timeout: 300_000 });
+  assert.equal(await again.locator('#model').getAttribute('data-from-cache'), 'true');
+  assert.match(await again.locator('#model .model-status').textContent(), /loaded from cache in [\d.]+ ms on /);
+  t.diagnostic(`second visit: ${await again.locator('#model .model-status').textContent()}`);
   assert.deepEqual(errors, []);
+  await context.close();
 });
 
 test('served without COOP/COEP, the demo runs on one thread and says why', async () => {
