@@ -2,7 +2,8 @@
 # scripts/build-apps.sh -- packs pkg/ into the tarball users install (npm pack), installs it in
 # the example apps (apps/: their npm packages from apps/package-lock.json, then the tarball,
 # --no-save) and builds them into target/apps/: webpack/ (webpack 5), vite/ (Vite) and esm/
-# (no bundler: the page, and the installed package as files). Each gets the demo's q8_0 model.
+# (no bundler: the page, and the installed package as files), and type-checks apps/types/check.ts
+# against the package's types. Each app gets the demo's q8_0 model.
 # Prints the tarball's size and each wasm build's and the JS's gzipped size.
 # Run after scripts/build-web.sh (which builds pkg/); tests/e2e/apps.test.mjs drives the apps.
 set -euo pipefail
@@ -19,6 +20,8 @@ if [ ! -d node_modules/vite ] || [ package-lock.json -nt node_modules/.package-l
   say "npm ci (apps/)"; npm ci --no-audit --no-fund
 fi
 npm install --no-save --no-audit --no-fund "$OUT/$TGZ" >&2
+say "TypeScript: the package's types, as a user's code sees them (tsc --noEmit -p apps/types)"
+npx tsc -p types >&2
 say "webpack → target/apps/webpack"
 npx webpack --config webpack/webpack.config.cjs >&2
 cp webpack/index.html "$OUT/webpack/"

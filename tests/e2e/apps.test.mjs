@@ -159,6 +159,8 @@ test('model cache: the second load reads the cache; a corrupt entry is dropped; 
         Cache.prototype.put = put;
       }
       out.afterQuota = await cache.list();
+      await (await wt.SentenceEmbedder.load(url, { devices: 'cpu' })).dispose();
+      out.deleted = [await cache.delete(url), (await cache.list()).length, await cache.delete(url)];
       return out;
     });
     for (const mode of ['worker', 'thread']) {
@@ -178,6 +180,7 @@ test('model cache: the second load reads the cache; a corrupt entry is dropped; 
     assert.equal(r.quota.embeds, 384);
     assert.match(r.quota.note, /quota .* is full \(QuotaExceededError\)/);
     assert.equal(r.afterQuota.length, 0);
+    assert.deepEqual(r.deleted, [true, 0, false]);
   } finally {
     await ctx.close();
     server.close();
