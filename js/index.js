@@ -85,6 +85,9 @@ async function inWorkerMode(options, required) {
     return inThread(options, [`in this thread: ${e.message}`]);
   }
   const link = new Link(worker);
+  // A worker that stops (terminate(), a crash) is forgotten: the next load() starts a new one.
+  link.onDead = () => { if (loading.get('worker') === current) loading.delete('worker'); };
+  const current = loading.get('worker');
   let init;
   try {
     init = await link.call('init', { options });

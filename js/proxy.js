@@ -52,7 +52,7 @@ export class Link {
   }
 
   fail(why) {
-    if (!this.dead) this.dead = why;
+    if (!this.dead) { this.dead = why; this.onDead?.(); }
     for (const p of this.pending.values()) p.reject(new Error(this.dead));
     this.pending.clear();
   }

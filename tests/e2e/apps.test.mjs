@@ -124,8 +124,10 @@ test('model cache: the second load reads the cache; a corrupt entry is dropped; 
       const out = {};
       for (const worker of [true, false]) {
         const wt = await load({ worker });
-        const cold = await wt.SentenceEmbedder.load(url, { devices: 'cpu' });
-        const warm = await wt.SentenceEmbedder.load(url, { devices: 'cpu' });
+        const stages = [new Set(), new Set()];
+        const cold = await wt.SentenceEmbedder.load(url, { devices: 'cpu', onProgress: (s) => stages[0].add(s) });
+        const warm = await wt.SentenceEmbedder.load(url, { devices: 'cpu', onProgress: (s) => stages[1].add(s) });
+        out[`${worker ? 'worker' : 'thread'}Stages`] = stages.map((x) => [...x].join(','));
         const [x] = await cold.embed(['a cat']);
         const [y] = await warm.embed(['a cat']);
         out[worker ? 'worker' : 'thread'] = { cold: cold.source, warm: warm.source, same: x.every((v, i) => v === y[i]) };
@@ -169,6 +171,7 @@ test('model cache: the second load reads the cache; a corrupt entry is dropped; 
       assert.equal(cold.fromCache, false);
       assert.equal(warm.fromCache, true);
       assert.ok(same, 'the cached model embeds exactly as the downloaded one');
+      assert.deepEqual(r[`${mode}Stages`], ['download,devices,weights', 'cache,devices,weights'], 'progress stages, cold and cached');
     }
     assert.equal(r.list.length, 1);
     assert.equal(r.list[0].bytes, r.thread.cold.bytes);
@@ -277,6 +280,12 @@ test('bad input: 404, an HTML page, not GGUF, CSP-blocked worker, disposed objec
       out.afterAbort = after.length;
       await model.dispose();
       out.disposedModel = await msg(model.embed(['x']));
+      // terminate(): calls on the old module reject, and load() starts a new worker.
+      const pending = msg(rt2.copyStats());
+      wt.terminate();
+      out.terminated = [await pending, await msg(wt.devices())];
+      const fresh = await window.pkg.load();
+      out.fresh = [fresh !== wt, (await fresh.vectorAdd('CPU', new Float32Array([1, 2]), new Float32Array([3, 4]))).join(',')];
       return out;
     });
     console.log(`# bad input: ${JSON.stringify(r)}`);
@@ -292,6 +301,9 @@ test('bad input: 404, an HTML page, not GGUF, CSP-blocked worker, disposed objec
     assert.match(r.abortQueued, /^AbortError: /);
     assert.equal(r.afterAbort, 384);
     assert.equal(r.disposedModel, 'Error: this SentenceEmbedder was disposed');
+    assert.match(r.terminated[0], /^(resolved|Error: the webtensor worker was terminated)/);
+    assert.equal(r.terminated[1], 'Error: the webtensor worker was terminated (webtensor.terminate())');
+    assert.deepEqual(r.fresh, [true, '4,6']);
   } finally {
     await ctx.close();
     server.close();
