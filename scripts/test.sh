@@ -7,8 +7,10 @@
 #   example apps (the package packed with npm pack, installed into a webpack 5, a Vite and a
 #   plain-ESM app, each built) → end-to-end page tests (pkg/: the loader and its four builds,
 #   the demo's webpack bundle, the three apps, the model served, driven by playwright-core;
-#   the threaded builds cross-origin isolated, and each fallback; the engine in its worker). Without the threaded toolchain (setup says why) the threaded steps say
-#   SKIPPED and the single-thread ones still run.
+#   the threaded builds cross-origin isolated, and each fallback; the engine in its worker;
+#   the WebGPU device lost mid-run, on pkg/ itself). Without the threaded toolchain (setup
+#   says why) the threaded steps say SKIPPED and the single-thread ones still run. The soak
+#   test (scripts/soak.sh) is not part of this run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 T0=$(date +%s)

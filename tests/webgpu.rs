@@ -404,6 +404,48 @@ fn device_lost_mid_run_rejects_and_later_runs_fail_cleanly() {
     block_on(session.run(&HashMap::from([(x, vec![0u8; 32 * 16 * 4])]))).unwrap();
 }
 
+/// Every buffer the device makes is live until it is dropped, which destroys it (on the web a
+/// dropped wgpu buffer would otherwise wait for the garbage collector): a session's memory and
+/// parameters go with the session, a buffer with its last handle; later runs keep none.
+#[test]
+fn buffers_are_live_until_dropped() {
+    let Some(dev) = gpu() else { return };
+    let input = |x| HashMap::from([(x, vec![0u8; 32 * 16 * 4])]);
+    // A first session fills the readback staging pool, which the device keeps for later reads.
+    {
+        let (session, x) = layer_session(&dev);
+        block_on(session.run(&input(x))).unwrap();
+    }
+    let base = dev.live_buffers();
+    assert!(base.live >= 1 && base.created > base.live, "{base:?}");
+    {
+        let (session, x) = layer_session(&dev);
+        block_on(session.run(&input(x))).unwrap();
+        let during = dev.live_buffers();
+        assert!(during.live > base.live, "{during:?} vs {base:?}");
+        for _ in 0..5 {
+            block_on(session.run(&input(x))).unwrap();
+        }
+        let after = dev.live_buffers();
+        assert_eq!(
+            (after.live, after.live_bytes),
+            (during.live, during.live_bytes),
+            "runs of one session keep no buffer"
+        );
+    }
+    assert_eq!(
+        dev.live_buffers().live,
+        base.live,
+        "the session's buffers were kept"
+    );
+    assert_eq!(dev.live_buffers().live_bytes, base.live_bytes);
+    let big = dev.buffer_type().alloc(1 << 20).unwrap();
+    assert!(dev.live_buffers().live_bytes >= base.live_bytes + (1 << 20));
+    drop(big);
+    assert_eq!(dev.live_buffers().live, base.live);
+    assert_eq!(dev.live_buffers().live_bytes, base.live_bytes);
+}
+
 /// Sizes past the adapter's limits fail before anything is submitted or allocated: a tensor
 /// past maxStorageBufferBindingSize is refused by the device (so a GPU-only plan fails), and
 /// a session whose memory exceeds maxBufferSize fails to allocate it.

@@ -111,6 +111,23 @@ async fn add_browser_adapter_info(device: &Object) {
     }
 }
 
+/// The GPU buffers of every WebGPU device this module made, a lost one included:
+/// `{ created, live, liveBytes }`. A buffer is live from its creation until the engine drops
+/// it, which destroys it (so its memory is freed then, not when the page's garbage collector
+/// gets to it): after `dispose()` of a model, `live` is back where it was before its `load`.
+#[wasm_bindgen(
+    js_name = gpuBuffers,
+    unchecked_return_type = "{ created: number, live: number, liveBytes: number }"
+)]
+pub fn gpu_buffers() -> Result<Object, JsError> {
+    let b = crate::backends::webgpu::all_devices_buffers();
+    let o = Object::new();
+    set(&o, "created", &(b.created as f64).into())?;
+    set(&o, "live", &(b.live as f64).into())?;
+    set(&o, "liveBytes", &(b.live_bytes as f64).into())?;
+    Ok(o)
+}
+
 /// `a + b` computed on the device called `device` ("CPU", "WebGPU").
 #[wasm_bindgen(js_name = vectorAdd)]
 pub async fn vector_add(

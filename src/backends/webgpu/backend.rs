@@ -9,7 +9,7 @@ use std::rc::Rc;
 use futures_channel::oneshot;
 
 use super::buffer::WebGpuBuffer;
-use super::context::{Ctx, Pipeline, DEVICE_NAME};
+use super::context::{Ctx, GpuBuffer, Pipeline, DEVICE_NAME};
 use super::ops::{self, granularity, unit, NodePlan};
 use super::shader::{self, IN_PLACE, PARAMS_SIZE, SHARED_B};
 use super::WebGpuDevice;
@@ -248,7 +248,7 @@ pub(super) struct Encoded {
     ctx: Rc<Ctx>,
     steps: Vec<Step>,
     /// Keeps the parameters alive with the bind groups that read them.
-    _params: Option<wgpu::Buffer>,
+    _params: Option<GpuBuffer>,
 }
 
 /// One dispatch.
@@ -428,9 +428,7 @@ impl Event for WebGpuEvent {
             match rx {
                 Some(rx) => {
                     self.ctx.poll_native()?;
-                    rx.await.map_err(|_| {
-                        Ctx::device_error("queue dropped before the event's work completed")
-                    })?;
+                    self.ctx.work_done(rx).await?;
                     self.done.set(true);
                 }
                 // Another wait holds the signal: waiting for everything is a safe superset.

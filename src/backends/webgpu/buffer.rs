@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use super::context::Ctx;
+use super::context::{Ctx, GpuBuffer};
 use super::ops::Kernel;
 use super::shader::{self, PatchParams};
 use crate::backend::{Buffer, BufferImpl, BufferType, LocalBoxFuture};
@@ -47,7 +47,8 @@ impl BufferType for WebGpuBufferType {
 /// touches exists.
 pub struct WebGpuBuffer {
     ctx: Rc<Ctx>,
-    buf: wgpu::Buffer,
+    /// Destroyed when this buffer is dropped (see [`GpuBuffer`]).
+    buf: GpuBuffer,
 }
 
 /// Smallest multiple of 4 at or above `x`.

@@ -4,7 +4,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
@@ -32,6 +35,123 @@ pub struct ObjectCounts {
     pub readbacks: u64,
 }
 
+/// The buffers of a WebGPU device (or of every device this process made, see
+/// [`all_devices_buffers`]): how many were made, and how many (and how many bytes) are alive.
+/// A buffer is alive from its creation until it is dropped, which destroys it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveBuffers {
+    /// Buffers made so far.
+    pub created: u64,
+    /// Buffers made and not yet dropped (destroyed).
+    pub live: u64,
+    /// Their bytes.
+    pub live_bytes: u64,
+}
+
+/// Every WebGPU device's buffers together (natively: the whole process, so parallel tests see
+/// each other's; in a page: every device the page's module made, a lost one included).
+static ALL_CREATED: AtomicU64 = AtomicU64::new(0);
+static ALL_LIVE: AtomicU64 = AtomicU64::new(0);
+static ALL_LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// The buffers of every WebGPU device this process made (see [`LiveBuffers`]).
+pub fn all_devices_buffers() -> LiveBuffers {
+    LiveBuffers {
+        created: ALL_CREATED.load(Ordering::Relaxed),
+        live: ALL_LIVE.load(Ordering::Relaxed),
+        live_bytes: ALL_LIVE_BYTES.load(Ordering::Relaxed),
+    }
+}
+
+/// A wgpu buffer that is counted while it lives and destroyed when dropped.
+///
+/// Dropping a `wgpu::Buffer` on the web does not destroy its `GPUBuffer`: wgpu's web backend
+/// leaves that to the browser's garbage collector, which knows nothing of the GPU memory
+/// behind a small wrapper object, so a page that loads and disposes models would hold every
+/// disposed weight's memory for as long as the collector leaves those wrappers alone.
+/// Destroying a buffer after the submit that uses it is valid: WebGPU (and wgpu natively)
+/// frees it once that work is done.
+pub(super) struct GpuBuffer {
+    buf: wgpu::Buffer,
+    live: Rc<Cell<LiveBuffers>>,
+}
+
+impl GpuBuffer {
+    fn new(buf: wgpu::Buffer, live: Rc<Cell<LiveBuffers>>) -> Self {
+        let size = buf.size();
+        let mut l = live.get();
+        l.created += 1;
+        l.live += 1;
+        l.live_bytes += size;
+        live.set(l);
+        ALL_CREATED.fetch_add(1, Ordering::Relaxed);
+        ALL_LIVE.fetch_add(1, Ordering::Relaxed);
+        ALL_LIVE_BYTES.fetch_add(size, Ordering::Relaxed);
+        Self { buf, live }
+    }
+}
+
+impl std::ops::Deref for GpuBuffer {
+    type Target = wgpu::Buffer;
+    fn deref(&self) -> &wgpu::Buffer {
+        &self.buf
+    }
+}
+
+impl Drop for GpuBuffer {
+    fn drop(&mut self) {
+        self.buf.destroy();
+        let size = self.buf.size();
+        let mut l = self.live.get();
+        l.live = l.live.saturating_sub(1);
+        l.live_bytes = l.live_bytes.saturating_sub(size);
+        self.live.set(l);
+        ALL_LIVE.fetch_sub(1, Ordering::Relaxed);
+        ALL_LIVE_BYTES.fetch_sub(size, Ordering::Relaxed);
+    }
+}
+
+/// Why the device failed, shared with wgpu's callbacks (which must be `Send`).
+#[derive(Default)]
+struct Failure {
+    /// The failure's message; `None` while the device works.
+    msg: Option<String>,
+    /// Whether `msg` reports the device lost (or destroyed): the root cause, which later
+    /// symptoms (a readback that cannot map, a submit that errs) never replace.
+    lost: bool,
+    /// Woken when the device fails: a wait on GPU work races this, since a lost device need
+    /// not finish (or report on) the work it was given.
+    waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl Failure {
+    /// Records `msg` (a loss when `lost`) unless a loss is already known, and wakes waiters.
+    /// A loss reported after a symptom becomes the message, the symptom kept after it.
+    fn set(&mut self, msg: String, lost: bool) {
+        self.msg = Some(match (self.msg.take(), self.lost, lost) {
+            (None, _, _) => msg,
+            (Some(first), true, _) | (Some(first), false, false) => first,
+            (Some(first), false, true) => format!("{msg} (after: {first})"),
+        });
+        self.lost |= lost;
+        for w in self.waiters.drain(..) {
+            let _ = w.send(());
+        }
+    }
+}
+
+/// The message of a lost device: "device lost (destroyed): <the browser's words>".
+fn lost_message(reason: wgpu::DeviceLostReason, msg: &str) -> String {
+    let why = match reason {
+        wgpu::DeviceLostReason::Destroyed => "device lost (destroyed)",
+        _ => "device lost",
+    };
+    match msg.trim() {
+        "" => why.to_string(),
+        m => format!("{why}: {m}"),
+    }
+}
+
 /// Readback staging buffers up to this size are kept for reuse (larger ones are made per read).
 const POOLED_STAGING_MAX: u64 = 16 << 20;
 /// At most this many staging buffers are kept.
@@ -50,20 +170,23 @@ pub(super) struct Ctx {
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub has_f16: bool,
-    /// Set by the device-lost callback or an error outside any scope; later calls fail with it.
-    failure: Arc<Mutex<Option<String>>>,
+    /// Set by the device-lost callback, an error outside any scope, or a failed step; later
+    /// calls fail with it.
+    failure: Arc<Mutex<Failure>>,
     /// Error-scope results not yet known (on the web they resolve later); checked on sync.
     pending: RefCell<Vec<LocalBoxFuture<'static, Option<wgpu::Error>>>>,
     pipelines: RefCell<HashMap<PipelineKey, Rc<Pipeline>>>,
     /// Idle MAP_READ staging buffers, reused by later readbacks.
-    staging: RefCell<Vec<wgpu::Buffer>>,
+    staging: RefCell<Vec<GpuBuffer>>,
     created: Cell<ObjectCounts>,
+    /// Buffers made and alive (shared with each [`GpuBuffer`], which counts itself out).
+    live: Rc<Cell<LiveBuffers>>,
     /// Test hook: the device is destroyed right after this many more submits.
     #[cfg(feature = "testing")]
     lose_after: Cell<Option<u32>>,
     /// Bound where a shader declares an operand the node does not have (e.g. no mask), or
     /// one read through another binding: two slots, one storage alignment apart.
-    pub dummy: wgpu::Buffer,
+    pub dummy: GpuBuffer,
 }
 
 impl Ctx {
@@ -125,25 +248,29 @@ impl Ctx {
             .await
             .map_err(|e| format!("WebGPU adapter {} refused a device: {e}", info.name))?;
         let limits = device.limits();
-        let failure = Arc::new(Mutex::new(None::<String>));
+        let failure = Arc::new(Mutex::new(Failure::default()));
         let lost = failure.clone();
         device.set_device_lost_callback(move |reason, msg| {
             if let Ok(mut f) = lost.lock() {
-                f.get_or_insert_with(|| format!("device lost ({reason:?}): {msg}"));
+                f.set(lost_message(reason, &msg), true);
             }
         });
         let uncaptured = failure.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             if let Ok(mut f) = uncaptured.lock() {
-                f.get_or_insert_with(|| format!("uncaptured error: {e}"));
+                f.set(format!("uncaptured error: {e}"), false);
             }
         }));
-        let dummy = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("webtensor dummy"),
-            size: 2 * (limits.min_storage_buffer_offset_alignment as u64).max(16),
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        });
+        let live = Rc::new(Cell::new(LiveBuffers::default()));
+        let dummy = GpuBuffer::new(
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("webtensor dummy"),
+                size: 2 * (limits.min_storage_buffer_offset_alignment as u64).max(16),
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            }),
+            live.clone(),
+        );
         Ok(Self {
             device,
             queue,
@@ -158,6 +285,7 @@ impl Ctx {
                 buffers: 1,
                 ..ObjectCounts::default()
             }),
+            live,
             #[cfg(feature = "testing")]
             lose_after: Cell::new(None),
             dummy,
@@ -169,10 +297,15 @@ impl Ctx {
         self.created.get()
     }
 
-    /// Makes a buffer (counted).
-    pub fn create_buffer(&self, desc: &wgpu::BufferDescriptor<'_>) -> wgpu::Buffer {
+    /// Buffers made and alive.
+    pub fn live_buffers(&self) -> LiveBuffers {
+        self.live.get()
+    }
+
+    /// Makes a buffer (counted, and destroyed when dropped).
+    pub fn create_buffer(&self, desc: &wgpu::BufferDescriptor<'_>) -> GpuBuffer {
         self.count(|c| c.buffers += 1);
-        self.device.create_buffer(desc)
+        GpuBuffer::new(self.device.create_buffer(desc), self.live.clone())
     }
 
     /// Makes a bind group (counted).
@@ -221,7 +354,7 @@ impl Ctx {
             .failure
             .lock()
             .map_err(|_| Self::device_error("device state poisoned"))?;
-        match &*f {
+        match &f.msg {
             Some(msg) => Err(Self::device_error(msg.clone())),
             None => Ok(()),
         }
@@ -229,19 +362,67 @@ impl Ctx {
 
     /// Destroys the wgpu device now (its memory is freed); every later call fails.
     pub fn destroy(&self) {
-        let _ = self.fail("device destroyed".into());
+        if let Ok(mut f) = self.failure.lock() {
+            f.set("device destroyed".into(), true);
+        }
         self.device.destroy();
     }
 
     /// Fails the device for good with `msg`, unless it already failed: the error then names
-    /// that first cause (a lost device makes later steps fail with vaguer messages).
+    /// that first cause (a lost device makes later steps fail with vaguer messages, which a
+    /// loss's error leaves out).
     fn fail(&self, msg: String) -> Error {
         let Ok(mut f) = self.failure.lock() else {
             return Self::device_error(msg);
         };
-        match &*f {
-            Some(first) if *first != msg => Self::device_error(format!("{first} ({msg})")),
-            _ => Self::device_error(f.get_or_insert(msg).clone()),
+        let first = match (&f.msg, f.lost) {
+            (Some(first), true) => return Self::device_error(first.clone()),
+            (Some(first), false) if *first != msg => Some(first.clone()),
+            _ => None,
+        };
+        f.set(msg.clone(), false);
+        match first {
+            Some(first) => Self::device_error(format!("{first} ({msg})")),
+            None => Self::device_error(msg),
+        }
+    }
+
+    /// A receiver that fires when the device fails (at once if it already has).
+    fn failed_signal(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        match self.failure.lock() {
+            Ok(mut f) if f.msg.is_none() => {
+                // Waits that ended dropped their receivers: forget those senders.
+                f.waiters.retain(|w| !w.is_canceled());
+                f.waiters.push(tx);
+            }
+            _ => {
+                let _ = tx.send(());
+            }
+        }
+        rx
+    }
+
+    /// Awaits `work`, unless the device fails first: a lost device need not complete the work
+    /// it was given, nor reject what waits on it, so every wait on the GPU races the failure.
+    async fn unless_failed<T>(&self, mut work: impl Future<Output = T> + Unpin) -> Result<T> {
+        let mut failed = self.failed_signal();
+        let done = std::future::poll_fn(|cx| {
+            if let Poll::Ready(v) = Pin::new(&mut work).poll(cx) {
+                return Poll::Ready(Some(v));
+            }
+            match Pin::new(&mut failed).poll(cx) {
+                Poll::Ready(_) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
+        match done {
+            Some(v) => Ok(v),
+            None => Err(self
+                .check()
+                .err()
+                .unwrap_or_else(|| Self::device_error("device failed"))),
         }
     }
 
@@ -285,7 +466,7 @@ impl Ctx {
     pub async fn drain_errors(&self) -> Result<()> {
         let pending = std::mem::take(&mut *self.pending.borrow_mut());
         for fut in pending {
-            if let Some(e) = fut.await {
+            if let Some(e) = self.unless_failed(fut).await? {
                 return Err(self.report(e));
             }
         }
@@ -316,9 +497,17 @@ impl Ctx {
         self.check()?;
         let rx = self.work_done_signal();
         self.poll_native()?;
-        rx.await
+        self.unless_failed(rx)
+            .await?
             .map_err(|_| self.fail("queue dropped before its work completed".into()))?;
         self.drain_errors().await
+    }
+
+    /// Awaits `signal` (completion of submitted work), unless the device fails first.
+    pub async fn work_done(&self, signal: oneshot::Receiver<()>) -> Result<()> {
+        self.unless_failed(signal)
+            .await?
+            .map_err(|_| Self::device_error("queue dropped before the work completed"))
     }
 
     /// Readback: copies `[offset, offset + len)` of `src` (4-byte aligned) to a MAP_READ
@@ -339,9 +528,21 @@ impl Ctx {
             let _ = tx.send(r);
         });
         self.poll_native()?;
-        rx.await
-            .map_err(|_| self.fail("readback cancelled".into()))?
-            .map_err(|e| self.fail(format!("readback map failed: {e}")))?;
+        let mapped = self
+            .unless_failed(rx)
+            .await?
+            .map_err(|_| self.fail("readback cancelled".into()))?;
+        if let Err(e) = mapped {
+            // The browser refuses to map a buffer of a device it has lost, and may say so
+            // before it reports the loss: wait for the queue (or the loss) so that the error
+            // names the loss when that is what happened.
+            let signal = self.work_done_signal();
+            let _ = self.poll_native();
+            let _ = self.work_done(signal).await;
+            return Err(self.fail(format!(
+                "a readback could not map its buffer ({e}): the device may have been lost"
+            )));
+        }
         let out = staging
             .get_mapped_range(..len)
             .map_err(|e| Self::device_error(format!("readback range: {e}")))?
@@ -357,7 +558,7 @@ impl Ctx {
 
     /// The smallest idle staging buffer of at least `len` bytes, or a new one (sized up to a
     /// power of two, so that reads of similar sizes share it).
-    fn take_staging(&self, len: u64) -> Result<wgpu::Buffer> {
+    fn take_staging(&self, len: u64) -> Result<GpuBuffer> {
         let mut pool = self.staging.borrow_mut();
         let best = pool
             .iter()

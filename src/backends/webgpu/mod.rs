@@ -22,7 +22,7 @@ mod shader;
 
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
-pub use context::ObjectCounts;
+pub use context::{all_devices_buffers, LiveBuffers, ObjectCounts};
 pub use ops::{set_matmul_kernels, MatmulKernels};
 #[cfg(feature = "testing")]
 pub use selfcheck::sabotage_self_check;
@@ -127,6 +127,12 @@ impl WebGpuDevice {
     /// of a prepared session adds none.
     pub fn created_objects(&self) -> ObjectCounts {
         self.ctx.created()
+    }
+
+    /// Its buffers: how many it made, and how many (and how many bytes) are still alive. A
+    /// buffer is destroyed when it is dropped, so its memory is freed then, on the web too.
+    pub fn live_buffers(&self) -> LiveBuffers {
+        self.ctx.live_buffers()
     }
 
     /// Test hook (`testing` feature): the device is destroyed, as if lost, right after the

@@ -1,0 +1,206 @@
+// End-to-end: the WebGPU device lost in the middle of a run, in headless Chromium (WebGPU on
+// SwiftShader), on the built package (pkg/, scripts/build-web.sh) loaded into a blank page
+// with load({ worker: false }) — the engine in the page itself, where the hook can reach its
+// device. The hook (tests/e2e/gpu_hook.mjs) destroys the page's GPUDevice right after the
+// n-th submit of an embed (the browser's own loss: `lost` resolves, mapAsync rejects, later
+// work is dropped), for the first and the last submit of a run. Each time:
+//   - that embed rejects, in bounded time, with an Error whose message is clean text naming
+//     the loss, and so do later calls on the same model and runtime (no hang, no panic);
+//   - the CPU keeps working in that page (a CPU model embeds the same vectors as before);
+//   - the next SentenceEmbedder and Runtime get a fresh device (one more requestDevice) and
+//     pass a known-answer check (the CPU's embeddings; a small graph's exact sums).
+// A second test: dispose() destroys the model's GPU buffers (the leak scripts/soak.sh found:
+// a dropped wgpu buffer is only released by the garbage collector on the web).
+// E2E_PKG picks another built package directory (default pkg/).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+import { installGpuHook } from './gpu_hook.mjs';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const PKG = process.env.E2E_PKG || 'pkg';
+const LOADER = `/${PKG}/index.js`;
+const MODEL = '/models/minilm-q8_0.gguf';
+let server, browser, base;
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(ROOT, PKG, 'index.js')), `${PKG}/ is not built (scripts/build-web.sh)`);
+  assert.ok(fs.existsSync(path.join(ROOT, MODEL)), 'no models/minilm-q8_0.gguf (scripts/fetch-model.sh)');
+  server = await startServer(ROOT, 0, { isolate: false });
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+/** A fresh page with the hook installed; `errors` collects page errors and Rust panics. */
+async function open() {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (/panicked|RuntimeError|unreachable/.test(m.text())) errors.push(m.text()); });
+  await page.addInitScript(installGpuHook);
+  await page.goto(base + 'tests/e2e/engine.html');
+  return { page, errors, close: () => context.close() };
+}
+
+// The clean-text rule of tests/e2e/bad_input.test.mjs: no debug-printed JsValue, no stack.
+const UNCLEAN = /JsValue|\n\s+at |^Error: /;
+const LOST = /^device error on WebGPU: device lost/;
+
+test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the next model gets a fresh device', async (t) => {
+  const { page, errors, close } = await open();
+  const out = await page.evaluate(async ([loader, model]) => {
+    const { load } = await import(loader);
+    const wt = await load({ worker: false });
+    const hook = globalThis.__gpuHook;
+    const SENTENCES = ['A man is playing a guitar.', 'Someone plays an acoustic guitar.', 'The stock market fell sharply today.'];
+    const cos = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
+    const minCos = (got, want) => Math.min(...got.map((g, i) => cos(g, want[i])));
+    // Every await is bounded: a hang is a failure with a name, not a stuck test.
+    const settle = async (what, promise, ms = 120_000) => {
+      let timer;
+      const t0 = performance.now();
+      try {
+        const value = await Promise.race([promise, new Promise((_, reject) => {
+          timer = setTimeout(() => reject(Object.assign(new Error(`${what}: no answer in ${ms} ms`), { hung: true })), ms);
+        })]);
+        return { ok: true, value, ms: performance.now() - t0 };
+      } catch (e) {
+        return { ok: false, hung: !!e?.hung, isError: e instanceof Error, message: String(e?.message ?? e), ms: performance.now() - t0 };
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const sumGraph = () => {
+      const g = new wt.Graph();
+      const x = g.input('x', 'f32', [4]);
+      const y = g.add(x, x);
+      g.setName(y, 'y');
+      g.output(y);
+      return g;
+    };
+    const X = new Float32Array([1, 2, 3, 4.5]);
+    const sums = (r) => (r.ok ? Array.from(r.value.y) : r.message);
+
+    const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
+    const cpu = await wt.SentenceEmbedder.load(file, { devices: 'cpu' });
+    const want = await cpu.embed(SENTENCES);
+    // How many submits one embed makes on WebGPU: the loss goes after the first and the last.
+    const probe = await wt.SentenceEmbedder.load(file, { devices: 'webgpu' });
+    await probe.embed(SENTENCES);
+    const s0 = hook.submits;
+    await probe.embed(SENTENCES);
+    const submitsPerEmbed = hook.submits - s0;
+    probe.dispose();
+
+    const cases = [];
+    for (const after of [...new Set([1, submitsPerEmbed])]) {
+      const c = { after };
+      const devices = hook.devices.length;
+      const gpu = await wt.SentenceEmbedder.load(file, { devices: 'webgpu' });
+      c.devicesOfModel = gpu.devices;
+      c.before = minCos(await gpu.embed(SENTENCES), want);
+      const rt = await wt.Runtime.create({ devices: 'webgpu', costModel: false });
+      const g = sumGraph();
+      c.rtBefore = sums(await settle('run before', rt.run(g, { x: X })));
+      hook.loseAfterSubmits(after);
+      c.lostRun = await settle('the embed during the loss', gpu.embed(SENTENCES));
+      c.lostAgain = await settle('a later embed on that model', gpu.embed(SENTENCES));
+      c.lostRuntime = await settle('a run on a runtime of the lost device', rt.run(g, { x: X }));
+      c.browserLost = hook.lost.slice();
+      // The CPU in the same page.
+      const cpuAfter = await settle('CPU embed after the loss', cpu.embed(SENTENCES));
+      c.cpuAfter = cpuAfter.ok ? Math.max(...cpuAfter.value.flatMap((e, i) => Array.from(e, (v, j) => Math.abs(v - want[i][j])))) : cpuAfter.message;
+      const cpuRt = await wt.Runtime.create({ devices: 'cpu', costModel: false });
+      c.cpuRuntime = sums(await settle('CPU run after the loss', cpuRt.run(sumGraph(), { x: X })));
+      // The next model and runtime: a fresh device, right answers.
+      const fresh = await settle('load after the loss', wt.SentenceEmbedder.load(file, { devices: 'webgpu' }));
+      if (fresh.ok) {
+        c.freshDevices = fresh.value.devices;
+        const e = await settle('embed on the fresh device', fresh.value.embed(SENTENCES));
+        c.fresh = e.ok ? minCos(e.value, want) : e.message;
+        fresh.value.dispose();
+      } else {
+        c.fresh = fresh.message;
+      }
+      const rt2 = await settle('Runtime.create after the loss', wt.Runtime.create({ devices: 'webgpu', costModel: false }));
+      c.freshRuntime = rt2.ok ? sums(await settle('run on the fresh device', rt2.value.run(sumGraph(), { x: X }))) : rt2.message;
+      c.newDevices = hook.devices.length - devices;
+      gpu.dispose();
+      rt.dispose();
+      cases.push(c);
+    }
+    return { submitsPerEmbed, cases, devices: hook.devices.length, lost: hook.lost };
+  }, [LOADER, MODEL]);
+
+  t.diagnostic(`${out.submitsPerEmbed} submits per embed; ${out.devices} devices requested, ${out.lost.length} lost`);
+  assert.ok(out.submitsPerEmbed >= 1, 'an embed on WebGPU made no submit');
+  for (const c of out.cases) {
+    const at = `loss after submit ${c.after}`;
+    t.diagnostic(`${at}: "${c.lostRun.message}" after ${Math.round(c.lostRun.ms)} ms; browser: ${JSON.stringify(c.browserLost.at(-1))}`);
+    assert.deepEqual(c.devicesOfModel, ['WebGPU', 'CPU'], at);
+    assert.ok(c.before > 0.99, `${at}: the model was wrong before the loss (${c.before})`);
+    assert.deepEqual(c.rtBefore, [2, 4, 6, 9], at);
+    for (const [name, r] of [['the embed during the loss', c.lostRun], ['a later embed', c.lostAgain], ['a run on the old runtime', c.lostRuntime]]) {
+      assert.ok(!r.ok, `${at}: ${name} resolved`);
+      assert.ok(!r.hung, `${at}: ${name} hung: ${r.message}`);
+      assert.ok(r.isError, `${at}: ${name} rejected with a non-Error: ${r.message}`);
+      assert.match(r.message, LOST, `${at}: ${name}`);
+      assert.doesNotMatch(r.message, UNCLEAN, `${at}: ${name}`);
+    }
+    assert.equal(c.browserLost.at(-1)?.reason, 'destroyed', `${at}: the browser did not report the loss`);
+    assert.ok(c.cpuAfter < 1e-6, `${at}: the CPU model changed after the loss: ${c.cpuAfter}`);
+    assert.deepEqual(c.cpuRuntime, [2, 4, 6, 9], `${at}: a CPU runtime after the loss`);
+    assert.equal(c.newDevices, 1, `${at}: the next model and runtime should share one fresh device`);
+    assert.deepEqual(c.freshDevices, ['WebGPU', 'CPU'], `${at}: the next model`);
+    assert.ok(c.fresh > 0.99, `${at}: the fresh device's embeddings are off: ${c.fresh}`);
+    assert.deepEqual(c.freshRuntime, [2, 4, 6, 9], `${at}: the next runtime`);
+  }
+  assert.deepEqual(errors, [], 'page errors or panics');
+  await close();
+});
+
+test('dispose() destroys the model\'s GPU buffers (live counts back to where they were)', async (t) => {
+  const { page, errors, close } = await open();
+  const out = await page.evaluate(async ([loader, model]) => {
+    const { load } = await import(loader);
+    const wt = await load({ worker: false });
+    const hook = globalThis.__gpuHook;
+    const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
+    const cycle = async () => {
+      const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu' });
+      await m.embed(['A man is playing a guitar.']);
+      const loaded = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
+      m.dispose();
+      return loaded;
+    };
+    await cycle(); // the device, its pipelines and readback pool: made once
+    const start = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
+    const loaded = await cycle();
+    const end = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
+    return { start, loaded, end };
+  }, [LOADER, MODEL]);
+  const { start, loaded, end } = out;
+  t.diagnostic(`live GPU buffers: ${start.engine.live} → ${loaded.engine.live} loaded → ${end.engine.live} disposed; ` +
+    `undestroyed in the browser: ${start.browser.count} → ${end.browser.count} (${end.browser.bytes} bytes)`);
+  assert.ok(loaded.engine.liveBytes > start.engine.liveBytes + 10e6, 'the model\'s weights were not on the GPU');
+  assert.equal(end.engine.live, start.engine.live, 'the engine kept buffers after dispose()');
+  assert.equal(end.engine.liveBytes, start.engine.liveBytes);
+  // What the browser sees: every buffer the cycle made was destroyed, none left to the GC.
+  assert.equal(end.browser.count, start.browser.count, 'GPUBuffers left undestroyed after dispose()');
+  assert.equal(end.browser.count, end.engine.live, 'the engine\'s live count and the browser\'s disagree');
+  assert.deepEqual(errors, []);
+  await close();
+});
