@@ -659,3 +659,52 @@ fn browser_gpu_reachable() -> std::result::Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn a_loss_names_the_failure_and_keeps_an_earlier_symptom_after_it() {
+        let mut f = Failure::default();
+        f.set("a readback could not map its buffer".into(), false);
+        f.set("a second symptom".into(), false);
+        assert_eq!(
+            f.msg.as_deref(),
+            Some("a readback could not map its buffer")
+        );
+        f.set("device lost (destroyed): gone".into(), true);
+        let lost = "device lost (destroyed): gone (after: a readback could not map its buffer)";
+        assert_eq!(f.msg.as_deref(), Some(lost));
+        f.set("device lost: again".into(), true);
+        f.set("a later symptom".into(), false);
+        assert_eq!(f.msg.as_deref(), Some(lost));
+        assert!(f.lost);
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn a_failure_wakes_every_waiter() {
+        let mut f = Failure::default();
+        let (tx, mut rx) = oneshot::channel();
+        f.waiters.push(tx);
+        f.set("device lost".into(), true);
+        assert_eq!(rx.try_recv(), Ok(Some(())));
+        assert!(f.waiters.is_empty());
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn lost_messages_are_clean_text() {
+        let destroyed = wgpu::DeviceLostReason::Destroyed;
+        assert_eq!(
+            lost_message(destroyed, " Device was destroyed. "),
+            "device lost (destroyed): Device was destroyed."
+        );
+        assert_eq!(
+            lost_message(wgpu::DeviceLostReason::Unknown, ""),
+            "device lost"
+        );
+    }
+}
