@@ -95,14 +95,14 @@ try {
     globalThis.soak = {
       async start(phase) {
         state.model?.dispose();
-        state.model = phase === 'cycles' ? null : await wt.SentenceEmbedder.load(file, { devices: phase });
+        state.model = phase === 'cycles' ? null : await wt.SentenceEmbedder.load(file, { devices: phase, costModel: false });
         state.check = null;
       },
       async run(phase, n) {
         for (let k = 0; k < n; k++, state.i++) {
           const text = [SENTENCES[state.i % SENTENCES.length]];
           if (phase === 'cycles') {
-            const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu' });
+            const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
             await m.embed(text);
             m.dispose();
           } else {
@@ -116,7 +116,8 @@ try {
         }
       },
       sample() {
-        const g = wt.gpuBuffers();
+        // A package from before gpuBuffers() existed: the browser's count only.
+        const g = wt.gpuBuffers?.() ?? { live: null, liveBytes: null };
         return { wasm: wt.memory.buffer.byteLength, gpuLive: g.live, gpuLiveBytes: g.liveBytes,
           undestroyed: globalThis.__gpuHook.undestroyed().count };
       },
@@ -163,7 +164,8 @@ try {
       `${'GPU MiB'.padStart(9)} ${'undestr'.padStart(8)} ${`ms/${unit}`.padStart(10)}`);
     for (const r of rows) {
       console.log(`${String(r.iter).padStart(6)} ${(r.wasm / MiB).toFixed(2).padStart(9)} ${(r.heap / MiB).toFixed(2).padStart(9)} ` +
-        `${String(r.gpuLive).padStart(9)} ${(r.gpuLiveBytes / MiB).toFixed(2).padStart(9)} ${String(r.undestroyed).padStart(8)} ` +
+        `${String(r.gpuLive ?? '-').padStart(9)} ${(r.gpuLiveBytes === null ? '-' : (r.gpuLiveBytes / MiB).toFixed(2)).padStart(9)} ` +
+        `${String(r.undestroyed).padStart(8)} ` +
         `${(r.iter ? r.ms.toFixed(1) : '-').padStart(10)}`);
     }
     const xs = rows.map((r) => r.iter);
@@ -171,6 +173,10 @@ try {
     console.log(`${'metric'.padEnd(26)} ${'start'.padStart(12)} ${'end'.padStart(12)} ${`slope/${unit}`.padStart(14)} ${'drift'.padStart(12)}  flat`);
     for (const m of METRICS) {
       const ys = rows.map((r) => r[m.key]);
+      if (ys.some((y) => y === null)) {
+        console.log(`${`${m.label} (${m.unit})`.padEnd(26)} (not in this package)`);
+        continue;
+      }
       const s = slope(xs, ys);
       const drift = s * total;
       const flat = Math.abs(drift) <= m.tolerance;

@@ -98,7 +98,7 @@ test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the
     const cpu = await wt.SentenceEmbedder.load(file, { devices: 'cpu' });
     const want = await cpu.embed(SENTENCES);
     // How many submits one embed makes on WebGPU: the loss goes after the first and the last.
-    const probe = await wt.SentenceEmbedder.load(file, { devices: 'webgpu' });
+    const probe = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
     await probe.embed(SENTENCES);
     const s0 = hook.submits;
     await probe.embed(SENTENCES);
@@ -109,7 +109,7 @@ test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the
     for (const after of [...new Set([1, submitsPerEmbed])]) {
       const c = { after };
       const devices = hook.devices.length;
-      const gpu = await wt.SentenceEmbedder.load(file, { devices: 'webgpu' });
+      const gpu = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
       c.devicesOfModel = gpu.devices;
       c.before = minCos(await gpu.embed(SENTENCES), want);
       const rt = await wt.Runtime.create({ devices: 'webgpu', costModel: false });
@@ -126,7 +126,7 @@ test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the
       const cpuRt = await wt.Runtime.create({ devices: 'cpu', costModel: false });
       c.cpuRuntime = sums(await settle('CPU run after the loss', cpuRt.run(sumGraph(), { x: X })));
       // The next model and runtime: a fresh device, right answers.
-      const fresh = await settle('load after the loss', wt.SentenceEmbedder.load(file, { devices: 'webgpu' }));
+      const fresh = await settle('load after the loss', wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false }));
       if (fresh.ok) {
         c.freshDevices = fresh.value.devices;
         const e = await settle('embed on the fresh device', fresh.value.embed(SENTENCES));
@@ -180,7 +180,7 @@ test('dispose() destroys the model\'s GPU buffers (live counts back to where the
     const hook = globalThis.__gpuHook;
     const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
     const cycle = async () => {
-      const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu' });
+      const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
       await m.embed(['A man is playing a guitar.']);
       const loaded = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
       m.dispose();
