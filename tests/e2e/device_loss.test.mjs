@@ -57,7 +57,8 @@ async function open() {
 
 // The clean-text rule of tests/e2e/bad_input.test.mjs: no debug-printed JsValue, no stack.
 const UNCLEAN = /JsValue|\n\s+at |^Error: /;
-const LOST = /^device error on WebGPU: device lost/;
+// The loss and the browser's words, no symptom of it appended (a readback that failed to map).
+const LOST = /^device error on WebGPU: device lost \(destroyed\)(: [^()]*)?$/;
 
 test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the next model gets a fresh device', async (t) => {
   const { page, errors, close } = await open();
@@ -111,7 +112,9 @@ test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the
       const devices = hook.devices.length;
       const gpu = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
       c.devicesOfModel = gpu.devices;
+      const t0 = performance.now();
       c.before = minCos(await gpu.embed(SENTENCES), want);
+      c.embedMs = performance.now() - t0;
       const rt = await wt.Runtime.create({ devices: 'webgpu', costModel: false });
       const g = sumGraph();
       c.rtBefore = sums(await settle('run before', rt.run(g, { x: X })));
@@ -149,7 +152,8 @@ test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the
   assert.ok(out.submitsPerEmbed >= 1, 'an embed on WebGPU made no submit');
   for (const c of out.cases) {
     const at = `loss after submit ${c.after}`;
-    t.diagnostic(`${at}: "${c.lostRun.message}" after ${Math.round(c.lostRun.ms)} ms; browser: ${JSON.stringify(c.browserLost.at(-1))}`);
+    t.diagnostic(`${at}: "${c.lostRun.message}" after ${Math.round(c.lostRun.ms)} ms (an embed: ${Math.round(c.embedMs)} ms); ` +
+      `browser: ${JSON.stringify(c.browserLost.at(-1))}`);
     assert.deepEqual(c.devicesOfModel, ['WebGPU', 'CPU'], at);
     assert.ok(c.before > 0.99, `${at}: the model was wrong before the loss (${c.before})`);
     assert.deepEqual(c.rtBefore, [2, 4, 6, 9], at);
@@ -160,6 +164,9 @@ test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the
       assert.match(r.message, LOST, `${at}: ${name}`);
       assert.doesNotMatch(r.message, UNCLEAN, `${at}: ${name}`);
     }
+    // Promptly: nothing waits on work a lost device will never finish.
+    const bound = Math.max(5000, 3 * c.embedMs);
+    assert.ok(c.lostRun.ms < bound, `${at}: the embed took ${Math.round(c.lostRun.ms)} ms to reject (an embed takes ${Math.round(c.embedMs)} ms)`);
     assert.equal(c.browserLost.at(-1)?.reason, 'destroyed', `${at}: the browser did not report the loss`);
     assert.ok(c.cpuAfter < 1e-6, `${at}: the CPU model changed after the loss: ${c.cpuAfter}`);
     assert.deepEqual(c.cpuRuntime, [2, 4, 6, 9], `${at}: a CPU runtime after the loss`);
