@@ -164,9 +164,9 @@ test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the
       assert.match(r.message, LOST, `${at}: ${name}`);
       assert.doesNotMatch(r.message, UNCLEAN, `${at}: ${name}`);
     }
-    // Promptly: nothing waits on work a lost device will never finish.
-    const bound = Math.max(5000, 3 * c.embedMs);
-    assert.ok(c.lostRun.ms < bound, `${at}: the embed took ${Math.round(c.lostRun.ms)} ms to reject (an embed takes ${Math.round(c.embedMs)} ms)`);
+    // Promptly (milliseconds here; the engine before it raced its waits against the loss
+    // took about 10 s): nothing waits on work of a lost device.
+    assert.ok(c.lostRun.ms < 3000, `${at}: the embed took ${Math.round(c.lostRun.ms)} ms to reject (an embed takes ${Math.round(c.embedMs)} ms)`);
     assert.equal(c.browserLost.at(-1)?.reason, 'destroyed', `${at}: the browser did not report the loss`);
     assert.ok(c.cpuAfter < 1e-6, `${at}: the CPU model changed after the loss: ${c.cpuAfter}`);
     assert.deepEqual(c.cpuRuntime, [2, 4, 6, 9], `${at}: a CPU runtime after the loss`);
