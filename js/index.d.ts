@@ -91,6 +91,7 @@ export interface WorkerModule {
   devices(): Promise<Array<{ name: string; kind: string; description: string; available: boolean; reason?: string; properties: Record<string, unknown> }>>;
   vectorAdd(device: string, a: Float32Array, b: Float32Array): Promise<Float32Array>;
   buildInfo(): Promise<Record<string, unknown>>;
+  gpuBuffers(): Promise<{ created: number; live: number; liveBytes: number }>;
   profileStart(): Promise<void>;
   profileStop(): Promise<string>;
   /** Records calls here; the worker builds it at its first run. shape() throws in this mode. */

@@ -269,6 +269,7 @@ export function proxyModule(link, loaded, cache) {
     devices: () => link.call('devices'),
     vectorAdd: (device, a, b) => link.call('vectorAdd', { device, a, b }),
     buildInfo: () => link.call('buildInfo'),
+    gpuBuffers: () => link.call('gpuBuffers'),
     profileStart: () => link.call('profileStart'),
     profileStop: () => link.call('profileStop'),
     Graph,

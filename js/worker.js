@@ -78,6 +78,7 @@ const OPS = {
   devices: () => engine.devices(),
   vectorAdd: ({ device, a, b }) => engine.vectorAdd(device, a, b),
   buildInfo: () => engine.buildInfo(),
+  gpuBuffers: () => engine.gpuBuffers(),
   profileStart: () => engine.profileStart(),
   profileStop: () => engine.profileStop(),
   'cache.list': () => cache.list(),

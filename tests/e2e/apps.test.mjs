@@ -280,6 +280,7 @@ test('bad input: 404, an HTML page, not GGUF, CSP-blocked worker, disposed objec
       out.afterAbort = after.length;
       await model.dispose();
       out.disposedModel = await msg(model.embed(['x']));
+      out.gpu = await wt.gpuBuffers();
       // terminate(): calls on the old module reject, and load() starts a new worker.
       const pending = msg(rt2.copyStats());
       wt.terminate();
@@ -304,6 +305,7 @@ test('bad input: 404, an HTML page, not GGUF, CSP-blocked worker, disposed objec
     assert.match(r.terminated[0], /^(resolved|Error: the webtensor worker was terminated)/);
     assert.equal(r.terminated[1], 'Error: the webtensor worker was terminated (webtensor.terminate())');
     assert.deepEqual(r.fresh, [true, '4,6']);
+    assert.deepEqual(Object.keys(r.gpu), ['created', 'live', 'liveBytes'], 'gpuBuffers() through the worker');
   } finally {
     await ctx.close();
     server.close();
