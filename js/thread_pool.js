@@ -35,17 +35,18 @@ function started(worker, url, timeoutMs) {
   });
 }
 
-const selfUrl = import.meta.url;
-
 export async function startWorkers(module, memory, count, mainJs, timeoutMs, spawn) {
   const made = [];
   try {
     for (let i = 0; i < count; i++) {
       // The package's loader passes `spawn` (a worker of its pool_worker.js, which bundlers
       // emit); otherwise (wasm-bindgen-test-runner, the build used alone) this very file.
-      // (Through a variable: bundlers must not take this for a worker entry of their own.)
-      const worker = spawn ? spawn() : new Worker(selfUrl, { type: 'module', name: 'webtensor-pool' });
-      const ready = started(worker, spawn ? 'pool_worker.js' : selfUrl, timeoutMs);
+      // (Through a variable: bundlers must not take this for a worker entry of their own. And
+      // import.meta.url read here, not at the module's top level: under wasm-bindgen-test-runner
+      // a top-level read gave a worker that never answered.)
+      const url = new URL(import.meta.url);
+      const worker = spawn ? spawn() : new Worker(url, { type: 'module', name: 'webtensor-pool' });
+      const ready = started(worker, spawn ? 'pool_worker.js' : url, timeoutMs);
       ready.catch(() => {}); // the first failure is reported below; later ones are not unhandled
       made.push({ worker, ready });
       worker.postMessage({ type: INIT, module, memory, mainJs });
