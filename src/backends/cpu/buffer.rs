@@ -281,7 +281,7 @@ mod tests {
                     kernels::KernelSet::Fast,
                     &Op::MatMul,
                     &view(&outs[0], y),
-                    &[wv.clone(), xv.clone()],
+                    &[wv, xv],
                 )
             };
             fast(Par::SERIAL).unwrap();
@@ -299,8 +299,7 @@ mod tests {
                     "{dtype:?} run {i}"
                 );
             }
-            kernels::reference::compute(&Op::MatMul, &view(&outs[3], y), &[wv.clone(), xv.clone()])
-                .unwrap();
+            kernels::reference::compute(&Op::MatMul, &view(&outs[3], y), &[wv, xv]).unwrap();
             let f = |b: &Buffer| -> Vec<f32> {
                 cpu(b).bytes()[..m * n * 4]
                     .chunks_exact(4)

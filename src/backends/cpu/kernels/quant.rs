@@ -295,7 +295,7 @@ impl Int8Panels {
             DType::Q4_0 => (18, true),
             _ => return None,
         };
-        if !a.rows_contiguous() || a.ne[0] % QK != 0 || a2 >= a.ne[2] || a3 >= a.ne[3] {
+        if !a.rows_contiguous() || !a.ne[0].is_multiple_of(QK) || a2 >= a.ne[2] || a3 >= a.ne[3] {
             return None;
         }
         let (m, k) = (a.ne[1], a.ne[0]);
