@@ -23,8 +23,9 @@ const MC: usize = 128;
 const NC: usize = 512;
 /// Below this many activation rows the GEMV (no packing) is faster.
 const GEMV_MAX_N: usize = 3;
-/// From this many activation rows on, Q8_0/Q4_0 weights are dequantized into the GEMM
-/// (ggml's BLAS threshold); `KC` is a multiple of the block size, so panels hold whole blocks.
+/// From this many activation rows on, Q8_0/Q4_0 weights that were not prepared once take a
+/// GEMM (ggml's BLAS threshold): the int8 GEMM where the build has it, else dequantized into
+/// this one (`KC` is a multiple of the block size, so panels hold whole blocks).
 pub const QUANT_GEMM_MIN_N: usize = 32;
 /// A matmul is cut over threads from this many multiply-adds per thread. Measured natively
 /// (`cargo bench --bench cpu_matmul -- --thresholds`, release, 2 cores under load ~18, so no

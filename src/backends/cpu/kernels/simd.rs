@@ -744,6 +744,41 @@ mod tests {
         assert_eq!(out, [3.0, -6.0, 9.0, 13.5]);
     }
 
+    /// The int8 GEMM's 4-row dot: lane `r` adds row `r`'s 4 weights times the activation
+    /// slice, every weight value against every activation level the encoding makes.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn four_row_dot_matches_scalar() {
+        let x: Vec<f32> = (0..32).map(|i| (i * 91 % 253 - 126) as f32).collect();
+        let mut b = vec![0i8; 32];
+        encode_act(&x, &mut b);
+        for w0 in (-128i32..128).step_by(3) {
+            let w: Vec<i8> = (0..16)
+                .map(|i| (w0 + i * 17).clamp(-128, 127) as i8)
+                .collect();
+            for s in 0..8 {
+                let xs = &b[s * 4..s * 4 + 4];
+                let acc0 = [7, -3, 1 << 20, -(1 << 20)];
+                let got = unsafe {
+                    I8x16::load(w.as_ptr())
+                        .dot4(I8x16::splat4(xs.as_ptr()), I32x4::load(acc0.as_ptr()))
+                };
+                let got = unsafe {
+                    let mut o = [0f32; 4];
+                    F32x4::from_i32(got).store(o.as_mut_ptr());
+                    o
+                };
+                for r in 0..4 {
+                    let want = acc0[r]
+                        + (0..4)
+                            .map(|t| w[r * 4 + t] as i32 * xs[t] as i32)
+                            .sum::<i32>();
+                    assert_eq!(got[r], want as f32, "w0 {w0} slice {s} lane {r}");
+                }
+            }
+        }
+    }
+
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn integer_dots_match_scalar() {
