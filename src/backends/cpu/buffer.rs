@@ -4,7 +4,7 @@ use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::kernels::gemm::PackedWeights;
+use super::kernels::Prepacked;
 use super::TensorView;
 
 use crate::backend::{Buffer, BufferImpl, BufferType, BufferUsage, LocalBoxFuture};
@@ -67,7 +67,7 @@ pub struct CpuBuffer {
     size: usize,
     /// Weights buffers: matmul weights packed for the GEMM, by (offset, rows, row length,
     /// row stride); dropped whenever the buffer's bytes change.
-    packed: RefCell<HashMap<[usize; 4], Rc<PackedWeights>>>,
+    packed: RefCell<HashMap<[usize; 4], Rc<Prepacked>>>,
 }
 
 impl CpuBuffer {
@@ -94,13 +94,13 @@ impl CpuBuffer {
 
     /// `view` (a tensor at `offset` in `buffer`, whose memory this is) packed for the GEMM,
     /// made on first use and kept while the bytes do not change; `None` unless `buffer` holds
-    /// weights and the tensor is an f32 matrix.
+    /// weights and the tensor is an f32, Q8_0 or Q4_0 matrix.
     pub fn packed_weights(
         &self,
         buffer: &Buffer,
         offset: usize,
         view: &TensorView,
-    ) -> Option<Rc<PackedWeights>> {
+    ) -> Option<Rc<Prepacked>> {
         if buffer.usage() != BufferUsage::Weights {
             return None;
         }
@@ -108,7 +108,7 @@ impl CpuBuffer {
         if let Some(p) = self.packed.borrow().get(&key) {
             return Some(p.clone());
         }
-        let p = Rc::new(PackedWeights::new(view)?);
+        let p = Rc::new(Prepacked::new(view)?);
         self.packed.borrow_mut().insert(key, p.clone());
         Some(p)
     }
@@ -174,7 +174,7 @@ impl BufferImpl for CpuBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backends::cpu::kernels::gemm;
+    use crate::backends::cpu::kernels::{self, gemm};
     use crate::backends::cpu::{Par, Pool};
     use crate::graph::{DType, Graph};
     use crate::testing::Rng;
@@ -218,7 +218,7 @@ mod tests {
         // Natively the packed product also runs on two threads: the same bytes.
         let pool = Pool::new(Some(if cfg!(target_arch = "wasm32") { 1 } else { 2 })).unwrap();
         assert!(gemm::matmul(Par::SERIAL, &view(&d1, y), &wv, &xv));
-        assert!(gemm::matmul_prepacked(
+        assert!(kernels::matmul_prepacked(
             pool.par(),
             &view(&d2, y),
             &wv,
@@ -233,5 +233,91 @@ mod tests {
             0,
             "a write keeps a stale packed copy"
         );
+    }
+
+    /// Quantized weights prepared once (the int8 GEMM's panels, or dequantized f32 panels in
+    /// plain SIMD128) give the bytes the per-call kernel gives for a batch (sizes off the
+    /// 4-row groups, the 4-column tiles and the 64-column blocks), on one thread or two, and
+    /// stay within the op suite's quantized-matmul tolerance of the scalar reference.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn prepacked_quantized_weights_match_per_call_and_reference() {
+        use crate::graph::{row_from_f32, Op};
+        let (m, k, n) = (37, 96, 70);
+        for dtype in [DType::Q8_0, DType::Q4_0] {
+            let mut g = Graph::new();
+            let w = g.weight("w", dtype, &[k, m]).unwrap();
+            let x = g.input("x", DType::F32, &[k, n]).unwrap();
+            let y = g.matmul(w, x).unwrap();
+            let mut rng = Rng::new(11);
+            let wf: Vec<f32> = (0..m * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            let row = dtype.row_bytes(k).unwrap();
+            let mut wq = vec![0u8; row * m];
+            for (src, dst) in wf.chunks(k).zip(wq.chunks_mut(row)) {
+                row_from_f32(dtype, src, dst);
+            }
+            let xb: Vec<u8> = (0..k * n)
+                .flat_map(|_| rng.uniform(-1.0, 1.0).to_le_bytes())
+                .collect();
+            let bt: Rc<dyn BufferType> = Rc::new(CpuBufferType::new());
+            let alloc = |size: usize| bt.alloc(size).unwrap();
+            let (wbuf, xbuf) = (alloc(wq.len()), alloc(xb.len()));
+            let outs: Vec<Rc<Buffer>> = (0..4).map(|_| alloc(m * n * 4)).collect();
+            wbuf.write(0, &wq).unwrap();
+            xbuf.write(0, &xb).unwrap();
+            wbuf.set_usage(BufferUsage::Weights);
+            fn cpu(b: &Buffer) -> &CpuBuffer {
+                b.downcast::<CpuBuffer>().unwrap()
+            }
+            let view = |b: &Buffer, id| unsafe {
+                TensorView::new(g.tensor(id), cpu(b).base_ptr(), b.size(), 0).unwrap()
+            };
+            let (wv, xv) = (view(&wbuf, w), view(&xbuf, x));
+            let pre = cpu(&wbuf).packed_weights(&wbuf, 0, &wv).expect("packed");
+            let pool = Pool::new(Some(if cfg!(target_arch = "wasm32") { 1 } else { 2 })).unwrap();
+            let fast = |par| {
+                kernels::compute(
+                    par,
+                    kernels::KernelSet::Fast,
+                    &Op::MatMul,
+                    &view(&outs[0], y),
+                    &[wv, xv],
+                )
+            };
+            fast(Par::SERIAL).unwrap();
+            for (i, par) in [(1, Par::SERIAL), (2, pool.par())] {
+                assert!(kernels::matmul_prepacked(
+                    par,
+                    &view(&outs[i], y),
+                    &wv,
+                    &xv,
+                    &pre
+                ));
+                assert_eq!(
+                    cpu(&outs[0]).bytes(),
+                    cpu(&outs[i]).bytes(),
+                    "{dtype:?} run {i}"
+                );
+            }
+            kernels::reference::compute(&Op::MatMul, &view(&outs[3], y), &[wv, xv]).unwrap();
+            let f = |b: &Buffer| -> Vec<f32> {
+                cpu(b).bytes()[..m * n * 4]
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect()
+            };
+            let (got, want) = (f(&outs[1]), f(&outs[3]));
+            let err: f64 = got
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| ((a - b) as f64).powi(2))
+                .sum();
+            let norm: f64 = want.iter().map(|b| (*b as f64).powi(2)).sum();
+            assert!(
+                err / norm < 5e-4,
+                "{dtype:?}: normalized error {}",
+                err / norm
+            );
+        }
     }
 }

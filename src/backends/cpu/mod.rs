@@ -210,8 +210,8 @@ impl CpuBackend {
         id: TensorId,
         a: &TensorView,
         b: &TensorView,
-    ) -> Result<Option<Rc<kernels::gemm::PackedWeights>>> {
-        if !kernels::gemm::prepack_worth(b.ne[1]) {
+    ) -> Result<Option<Rc<kernels::Prepacked>>> {
+        if !kernels::Prepacked::worth(b.ne[1]) {
             return Ok(None);
         }
         let (buf, off) = mem.locate(graph, id)?;
@@ -238,7 +238,7 @@ impl BackendImpl for CpuBackend {
             let mut done = false;
             if let (Op::MatMul, KernelSet::Fast, [a, b]) = (t.op, self.device.kernels, &src[..]) {
                 if let Some(pre) = self.packed_weights(graph, mem, t.src[0], a, b)? {
-                    done = kernels::gemm::matmul_prepacked(par, &dst, a, b, &pre);
+                    done = kernels::matmul_prepacked(par, &dst, a, b, &pre);
                 }
             }
             if !done {

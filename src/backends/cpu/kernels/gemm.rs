@@ -23,8 +23,9 @@ const MC: usize = 128;
 const NC: usize = 512;
 /// Below this many activation rows the GEMV (no packing) is faster.
 const GEMV_MAX_N: usize = 3;
-/// From this many activation rows on, Q8_0/Q4_0 weights are dequantized into the GEMM
-/// (ggml's BLAS threshold); `KC` is a multiple of the block size, so panels hold whole blocks.
+/// From this many activation rows on, Q8_0/Q4_0 weights that were not prepared once take a
+/// GEMM (ggml's BLAS threshold): the int8 GEMM where the build has it, else dequantized into
+/// this one (`KC` is a multiple of the block size, so panels hold whole blocks).
 pub const QUANT_GEMM_MIN_N: usize = 32;
 /// A matmul is cut over threads from this many multiply-adds per thread. Measured natively
 /// (`cargo bench --bench cpu_matmul -- --thresholds`, release, 2 cores under load ~18, so no
@@ -116,9 +117,11 @@ pub struct PackedWeights {
 }
 
 impl PackedWeights {
-    /// Packs `a` (F32, 2-D); `None` for other tensors.
+    /// Packs `a` (2-D F32, or Q8_0/Q4_0 with packed rows, dequantized: 4 bytes per weight);
+    /// `None` for other tensors.
     pub fn new(a: &TensorView) -> Option<Self> {
-        if a.dtype != DType::F32 || a.ne[2] != 1 || a.ne[3] != 1 {
+        let quant_ok = a.dtype.is_quantized() && a.rows_contiguous();
+        if !(a.dtype == DType::F32 || quant_ok) || a.ne[2] != 1 || a.ne[3] != 1 {
             return None;
         }
         let (m, k) = (a.ne[1], a.ne[0]);
@@ -182,7 +185,11 @@ fn matmul_with(
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
     // Quantized weights go through this f32 GEMM (dequantized while packing) only for many
     // activation rows, as ggml hands them to BLAS; fewer rows take the integer-dot kernel.
-    let quant_ok = a.dtype.is_quantized() && n >= QUANT_GEMM_MIN_N && a.rows_contiguous();
+    // Weights packed once (dequantized into `pre`) take it from a few rows on; builds with
+    // the int8 GEMM multiply unpacked quantized weights there instead.
+    let quant_ok = a.dtype.is_quantized()
+        && a.rows_contiguous()
+        && (pre.is_some() || (!super::quant::INT_GEMM && n >= QUANT_GEMM_MIN_N));
     if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)
         || b.dtype != DType::F32
         || dst.dtype != DType::F32

@@ -3,7 +3,8 @@
 //!
 //! - `simd`: the f32x4 / i8 dot primitives, one implementation per instruction set.
 //! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16) and a GEMV for few rows.
-//! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0.
+//! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0,
+//!   for batches an int8 GEMM on weights regrouped once ([`Prepacked`]).
 //! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
 //! - `rows`: rope, row sums/means, get_rows.
 //!
@@ -12,7 +13,7 @@
 
 mod elementwise;
 pub(crate) mod gemm;
-mod quant;
+pub(crate) mod quant;
 pub mod reference;
 mod rows;
 mod simd;
@@ -21,6 +22,59 @@ use super::pool::Par;
 use super::view::TensorView;
 use crate::error::Result;
 use crate::graph::Op;
+
+/// A matmul weight prepared once for the fast kernels (weights buffers keep one per weight
+/// while their bytes do not change): repacking costs about as much as multiplying by 8
+/// activation rows.
+pub enum Prepacked {
+    /// The f32 GEMM's panels: f32 weights, and quantized ones dequantized in builds without
+    /// the int8 GEMM (4 bytes per weight).
+    F32(gemm::PackedWeights),
+    /// Q8_0 / Q4_0 weights regrouped for the int8 GEMM (1.25 bytes per weight).
+    Int8(quant::Int8Panels),
+}
+
+impl Prepacked {
+    /// `a` (a 2-D F32, Q8_0 or Q4_0 weight) prepared; `None` for other tensors.
+    pub fn new(a: &TensorView) -> Option<Self> {
+        if a.dtype.is_quantized() && quant::INT_GEMM {
+            quant::Int8Panels::new(a, 0, 0)
+                .filter(|_| a.ne[2] == 1 && a.ne[3] == 1)
+                .map(Self::Int8)
+        } else {
+            gemm::PackedWeights::new(a).map(Self::F32)
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        match self {
+            Self::F32(p) => p.bytes(),
+            Self::Int8(p) => p.bytes(),
+        }
+    }
+
+    /// Whether a matmul with `n` activation rows runs faster on a prepared weight (fewer
+    /// take the dot-product kernels, which read weights as they are).
+    pub fn worth(n: usize) -> bool {
+        gemm::prepack_worth(n)
+    }
+}
+
+/// `dst = a · bᵀ` with `a` prepared in `pre` (made from this `a`); `false` when the kernel
+/// does not apply (the caller runs [`compute`]).
+pub fn matmul_prepacked(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    pre: &Prepacked,
+) -> bool {
+    match pre {
+        Prepacked::F32(p) => gemm::matmul_prepacked(par, dst, a, b, p),
+        Prepacked::Int8(p) => quant::matmul_int8_panels(par, dst, a, b, p),
+    }
+}
 
 /// Which kernels a CPU backend runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,9 @@
 //! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
 
 use super::gemm::{DstRows, Rows};
-use super::simd::{dot_i8x32, dot_q4x32, encode_act, f16_at, F32x4, I8x32};
+use super::simd::{
+    dot_i8x32, dot_q4x32, encode_act, f16_at, F32x4, I32x4, I8x16, I8x32, ACT_OFFSET,
+};
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK};
@@ -182,6 +184,9 @@ pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> boo
     if k % QK != 0 {
         return false;
     }
+    if INT_GEMM && n >= super::gemm::QUANT_GEMM_MIN_N {
+        return matmul_int8(par, dst, a, b);
+    }
     let nb = k / QK;
     let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
     let mut xq = QuantRows::default();
@@ -241,6 +246,284 @@ pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> boo
                     }
                 }
             });
+        }
+    }
+    true
+}
+
+/// Whether this build multiplies quantized weights by batches of activations in integers
+/// ([`Int8Panels`]): with relaxed SIMD's 8-bit dot (one instruction per 16 multiply-adds),
+/// and natively (the portable path, so the native tests run this kernel). Plain SIMD128 has
+/// no 8-bit dot (widening to i16 costs more than f32 multiply-adds), so there quantized
+/// weights are dequantized into the f32 GEMM's panels instead.
+pub const INT_GEMM: bool = cfg!(any(
+    not(all(target_arch = "wasm32", target_feature = "simd128")),
+    target_feature = "relaxed-simd"
+));
+
+/// Weight rows per group: one i8x16 holds 4 values of each, so a dot instruction with one
+/// activation slice (4 values, repeated) yields 4 rows' partial dots in its 4 lanes.
+const GROUP: usize = 4;
+/// Bytes of one group's block: 4 rows × 32 values.
+const GROUP_BLOCK: usize = GROUP * QK;
+/// Activation rows per block of the int8 GEMM's column loop (their quantized values,
+/// `k` bytes each, stay in cache while every weight group passes over them).
+const COL_BLOCK: usize = 64;
+
+/// Q8_0 / Q4_0 weights (Q4_0 unpacked to i8) rearranged for the int8 GEMM: rows in groups
+/// of 4 (the last one padded with zero rows), each group's block `b` 128 bytes where 16-byte
+/// slice `s` holds values `32b + 4s .. 32b + 4s + 4` of its 4 rows side by side; next to it
+/// the 4 rows' block scales, and `-ACT_OFFSET ·` each row's block sum, which starts that
+/// block's integer accumulator (undoing the activation encoding's offset for free).
+/// 1.25 bytes per weight (Q8_0 holds 1.06, Q4_0 0.56).
+pub struct Int8Panels {
+    m: usize,
+    k: usize,
+    /// `[group][block][slice][row][4]` i8.
+    q: Vec<i8>,
+    /// `[group][block][row]` weight scales.
+    d: Vec<f32>,
+    /// `[group][block][row]` accumulator starts.
+    bias: Vec<i32>,
+}
+
+impl Int8Panels {
+    /// Packs batch `(a2, a3)` of `a` (Q8_0 or Q4_0 with packed rows); `None` otherwise.
+    pub fn new(a: &TensorView, a2: usize, a3: usize) -> Option<Self> {
+        let (block_bytes, q4) = match a.dtype {
+            DType::Q8_0 => (34, false),
+            DType::Q4_0 => (18, true),
+            _ => return None,
+        };
+        if !a.rows_contiguous() || !a.ne[0].is_multiple_of(QK) || a2 >= a.ne[2] || a3 >= a.ne[3] {
+            return None;
+        }
+        let (m, k) = (a.ne[1], a.ne[0]);
+        let (nb, groups) = (k / QK, m.div_ceil(GROUP));
+        let mut q = vec![0i8; groups * nb * GROUP_BLOCK];
+        let mut d = vec![0f32; groups * nb * GROUP];
+        let mut bias = vec![0i32; groups * nb * GROUP];
+        let mut vals = [0i8; QK];
+        for row in 0..m {
+            let (g, r) = (row / GROUP, row % GROUP);
+            let w = a.ptr_at([0, row, a2, a3]) as *const u8;
+            for b in 0..nb {
+                // In range: the row holds `nb` blocks.
+                let blk =
+                    unsafe { std::slice::from_raw_parts(w.add(b * block_bytes), block_bytes) };
+                if q4 {
+                    for (i, &byte) in blk[2..].iter().enumerate() {
+                        vals[i] = (byte & 0x0f) as i8 - 8;
+                        vals[i + QK / 2] = (byte >> 4) as i8 - 8;
+                    }
+                } else {
+                    for (v, &byte) in vals.iter_mut().zip(&blk[2..]) {
+                        *v = byte as i8;
+                    }
+                }
+                let at = (g * nb + b) * GROUP + r;
+                d[at] = unsafe { f16_at(blk.as_ptr()) };
+                bias[at] = -(ACT_OFFSET as i32) * vals.iter().map(|&v| v as i32).sum::<i32>();
+                let base = (g * nb + b) * GROUP_BLOCK + r * 4;
+                for (s, four) in vals.chunks_exact(4).enumerate() {
+                    q[base + s * 16..base + s * 16 + 4].copy_from_slice(four);
+                }
+            }
+        }
+        Some(Self { m, k, q, d, bias })
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.q.len() + self.d.len() * 4 + self.bias.len() * 4
+    }
+
+    /// Whether these are the panels of a weight shaped like `a`.
+    pub fn fits(&self, a: &TensorView) -> bool {
+        (self.m, self.k) == (a.ne[1], a.ne[0])
+    }
+}
+
+/// Output rows `j0 .. j0 + C` × weight groups `g0 .. g0 + G`: per block, `G × C` integer
+/// accumulators over 8 dot instructions each, then one multiply-add by the block scales.
+/// Every output is computed by the same operations in the same order whatever `G` and `C`.
+///
+/// # Safety
+/// Groups `g0 .. g0 + G` in `p`; activation rows `j0 .. j0 + C` in `xq`; dst rows
+/// `j0 .. j0 + C` hold `p.m` f32.
+#[inline(always)]
+unsafe fn int8_tile<const G: usize, const C: usize>(
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    g0: usize,
+    j0: usize,
+) {
+    let (k, nb) = (p.k, p.k / QK);
+    let mut accf = [[F32x4::splat(0.0); C]; G];
+    for b in 0..nb {
+        unsafe {
+            let gb: [usize; G] = std::array::from_fn(|g| (g0 + g) * nb + b);
+            let mut acc: [[I32x4; C]; G] =
+                std::array::from_fn(|g| [I32x4::load(p.bias.as_ptr().add(gb[g] * GROUP)); C]);
+            let w: [*const i8; G] = std::array::from_fn(|g| p.q.as_ptr().add(gb[g] * GROUP_BLOCK));
+            let x: [*const i8; C] =
+                std::array::from_fn(|c| xq.q.as_ptr().add((j0 + c) * k + b * QK));
+            for s in 0..QK / 4 {
+                let ws: [I8x16; G] = std::array::from_fn(|g| I8x16::load(w[g].add(s * 16)));
+                for c in 0..C {
+                    let xs = I8x16::splat4(x[c].add(s * 4));
+                    for g in 0..G {
+                        acc[g][c] = ws[g].dot4(xs, acc[g][c]);
+                    }
+                }
+            }
+            for g in 0..G {
+                let dw = F32x4::load(p.d.as_ptr().add(gb[g] * GROUP));
+                for c in 0..C {
+                    let s = dw * F32x4::splat(*xq.d.get_unchecked((j0 + c) * nb + b));
+                    accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(acc[g][c]), s);
+                }
+            }
+        }
+    }
+    for (c, row) in (j0..j0 + C).enumerate() {
+        let o = out.row(row);
+        for (g, v) in accf.iter().enumerate() {
+            let r0 = (g0 + g) * GROUP;
+            unsafe {
+                if r0 + GROUP <= p.m {
+                    v[c].store(o.add(r0));
+                } else {
+                    let mut t = [0f32; GROUP];
+                    v[c].store(t.as_mut_ptr());
+                    for (i, &x) in t.iter().enumerate().take(p.m - r0) {
+                        *o.add(r0 + i) = x;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`int8_tile`] for `cols` (1 to 4) activation rows.
+///
+/// # Safety
+/// As for [`int8_tile`].
+#[inline(always)]
+unsafe fn int8_tiles<const G: usize>(
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    g0: usize,
+    j0: usize,
+    cols: usize,
+) {
+    unsafe {
+        match cols {
+            4 => int8_tile::<G, 4>(out, p, xq, g0, j0),
+            3 => int8_tile::<G, 3>(out, p, xq, g0, j0),
+            2 => int8_tile::<G, 2>(out, p, xq, g0, j0),
+            _ => int8_tile::<G, 1>(out, p, xq, g0, j0),
+        }
+    }
+}
+
+/// Quantizes activation rows `0 .. n` of batch `(i2, i3)` of `b` for the integer dots.
+fn quantize_rows(b: &TensorView, i2: usize, i3: usize, n: usize, k: usize, xq: &mut QuantRows) {
+    let nb = k / QK;
+    let br = Rows::new(b, i2, i3);
+    xq.d.resize(n * nb, 0.0);
+    xq.q.resize(n * k, 0);
+    let mut row = vec![0f32; k];
+    for j in 0..n {
+        br.load(j, 0, &mut row);
+        quantize_q8(
+            &row,
+            &mut xq.d[j * nb..(j + 1) * nb],
+            &mut xq.q[j * k..(j + 1) * k],
+        );
+    }
+}
+
+/// Batch `(i2, i3)` of `dst = p · b_batchᵀ` with the activations already quantized in `xq`:
+/// weight groups cut over threads in pairs (each output is the same arithmetic whatever the
+/// cut, so results do not depend on the thread count).
+fn int8_gemm_batch(par: Par, out: &DstRows, p: &Int8Panels, xq: &QuantRows, n: usize) {
+    let groups = p.m.div_ceil(GROUP);
+    let min_groups = super::gemm::MIN_PAR_MACS.div_ceil((n * p.k * GROUP).max(1));
+    par.for_ranges(groups, min_groups, 2, |r| {
+        for jc in (0..n).step_by(COL_BLOCK) {
+            let jend = n.min(jc + COL_BLOCK);
+            let mut g = r.start;
+            while g < r.end {
+                let pair = g + 2 <= r.end;
+                for j in (jc..jend).step_by(4) {
+                    let cols = 4.min(jend - j);
+                    // In range: groups and activation rows as checked by the callers.
+                    unsafe {
+                        if pair {
+                            int8_tiles::<2>(out, p, xq, g, j, cols);
+                        } else {
+                            int8_tiles::<1>(out, p, xq, g, j, cols);
+                        }
+                    }
+                }
+                g += if pair { 2 } else { 1 };
+            }
+        }
+    });
+}
+
+/// `dst = a · bᵀ` with `a` packed into `p` (a 2-D weight: every batch of `b` uses it);
+/// `false` when this kernel does not apply.
+pub fn matmul_int8_panels(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    p: &Int8Panels,
+) -> bool {
+    if !p.fits(a)
+        || a.ne[2] != 1
+        || a.ne[3] != 1
+        || b.dtype != DType::F32
+        || b.ne[0] != p.k
+        || !super::packed_f32(dst)
+    {
+        return false;
+    }
+    let n = b.ne[1];
+    let mut xq = QuantRows::default();
+    for i3 in 0..dst.ne[3] {
+        for i2 in 0..dst.ne[2] {
+            quantize_rows(b, i2, i3, n, p.k, &mut xq);
+            int8_gemm_batch(par, &DstRows { v: dst, i2, i3 }, p, &xq, n);
+        }
+    }
+    true
+}
+
+/// The int8 GEMM on weights packed for this call (each batch of `a` once); `a` Q8_0/Q4_0
+/// with packed rows of whole blocks, `b` f32, `dst` packed f32 (checked by the caller).
+fn matmul_int8(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+    let (n, k) = (b.ne[1], a.ne[0]);
+    let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
+    let mut xq = QuantRows::default();
+    let mut packed: Option<((usize, usize), Int8Panels)> = None;
+    for i3 in 0..dst.ne[3] {
+        for i2 in 0..dst.ne[2] {
+            let ab = (i2 / r2.max(1), i3 / r3.max(1));
+            let p = match packed.take() {
+                Some((at, p)) if at == ab => p,
+                _ => match Int8Panels::new(a, ab.0, ab.1) {
+                    Some(p) => p,
+                    None => return false,
+                },
+            };
+            quantize_rows(b, i2, i3, n, k, &mut xq);
+            int8_gemm_batch(par, &DstRows { v: dst, i2, i3 }, &p, &xq, n);
+            packed = Some((ab, p));
         }
     }
     true

@@ -216,6 +216,65 @@ mod imp {
             Self(i32x4_sub(self.0, o.0))
         }
     }
+
+    /// 16 i8 values: four weight rows' 4-value slices side by side (lane `r` of a dot is row
+    /// `r`), or one activation slice repeated four times.
+    #[derive(Clone, Copy)]
+    pub struct I8x16(v128);
+
+    impl I8x16 {
+        /// Loads 16 i8 from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const i8) -> Self {
+            Self(unsafe { v128_load(p as *const v128) })
+        }
+        /// The 4 i8 at `p`, repeated in each 32-bit lane.
+        ///
+        /// # Safety
+        /// `p` readable for 4 bytes.
+        #[inline(always)]
+        pub unsafe fn splat4(p: *const i8) -> Self {
+            Self(unsafe { v128_load32_splat(p as *const u32) })
+        }
+        /// `acc` plus, in each 32-bit lane, the dot of that lane's 4 i8 of `self` with those
+        /// of `x` (an activation slice as [`encode_act`](super::encode_act) made it: with
+        /// relaxed SIMD one 8-bit dot instruction, whose second operand must be 7-bit
+        /// non-negative, as the encoding guarantees).
+        #[inline(always)]
+        pub fn dot4(self, x: Self, acc: I32x4) -> I32x4 {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                I32x4(i32x4_relaxed_dot_i8x16_i7x16_add(self.0, x.0, acc.0))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                // Pairs summed to i32 by the i16 dot, then adjacent pairs added.
+                let lo =
+                    i32x4_dot_i16x8(i16x8_extend_low_i8x16(self.0), i16x8_extend_low_i8x16(x.0));
+                let hi = i32x4_dot_i16x8(
+                    i16x8_extend_high_i8x16(self.0),
+                    i16x8_extend_high_i8x16(x.0),
+                );
+                let even = i32x4_shuffle::<0, 2, 4, 6>(lo, hi);
+                let odd = i32x4_shuffle::<1, 3, 5, 7>(lo, hi);
+                I32x4(i32x4_add(acc.0, i32x4_add(even, odd)))
+            }
+        }
+    }
+
+    impl I32x4 {
+        /// Loads 4 i32 from `p` (unaligned).
+        ///
+        /// # Safety
+        /// `p` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const i32) -> Self {
+            Self(unsafe { v128_load(p as *const v128) })
+        }
+    }
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -398,6 +457,52 @@ mod imp {
         #[inline(always)]
         fn sub(self, o: Self) -> Self {
             Self(std::array::from_fn(|l| self.0[l] - o.0[l]))
+        }
+    }
+
+    /// 16 i8 values: four weight rows' 4-value slices side by side (lane `r` of a dot is row
+    /// `r`), or one activation slice repeated four times.
+    #[derive(Clone, Copy)]
+    pub struct I8x16([i8; 16]);
+
+    impl I8x16 {
+        /// Loads 16 i8 from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const i8) -> Self {
+            Self(unsafe { (p as *const [i8; 16]).read_unaligned() })
+        }
+        /// The 4 i8 at `p`, repeated in each 32-bit lane.
+        ///
+        /// # Safety
+        /// `p` readable for 4 bytes.
+        #[inline(always)]
+        pub unsafe fn splat4(p: *const i8) -> Self {
+            let x = unsafe { (p as *const [i8; 4]).read_unaligned() };
+            Self(std::array::from_fn(|i| x[i % 4]))
+        }
+        /// `acc` plus, in each 32-bit lane, the dot of that lane's 4 i8 of `self` with those
+        /// of `x`.
+        #[inline(always)]
+        pub fn dot4(self, x: Self, acc: I32x4) -> I32x4 {
+            I32x4(std::array::from_fn(|l| {
+                (0..4).fold(acc.0[l], |s, t| {
+                    s + self.0[l * 4 + t] as i32 * x.0[l * 4 + t] as i32
+                })
+            }))
+        }
+    }
+
+    impl I32x4 {
+        /// Loads 4 i32 from `p` (unaligned).
+        ///
+        /// # Safety
+        /// `p` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const i32) -> Self {
+            Self(unsafe { (p as *const [i32; 4]).read_unaligned() })
         }
     }
 }
@@ -637,6 +742,41 @@ mod tests {
         let mut out = [0f32; 4];
         unsafe { (v * F32x4::splat(2.0) + v).store(out.as_mut_ptr()) };
         assert_eq!(out, [3.0, -6.0, 9.0, 13.5]);
+    }
+
+    /// The int8 GEMM's 4-row dot: lane `r` adds row `r`'s 4 weights times the activation
+    /// slice, every weight value against every activation level the encoding makes.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn four_row_dot_matches_scalar() {
+        let x: Vec<f32> = (0..32).map(|i| (i * 91 % 253 - 126) as f32).collect();
+        let mut b = vec![0i8; 32];
+        encode_act(&x, &mut b);
+        for w0 in (-128i32..128).step_by(3) {
+            let w: Vec<i8> = (0..16)
+                .map(|i| (w0 + i * 17).clamp(-128, 127) as i8)
+                .collect();
+            for s in 0..8 {
+                let xs = &b[s * 4..s * 4 + 4];
+                let acc0 = [7, -3, 1 << 20, -(1 << 20)];
+                let got = unsafe {
+                    I8x16::load(w.as_ptr())
+                        .dot4(I8x16::splat4(xs.as_ptr()), I32x4::load(acc0.as_ptr()))
+                };
+                let got = unsafe {
+                    let mut o = [0f32; 4];
+                    F32x4::from_i32(got).store(o.as_mut_ptr());
+                    o
+                };
+                for r in 0..4 {
+                    let want = acc0[r]
+                        + (0..4)
+                            .map(|t| w[r * 4 + t] as i32 * xs[t] as i32)
+                            .sum::<i32>();
+                    assert_eq!(got[r], want as f32, "w0 {w0} slice {s} lane {r}");
+                }
+            }
+        }
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
