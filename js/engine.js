@@ -1,5 +1,6 @@
 import { cache, fetchModel } from './cache.js';
 import { GLUE, WASM } from './builds.js';
+import { checkCallback, checkSignal, typeName } from './check.js';
 
 // The engine in this thread: four builds of the same crate, one picked at load (index.js's
 // load() runs this in a Worker by default, or here with { worker: false }).
@@ -184,8 +185,6 @@ async function start(pick, options) {
   });
 }
 
-const typeName = (v) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
-
 /**
  * The build's SentenceEmbedder with a load() that fetches URLs through the model cache
  * (cache.js), with progress ("cache" or "download", then the engine's stages). Extra options:
@@ -200,10 +199,8 @@ function withCache(Embedder) {
     }
     const { cache: useCache = true, signal, base, ...rest } = options ?? {};
     if (typeof useCache !== 'boolean') throw new Error(`option cache must be a boolean, got ${typeName(useCache)}`);
-    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new Error(`option signal must be an AbortSignal, got ${typeName(signal)}`);
-    if (rest.onProgress !== undefined && typeof rest.onProgress !== 'function') {
-      throw new Error(`option onProgress must be a function, got ${typeName(rest.onProgress)}`);
-    }
+    checkSignal(signal);
+    checkCallback('onProgress', rest.onProgress);
     if (typeof source !== 'string') return Embedder.load(source, rest);
     const { bytes, info } = await fetchModel(source, { cache: useCache, onProgress: rest.onProgress, signal, base });
     signal?.throwIfAborted();

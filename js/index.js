@@ -19,12 +19,12 @@
 import { BUILDS, DEFAULT_MAX_THREADS, choose, detect, loadEngine } from './engine.js';
 import { cache } from './cache.js';
 import { Link, proxyModule } from './proxy.js';
+import { typeName } from './check.js';
 
 export { BUILDS, DEFAULT_MAX_THREADS, choose, detect, cache };
 
 const loading = new Map(); // mode ('worker' | 'thread') → Promise of the module
 const inWorker = typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope;
-const typeName = (v) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
 const KNOWN = ['worker', 'threads', 'build', 'workerTimeoutMs'];
 
 function checkOptions(options) {

@@ -12,7 +12,7 @@
 // An error in the worker rejects the call with an Error carrying the original message; a
 // worker that dies rejects every call in flight and every later one, with the reason.
 
-const typeName = (v) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+import { checkCallback, checkSignal } from './check.js';
 
 function abortError(signal) {
   const r = signal?.reason;
@@ -89,12 +89,6 @@ export class Link {
   }
 }
 
-function checkSignal(signal) {
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new Error(`option signal must be an AbortSignal, got ${typeName(signal)}`);
-  }
-}
-
 // name → [positions of tensor ids among the arguments, whether it returns a new tensor]
 const GRAPH_CALLS = {
   input: [[], true], weight: [[], true], output: [[0], false], setName: [[0], false],
@@ -124,8 +118,7 @@ export function proxyModule(link, loaded, cache) {
     }
     /** The calls the worker has not seen yet (internal). */
     _take() {
-      const ref = { gid: this.#gid, from: this.#sent, calls: this.#calls.slice(this.#sent) };
-      return ref;
+      return { gid: this.#gid, from: this.#sent, calls: this.#calls.slice(this.#sent) };
     }
     _sent(ref) { this.#sent = Math.max(this.#sent, ref.from + ref.calls.length); }
     _record(method, args) {
@@ -235,9 +228,7 @@ export function proxyModule(link, loaded, cache) {
       let opts = {};
       if (options && typeof options === 'object' && !Array.isArray(options)) {
         const { onProgress, signal, ...rest } = options;
-        if (onProgress !== undefined && typeof onProgress !== 'function') {
-          throw new Error(`option onProgress must be a function, got ${typeName(onProgress)}`);
-        }
+        checkCallback('onProgress', onProgress);
         checkSignal(signal);
         // A relative URL means what it means on this page, not next to the worker's script.
         const base = typeof source === 'string' ? globalThis.document?.baseURI ?? globalThis.location?.href : undefined;

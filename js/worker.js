@@ -35,17 +35,17 @@ function graph(ref) {
     objects.set(`graph:${ref.gid}`, g);
   }
   if (g.error) throw g.error;
-  const ids = (xs) => xs.map((x) => {
+  const id = (x) => {
     const t = g.map[x];
     if (t === undefined) throw new Error(`tensor ${x} is not in this graph`);
     return t;
-  });
+  };
   for (const [i, call] of ref.calls.entries()) {
     const at = ref.from + i;
     if (at < g.applied) continue;
     const [method, args, tensorArgs, returnsId] = call;
     try {
-      const real = args.map((a, k) => (tensorArgs.includes(k) && a !== null && a !== undefined ? ids([a])[0] : a));
+      const real = args.map((a, k) => (tensorArgs.includes(k) && a !== null && a !== undefined ? id(a) : a));
       const out = g.graph[method](...real);
       if (returnsId) g.map.push(out);
     } catch (e) {
@@ -65,6 +65,12 @@ function inputs(obj) {
 }
 
 const transferable = (a) => (ArrayBuffer.isView(a) && a.buffer instanceof ArrayBuffer ? [a.buffer] : []);
+
+// dispose() of a runtime, model or device tensor: frees it and forgets its handle.
+function drop({ handle }) {
+  objects.get(handle)?.dispose();
+  objects.delete(handle);
+}
 
 function gpuRef(t) {
   return { __gpuTensor: keep(t), dtype: t.dtype, shape: t.shape, device: t.device };
@@ -103,7 +109,7 @@ const OPS = {
   'runtime.explain': ({ handle, graph: ref }) => get(handle, 'Runtime').explain(graph(ref)),
   'runtime.copyStats': ({ handle }) => get(handle, 'Runtime').copyStats(),
   'runtime.clear': ({ handle }) => get(handle, 'Runtime').clear(),
-  'runtime.dispose': ({ handle }) => { objects.get(handle)?.dispose(); objects.delete(handle); },
+  'runtime.dispose': drop,
   'graph.free': ({ gid }) => { objects.delete(`graph:${gid}`); },
 
   async 'model.load'({ source, options }, progress, signal) {
@@ -122,10 +128,10 @@ const OPS = {
   'model.tokenize': ({ handle, text }) => get(handle, 'SentenceEmbedder').tokenize(text),
   'model.explain': ({ handle }) => get(handle, 'SentenceEmbedder').explain(),
   'model.copyStats': ({ handle }) => get(handle, 'SentenceEmbedder').copyStats(),
-  'model.dispose': ({ handle }) => { objects.get(handle)?.dispose(); objects.delete(handle); },
+  'model.dispose': drop,
 
   'gpu.read': ({ handle }) => get(handle, 'GpuTensor').read(),
-  'gpu.dispose': ({ handle }) => { objects.get(handle)?.dispose(); objects.delete(handle); },
+  'gpu.dispose': drop,
 };
 
 const reply = (msg, transfer = []) => postMessage(msg, transfer);
