@@ -281,10 +281,7 @@ impl Ctx {
             pending: RefCell::new(Vec::new()),
             pipelines: RefCell::new(HashMap::new()),
             staging: RefCell::new(Vec::new()),
-            created: Cell::new(ObjectCounts {
-                buffers: 1,
-                ..ObjectCounts::default()
-            }),
+            created: Cell::new(ObjectCounts::default()),
             live,
             #[cfg(feature = "testing")]
             lose_after: Cell::new(None),
@@ -292,9 +289,12 @@ impl Ctx {
         })
     }
 
-    /// Objects created so far.
+    /// Objects created so far (buffers: those the live-buffer count has seen made).
     pub fn created(&self) -> ObjectCounts {
-        self.created.get()
+        ObjectCounts {
+            buffers: self.live.get().created,
+            ..self.created.get()
+        }
     }
 
     /// Buffers made and alive.
@@ -304,7 +304,6 @@ impl Ctx {
 
     /// Makes a buffer (counted, and destroyed when dropped).
     pub fn create_buffer(&self, desc: &wgpu::BufferDescriptor<'_>) -> GpuBuffer {
-        self.count(|c| c.buffers += 1);
         GpuBuffer::new(self.device.create_buffer(desc), self.live.clone())
     }
 

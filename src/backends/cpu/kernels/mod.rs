@@ -38,9 +38,11 @@ impl Prepacked {
     /// `a` (a 2-D F32, Q8_0 or Q4_0 weight) prepared; `None` for other tensors.
     pub fn new(a: &TensorView) -> Option<Self> {
         if a.dtype.is_quantized() && quant::INT_GEMM {
-            quant::Int8Panels::new(a, 0, 0)
-                .filter(|_| a.ne[2] == 1 && a.ne[3] == 1)
-                .map(Self::Int8)
+            // Dims first: a 3-D/4-D weight is not cached, so packing it would be thrown away.
+            if a.ne[2] != 1 || a.ne[3] != 1 {
+                return None;
+            }
+            quant::Int8Panels::new(a, 0, 0).map(Self::Int8)
         } else {
             gemm::PackedWeights::new(a).map(Self::F32)
         }

@@ -190,22 +190,11 @@ pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> boo
     let nb = k / QK;
     let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
     let mut xq = QuantRows::default();
-    let mut row = vec![0f32; k];
     for i3 in 0..dst.ne[3] {
         for i2 in 0..dst.ne[2] {
             let (a2, a3) = (i2 / r2.max(1), i3 / r3.max(1));
-            let br = Rows::new(b, i2, i3);
             let out = DstRows { v: dst, i2, i3 };
-            xq.d.resize(n * nb, 0.0);
-            xq.q.resize(n * k, 0);
-            for j in 0..n {
-                br.load(j, 0, &mut row);
-                quantize_q8(
-                    &row,
-                    &mut xq.d[j * nb..(j + 1) * nb],
-                    &mut xq.q[j * k..(j + 1) * k],
-                );
-            }
+            quantize_rows(b, i2, i3, n, k, &mut xq);
             // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
             // whatever the cut.
             let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((n * k).max(1));
