@@ -10,6 +10,11 @@ export const CASES = [
   { name: 'f32 gemm 1024³', w: 'f32', m: 1024, n: 1024, k: 1024 },
   { name: 'q8_0 gemm 1024³', w: 'q8_0', m: 1024, n: 1024, k: 1024 },
   { name: 'q4_0 gemm 1024³', w: 'q4_0', m: 1024, n: 1024, k: 1024 },
+  // MiniLM's feed-forward up-projection (1536 outputs, k 384) at 128 tokens and at 16 × 32.
+  { name: 'f32 gemm 1536×128×384', w: 'f32', m: 1536, n: 128, k: 384 },
+  { name: 'q8_0 gemm 1536×128×384', w: 'q8_0', m: 1536, n: 128, k: 384 },
+  { name: 'f32 gemm 1536×512×384', w: 'f32', m: 1536, n: 512, k: 384 },
+  { name: 'q8_0 gemm 1536×512×384', w: 'q8_0', m: 1536, n: 512, k: 384 },
   { name: 'q8_0 matvec 4096×4096', w: 'q8_0', m: 4096, n: 1, k: 4096 },
   { name: 'q4_0 matvec 4096×4096', w: 'q4_0', m: 4096, n: 1, k: 4096 },
   { name: 'f32 matvec 4096×4096', w: 'f32', m: 4096, n: 1, k: 4096 },
@@ -31,6 +36,19 @@ async function time(fn, reps) {
   const ts = [];
   for (let i = 0; i < reps; i++) { const t0 = performance.now(); await fn(); ts.push(performance.now() - t0); }
   return median(ts);
+}
+
+/** Medians of `reps` runs of `a` and of `b`, alternated run by run after a warm-up of both, so
+ * the two are measured in the same window of a noisy machine. */
+async function timePair(a, b, reps) {
+  const w0 = performance.now();
+  for (let i = 0; i < 3 || performance.now() - w0 < 300; i++) { await a(); await b(); }
+  const ta = [], tb = [];
+  for (let i = 0; i < reps; i++) {
+    let t0 = performance.now(); await a(); ta.push(performance.now() - t0);
+    t0 = performance.now(); await b(); tb.push(performance.now() - t0);
+  }
+  return [median(ta), median(tb)];
 }
 
 /** Measures the wasm SIMD f32 peak (GFLOP/s) with webtensor's independent-multiply-add probe. */
@@ -62,7 +80,18 @@ export async function runBench({ webtensor, ort, tf, reps = 7, log = console.log
   };
   for (const c of CASES.filter((c) => !only || only.test(c.name))) {
     const bench = new webtensor.MatmulBench(c.w, c.m, c.n, c.k);
-    add(c, `webtensor${label ? ` ${label}` : ''} ${c.w}`, await time(() => bench.run(), reps));
+    const impl = `webtensor${label ? ` ${label}` : ''} ${c.w}`;
+    if (threads > 1) {
+      // Beside a 1-thread twin, run for run: the thread scaling from one window of time.
+      const one = new webtensor.MatmulBench(c.w, c.m, c.n, c.k, 1);
+      const [ms1, ms] = await timePair(() => one.run(), () => bench.run(), reps);
+      one.free();
+      add(c, impl, ms);
+      Object.assign(rows[rows.length - 1], { ms1: +ms1.toFixed(3), scaling: +(ms1 / ms).toFixed(2) });
+      log(`${''.padEnd(24)} same window: 1 thread ${ms1.toFixed(2)} ms, scaling ${(ms1 / ms).toFixed(2)}×`);
+    } else {
+      add(c, impl, await time(() => bench.run(), reps));
+    }
     bench.free();
     if (c.w !== 'f32') continue; // the peers have no ggml block formats
     const w = randn(c.k * c.m, 7), x = randn(c.n * c.k, 11);

@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use crate::backend::{Backend, Device, TensorMemory};
+use crate::backend::{Backend, BufferUsage, Device, TensorMemory};
 use crate::error::Result;
 use crate::graph::{row_from_f32, DType, Graph, TensorId};
 
@@ -42,6 +42,10 @@ impl MatmulProblem {
                     row_from_f32(t.dtype, src, dst);
                 }
                 buf.write(0, &bytes)?;
+            }
+            if id == w {
+                // As a model's weights are: the CPU prepares them once (packed panels).
+                buf.set_usage(BufferUsage::Weights);
             }
             mem.place(&g, id, buf, 0)?;
         }

@@ -15,9 +15,16 @@ pub struct MatmulBench(crate::bench::MatmulProblem);
 
 #[wasm_bindgen]
 impl MatmulBench {
-    /// `dtype` is "f32", "f16", "q8_0" or "q4_0".
+    /// `dtype` is "f32", "f16", "q8_0" or "q4_0"; `threads` the CPU device's (default: the
+    /// thread pool's size), so one page can time 1 and 2 threads in the same window.
     #[wasm_bindgen(constructor)]
-    pub fn new(dtype: &str, m: usize, n: usize, k: usize) -> Result<MatmulBench, JsError> {
+    pub fn new(
+        dtype: &str,
+        m: usize,
+        n: usize,
+        k: usize,
+        threads: Option<usize>,
+    ) -> Result<MatmulBench, JsError> {
         let wtype = match dtype {
             "f32" => DType::F32,
             "f16" => DType::F16,
@@ -25,7 +32,7 @@ impl MatmulBench {
             "q4_0" => DType::Q4_0,
             other => return Err(JsError::new(&format!("unknown weight dtype {other:?}"))),
         };
-        let dev = Rc::new(CpuDevice::new(KernelSet::Fast));
+        let dev = Rc::new(CpuDevice::with_threads(KernelSet::Fast, threads).map_err(to_js_error)?);
         crate::bench::MatmulProblem::new(dev, wtype, m, n, k)
             .map(MatmulBench)
             .map_err(to_js_error)

@@ -243,11 +243,21 @@ mod tests {
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn prepacked_quantized_weights_match_per_call_and_reference() {
         use crate::graph::{row_from_f32, Op};
-        let (m, k, n) = (37, 96, 70);
-        for dtype in [DType::Q8_0, DType::Q4_0] {
+        let (m, k) = (37, 96);
+        // Activations 2-D, and 4-D (batches multiplied as one run of rows), `n` rows in all;
+        // 32+ rows a batch, so the per-call kernel is the int8 GEMM too (the same bytes).
+        let cases = [
+            (DType::Q8_0, &[70, 1, 1]),
+            (DType::Q4_0, &[70, 1, 1]),
+            (DType::Q8_0, &[33, 3, 2]),
+        ];
+        for (dtype, dims) in cases {
+            let n = dims.iter().product::<usize>();
             let mut g = Graph::new();
             let w = g.weight("w", dtype, &[k, m]).unwrap();
-            let x = g.input("x", DType::F32, &[k, n]).unwrap();
+            let x = g
+                .input("x", DType::F32, &[k, dims[0], dims[1], dims[2]])
+                .unwrap();
             let y = g.matmul(w, x).unwrap();
             let mut rng = Rng::new(11);
             let wf: Vec<f32> = (0..m * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
@@ -296,7 +306,7 @@ mod tests {
                 assert_eq!(
                     cpu(&outs[0]).bytes(),
                     cpu(&outs[i]).bytes(),
-                    "{dtype:?} run {i}"
+                    "{dtype:?} {dims:?} run {i}"
                 );
             }
             kernels::reference::compute(&Op::MatMul, &view(&outs[3], y), &[wv, xv]).unwrap();

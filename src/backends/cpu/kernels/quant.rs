@@ -194,7 +194,12 @@ pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> boo
         for i2 in 0..dst.ne[2] {
             let (a2, a3) = (i2 / r2.max(1), i3 / r3.max(1));
             let out = DstRows { v: dst, i2, i3 };
-            quantize_rows(b, i2, i3, n, k, &mut xq);
+            let rows = Batches {
+                n,
+                ne2: dst.ne[2],
+                first: i2 + dst.ne[2] * i3,
+            };
+            quantize_rows(par, b, rows, n, k, &mut xq);
             // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
             // whatever the cut.
             let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((n * k).max(1));
@@ -342,7 +347,7 @@ impl Int8Panels {
 /// `j0 .. j0 + C` hold `p.m` f32.
 #[inline(always)]
 unsafe fn int8_tile<const G: usize, const C: usize>(
-    out: &DstRows,
+    out: &OutRows,
     p: &Int8Panels,
     xq: &QuantRows,
     g0: usize,
@@ -401,7 +406,7 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
 /// As for [`int8_tile`].
 #[inline(always)]
 unsafe fn int8_tiles<const G: usize>(
-    out: &DstRows,
+    out: &OutRows,
     p: &Int8Panels,
     xq: &QuantRows,
     g0: usize,
@@ -418,27 +423,81 @@ unsafe fn int8_tiles<const G: usize>(
     }
 }
 
-/// Quantizes activation rows `0 .. n` of batch `(i2, i3)` of `b` for the integer dots.
-fn quantize_rows(b: &TensorView, i2: usize, i3: usize, n: usize, k: usize, xq: &mut QuantRows) {
-    let nb = k / QK;
-    let br = Rows::new(b, i2, i3);
-    xq.d.resize(n * nb, 0.0);
-    xq.q.resize(n * k, 0);
-    let mut row = vec![0f32; k];
-    for j in 0..n {
-        br.load(j, 0, &mut row);
-        quantize_q8(
-            &row,
-            &mut xq.d[j * nb..(j + 1) * nb],
-            &mut xq.q[j * k..(j + 1) * k],
-        );
+/// Rows of several batches of a tensor taken as one run: flat row `r` is row `r % n` of
+/// batch `first + r / n`, batch `i` being `(i % ne2, i / ne2)`. The int8 GEMM multiplies
+/// every batch of activations by a 2-D weight in one pass over threads (one cut per matmul,
+/// not one per batch: a wake-up of the pool's threads costs more in a browser than natively).
+#[derive(Clone, Copy)]
+struct Batches {
+    n: usize,
+    ne2: usize,
+    first: usize,
+}
+
+impl Batches {
+    /// Row `n` of batch `(i2, i3)` of flat row `r`.
+    #[inline]
+    fn at(&self, r: usize) -> (usize, usize, usize) {
+        let b = self.first + r / self.n.max(1);
+        (r % self.n.max(1), b % self.ne2.max(1), b / self.ne2.max(1))
     }
 }
 
-/// Batch `(i2, i3)` of `dst = p · b_batchᵀ` with the activations already quantized in `xq`:
-/// weight groups cut over threads in pairs (each output is the same arithmetic whatever the
-/// cut, so results do not depend on the thread count).
-fn int8_gemm_batch(par: Par, out: &DstRows, p: &Int8Panels, xq: &QuantRows, n: usize) {
+/// Output rows of packed f32 `dst` by flat row index (see [`Batches`]).
+struct OutRows<'a> {
+    v: &'a TensorView,
+    rows: Batches,
+}
+
+impl OutRows<'_> {
+    #[inline]
+    fn row(&self, r: usize) -> *mut f32 {
+        let (j, i2, i3) = self.rows.at(r);
+        self.v.ptr_at([0, j, i2, i3]) as *mut f32
+    }
+}
+
+/// Activation values per thread from which [`quantize_rows`] is cut over threads: the block
+/// encoder takes about 1 ns a value (SIMD128), a cut about 7 us (see `MIN_PAR_MACS`), so a
+/// thread gets at least twice that in work.
+const MIN_PAR_QUANT: usize = 1 << 14;
+
+/// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) for the integer
+/// dots, rows cut over threads (each row's blocks are the same whatever the cut).
+fn quantize_rows(
+    par: Par,
+    b: &TensorView,
+    rows: Batches,
+    count: usize,
+    k: usize,
+    xq: &mut QuantRows,
+) {
+    let nb = k / QK;
+    xq.d.resize(count * nb, 0.0);
+    xq.q.resize(count * k, 0);
+    // Addresses, so the closure is Sync; each range writes only its own rows.
+    let (dp, qp) = (xq.d.as_mut_ptr() as usize, xq.q.as_mut_ptr() as usize);
+    par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
+        let mut row = vec![0f32; k];
+        for f in r {
+            let (j, i2, i3) = rows.at(f);
+            Rows::new(b, i2, i3).load(j, 0, &mut row);
+            // In range: flat row `f` of `count` in `xq`, written by this range alone.
+            let (d, q) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut((dp as *mut f32).add(f * nb), nb),
+                    std::slice::from_raw_parts_mut((qp as *mut i8).add(f * k), k),
+                )
+            };
+            quantize_q8(&row, d, q);
+        }
+    });
+}
+
+/// `dst = p · bᵀ` for flat rows `0 .. n` (see [`Batches`]) with the activations already
+/// quantized in `xq`: weight groups cut over threads in pairs (each output is the same
+/// arithmetic whatever the cut, so results do not depend on the thread count).
+fn int8_gemm(par: Par, out: &OutRows, p: &Int8Panels, xq: &QuantRows, n: usize) {
     let groups = p.m.div_ceil(GROUP);
     let min_groups = super::gemm::MIN_PAR_MACS.div_ceil((n * p.k * GROUP).max(1));
     par.for_ranges(groups, min_groups, 2, |r| {
@@ -482,14 +541,16 @@ pub fn matmul_int8_panels(
     {
         return false;
     }
-    let n = b.ne[1];
+    // Every batch of `b` in one run of rows: one quantization and one GEMM.
+    let rows = Batches {
+        n: b.ne[1],
+        ne2: dst.ne[2],
+        first: 0,
+    };
+    let count = b.ne[1] * dst.ne[2] * dst.ne[3];
     let mut xq = QuantRows::default();
-    for i3 in 0..dst.ne[3] {
-        for i2 in 0..dst.ne[2] {
-            quantize_rows(b, i2, i3, n, p.k, &mut xq);
-            int8_gemm_batch(par, &DstRows { v: dst, i2, i3 }, p, &xq, n);
-        }
-    }
+    quantize_rows(par, b, rows, count, p.k, &mut xq);
+    int8_gemm(par, &OutRows { v: dst, rows }, p, &xq, count);
     true
 }
 
@@ -510,8 +571,13 @@ fn matmul_int8(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bo
                     None => return false,
                 },
             };
-            quantize_rows(b, i2, i3, n, k, &mut xq);
-            int8_gemm_batch(par, &DstRows { v: dst, i2, i3 }, &p, &xq, n);
+            let rows = Batches {
+                n,
+                ne2: dst.ne[2],
+                first: i2 + dst.ne[2] * i3,
+            };
+            quantize_rows(par, b, rows, n, k, &mut xq);
+            int8_gemm(par, &OutRows { v: dst, rows }, &p, &xq, n);
             packed = Some((ab, p));
         }
     }

@@ -527,14 +527,70 @@ pub const ACT_LEVELS: f32 = 63.0;
 pub const ACT_OFFSET: i8 = 64;
 
 /// Encodes one block of 32 activations for the integer dots (see [`ACT_LEVELS`]) into `q`;
-/// returns the block's scale `d`.
+/// returns the block's scale `d`. The same values as [`encode_act_scalar`] (ggml's rounding,
+/// half away from zero), in SIMD128 where the build has it: this runs on every activation
+/// row of every quantized matmul. Other lengths than 32 take the scalar path.
 #[inline]
 pub fn encode_act(x: &[f32], q: &mut [i8]) -> f32 {
+    match (
+        <&[f32; 32]>::try_from(x),
+        <&mut [i8; 32]>::try_from(&mut *q),
+    ) {
+        (Ok(x), Ok(q)) => encode_block(x, q),
+        _ => encode_act_scalar(x, q),
+    }
+}
+
+/// [`encode_act`] one value at a time: the reference the SIMD encoding is tested against.
+#[inline]
+pub fn encode_act_scalar(x: &[f32], q: &mut [i8]) -> f32 {
     let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
     let d = amax / ACT_LEVELS;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     for (o, &v) in q.iter_mut().zip(x) {
         *o = (v * id).round() as i8 + ACT_OFFSET;
+    }
+    d
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline(always)]
+fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
+    encode_act_scalar(x, q)
+}
+
+/// Eight f32x4: the block's max |x| by `pmax` (NaN lanes ignored, as `f32::max` does), then
+/// `x / d` rounded half away from zero (`trunc`, plus one step where the dropped part is at
+/// least 0.5), narrowed to i8 with saturation, plus the offset.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
+    use core::arch::wasm32::*;
+    let p = x.as_ptr() as *const v128;
+    // In range: 8 × 16 bytes of the 32 f32.
+    let v: [v128; 8] = std::array::from_fn(|i| unsafe { v128_load(p.add(i)) });
+    let amax = v
+        .iter()
+        .fold(f32x4_splat(0.0), |m, &x| f32x4_pmax(m, f32x4_abs(x)));
+    let amax = f32x4_pmax(amax, i32x4_shuffle::<2, 3, 0, 1>(amax, amax));
+    let amax = f32x4_pmax(amax, i32x4_shuffle::<1, 0, 3, 2>(amax, amax));
+    let d = f32x4_extract_lane::<0>(amax) / ACT_LEVELS;
+    let id = f32x4_splat(if d != 0.0 { 1.0 / d } else { 0.0 });
+    let (half, one, sign) = (f32x4_splat(0.5), f32x4_splat(1.0), f32x4_splat(-0.0));
+    let r: [v128; 8] = std::array::from_fn(|i| {
+        let s = f32x4_mul(v[i], id);
+        let t = f32x4_trunc(s);
+        let away = v128_or(one, v128_and(s, sign));
+        let step = v128_and(f32x4_ge(f32x4_abs(f32x4_sub(s, t)), half), away);
+        i32x4_trunc_sat_f32x4(f32x4_add(t, step))
+    });
+    let off = i8x16_splat(ACT_OFFSET);
+    let o = q.as_mut_ptr() as *mut v128;
+    for h in 0..2 {
+        let lo = i16x8_narrow_i32x4(r[h * 4], r[h * 4 + 1]);
+        let hi = i16x8_narrow_i32x4(r[h * 4 + 2], r[h * 4 + 3]);
+        // In range: 2 × 16 bytes of the 32 i8.
+        unsafe { v128_store(o.add(h), i8x16_add(i8x16_narrow_i16x8(lo, hi), off)) };
     }
     d
 }
@@ -746,6 +802,45 @@ mod tests {
 
     /// The int8 GEMM's 4-row dot: lane `r` adds row `r`'s 4 weights times the activation
     /// slice, every weight value against every activation level the encoding makes.
+    /// The block encoder (SIMD128 on wasm) against the scalar one, bit for bit: random
+    /// blocks, blocks whose values land exactly on .5 after scaling (the rounding ties), signed
+    /// zeros, an all-zero block, a NaN, and huge and tiny magnitudes.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn block_encoding_matches_scalar() {
+        let mut blocks: Vec<[f32; 32]> = Vec::new();
+        let mut s = 0x9e37_79b9u32;
+        for scale in [1e-30f32, 1e-3, 1.0, 7.5, 1e30] {
+            blocks.push(std::array::from_fn(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s as f32 / u32::MAX as f32 * 2.0 - 1.0) * scale
+            }));
+        }
+        // max |x| = ACT_LEVELS: x / d = x, so every half-integer is a tie.
+        blocks.push(std::array::from_fn(|i| {
+            if i == 0 {
+                ACT_LEVELS
+            } else {
+                (i as f32 - 16.0) + 0.5
+            }
+        }));
+        blocks.push(std::array::from_fn(|i| if i % 2 == 0 { -0.0 } else { 0.0 }));
+        blocks.push(std::array::from_fn(|i| {
+            if i == 5 {
+                f32::NAN
+            } else {
+                i as f32
+            }
+        }));
+        for x in &blocks {
+            let (mut got, mut want) = ([0i8; 32], [0i8; 32]);
+            let (d, dw) = (encode_act(x, &mut got), encode_act_scalar(x, &mut want));
+            assert_eq!((d.to_bits(), got), (dw.to_bits(), want), "block {x:?}");
+        }
+    }
+
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn four_row_dot_matches_scalar() {
