@@ -14,7 +14,9 @@ const pageName = process.argv[3] || 'index.html';
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--disable-quic', '--no-first-run'],
+    '--disable-sync', '--disable-quic', '--no-first-run',
+    // BENCH_CHROMIUM_ARGS="--js-flags=..." adds flags (e.g. to pin V8's wasm tiers).
+    ...(process.env.BENCH_CHROMIUM_ARGS ? process.env.BENCH_CHROMIUM_ARGS.split(' ') : [])],
 });
 try {
   const page = await browser.newPage();
