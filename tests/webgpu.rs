@@ -697,12 +697,32 @@ fn minilm_steady_state_runs_create_no_gpu_objects() {
         delta(c2, c3)
     );
     assert_eq!(first, again);
-    assert!(delta(c0, c1)[1] > 0, "MiniLM ran on WebGPU");
+    // One bind group per dispatch: 179 nodes, 98 dispatches with the fused epilogues (each
+    // layer's 6 bias adds, 1 GELU, 2 residual adds and 2 × 2 affine-norm nodes fused away).
+    assert_eq!(delta(c0, c1)[1], 98, "MiniLM's dispatches");
     assert_eq!(
         delta(c2, c3)[..3],
         [0, 0, 0],
         "a steady-state run created GPU objects"
     );
+    // Without fusion (sessions prepared from now on): a dispatch per node, the same
+    // embeddings up to float rounding.
+    set_fusion(false);
+    let plain = webtensor::model::bert::SentenceEmbedder::load(&rt, &bytes).unwrap();
+    let c4 = dev.created_objects();
+    let unfused = block_on(plain.embed(&rt, &texts));
+    let c5 = dev.created_objects();
+    set_fusion(true);
+    let unfused = unfused.unwrap();
+    assert_eq!(delta(c4, c5)[1], 179, "MiniLM's dispatches unfused");
+    for (x, y) in first.iter().zip(&unfused) {
+        let err = x
+            .iter()
+            .zip(y)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(err < 1e-4, "fused and unfused embeddings differ by {err}");
+    }
 }
 
 /// A device that answers the self-check wrong is not used: its family is empty with the
