@@ -12,7 +12,7 @@ use super::buffer::WebGpuBuffer;
 use super::context::{Ctx, GpuBuffer, Pipeline, DEVICE_NAME};
 use super::fuse::{self, Fused};
 use super::ops::{self, granularity, unit, NodePlan};
-use super::shader::{self, Variant, EP_MERGED, IN_PLACE, PARAMS_SIZE, SHARED_B};
+use super::shader::{self, Variant, EP_BIAS, EP_MERGED, EP_SCALE, IN_PLACE, PARAMS_SIZE, SHARED_B};
 use super::WebGpuDevice;
 use crate::backend::{BackendImpl, Event, LocalBoxFuture, PreparedImpl, TensorMemory};
 use crate::error::{Error, Result};
@@ -442,8 +442,12 @@ impl Encoded {
         for (k, b) in bound.iter().enumerate() {
             uniform_data[k * stride..k * stride + PARAMS_SIZE]
                 .copy_from_slice(bytemuck::bytes_of(&b.plan.params));
+            let e = b.plan.params.e;
             let variant = if b.e.is_some() {
-                Variant::Fused
+                Variant::Fused {
+                    ops: e[3] & (EP_SCALE | EP_BIAS),
+                    act: e[2],
+                }
             } else {
                 Variant::Plain
             };

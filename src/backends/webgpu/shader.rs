@@ -165,6 +165,8 @@ uniform_struct! {
         pub f: [f32; 4],
         /// Fused epilogue (fuse.rs): x, y: offsets of the scale and bias vectors in bindings
         /// 4 and 5; z: activation (act.wgsl); w: EP_SCALE | EP_BIAS | EP_RESID | EP_MERGED.
+        /// The shaders read x, y and the last two flags; the rest is compiled in
+        /// (`Variant::Fused`).
         pub e: [u32; 4],
     }
 }
@@ -250,8 +252,11 @@ struct Recipe {
 pub(super) enum Variant {
     /// The kernel alone (`epilogue_none.wgsl`).
     Plain,
-    /// With the fused epilogue (`epilogue.wgsl`, binding 4), for kernels that take one.
-    Fused,
+    /// With the fused epilogue (`epilogue.wgsl`, bindings 4 and 5), for kernels that take
+    /// one: `ops` (EP_SCALE | EP_BIAS) and activation `act` (act.wgsl) are compiled in as
+    /// constants, so the store holds only what the chain does (a software adapter's compiler
+    /// then keeps the matmul's accumulators in registers).
+    Fused { ops: u32, act: u32 },
 }
 
 /// Pipeline cache key: the kernel, the dtype of source `a` and the variant.
@@ -366,11 +371,17 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     if r.reductions {
         s.push_str(wgsl::ROW_REDUCE);
     }
-    let fused = r.epilogue && variant == Variant::Fused;
-    if kernel == Kernel::Unary || fused {
+    let fused = match variant {
+        Variant::Fused { ops, act } if r.epilogue => Some((ops, act)),
+        _ => None,
+    };
+    if kernel == Kernel::Unary || fused.is_some() {
         s.push_str(wgsl::ACT);
     }
-    if fused {
+    if let Some((ops, act)) = fused {
+        s.push_str(&format!(
+            "const EP_OPS: u32 = {ops}u;\nconst EP_ACT: u32 = {act}u;\n"
+        ));
         s.push_str(wgsl::EPILOGUE);
     } else if r.epilogue {
         s.push_str(wgsl::EPILOGUE_NONE);
@@ -457,7 +468,11 @@ mod tests {
             };
             keys.extend(dtypes.iter().map(|&dt| ((k, dt), Variant::Plain)));
             if takes_epilogue(k) {
-                keys.extend(dtypes.iter().map(|&dt| ((k, dt), Variant::Fused)));
+                let fused = Variant::Fused {
+                    ops: EP_SCALE | EP_BIAS,
+                    act: 2,
+                };
+                keys.extend(dtypes.iter().map(|&dt| ((k, dt), fused)));
             }
         }
         keys
@@ -531,7 +546,11 @@ mod tests {
 
     #[test]
     fn shared_constants_reach_the_shaders() {
-        let module = parse(((Kernel::MatVec, DType::Q8_0), Variant::Fused));
+        let fused = Variant::Fused {
+            ops: EP_BIAS,
+            act: 1,
+        };
+        let module = parse(((Kernel::MatVec, DType::Q8_0), fused));
         for (name, value) in CONSTANTS {
             let (_, c) = module
                 .constants
