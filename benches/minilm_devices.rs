@@ -10,7 +10,8 @@
 //! MINILM_MODEL=models/minilm-f32.gguf BENCH_REPS=9 BENCH_ROUNDS=2 cargo bench ...
 //! BENCH_CHOICES=cpu cargo bench ...                  # only the choices whose name has "cpu"
 //! BENCH_CHOICES=webgpu cargo bench ...               # WebGPU, and "webgpu-base": the matmul
-//!                                                    # kernels before the small-batch one
+//!                                                    # kernels before the small-batch one,
+//!                                                    # "webgpu-unfused": no fused epilogues
 //! ```
 //!
 //! Natively WebGPU is whatever adapter wgpu finds (Mesa's lavapipe here: a software GPU, so
@@ -23,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     use pollster::block_on;
     use webtensor::backend::Registry;
     use webtensor::backends::cpu::{CpuReg, KernelSet};
-    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels};
+    use webtensor::backends::webgpu::{set_fusion, set_matmul_kernels, MatmulKernels};
     use webtensor::bench::{minilm_embed_ms, minilm_texts, MINILM_CASES};
     use webtensor::model::bert::SentenceEmbedder;
     use webtensor::runtime::{DeviceChoice, Runtime};
@@ -51,10 +52,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("auto", Err((DeviceChoice::Auto, true))),
         // WebGPU with the matmul kernel selection before the small-batch kernel.
         ("webgpu-base", Err((DeviceChoice::WebGpu, false))),
+        // WebGPU without fusing node chains into one dispatch.
+        ("webgpu-unfused", Err((DeviceChoice::WebGpu, false))),
     ]
     .into_iter()
     .filter(|(name, _)| match only.as_str() {
-        "" => *name != "webgpu-base",
+        "" => !matches!(*name, "webgpu-base" | "webgpu-unfused"),
         only => only.split(',').any(|w| name.contains(w.trim())),
     })
     .collect();
@@ -69,6 +72,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 block_on(Runtime::new(&reg, DeviceChoice::Cpu, false))
             }
             Err((choice, cost)) => {
+                // Sessions are prepared (and fused) on this thread during this choice's runs.
+                set_fusion(name != "webgpu-unfused");
                 set_matmul_kernels(if name == "webgpu-base" {
                     MatmulKernels::Base
                 } else {

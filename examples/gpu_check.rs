@@ -5,7 +5,8 @@
 //! 2. matmul at 1024³ and 4096³ on the GPU per weight dtype, as GFLOP/s and as a share of the
 //!    GPU's f32 peak (`GPU_PEAK_GFLOPS`, from its spec sheet; H100/H200 SXM: 66900), with the
 //!    CPU beside it at the sizes it finishes quickly;
-//! 3. MiniLM at the benchmark's four cases on `'cpu'`, `'webgpu'` and `'auto'`;
+//! 3. MiniLM at the benchmark's four cases on `'cpu'`, `'webgpu'` and `'auto'` (and WebGPU
+//!    with the earlier matmul kernels, and without fused epilogues);
 //!
 //! then prints one table (markdown). `scripts/gpu-check.sh` builds and runs it, or bundles it
 //! with the model for a GPU machine without Rust. Exit status 1 when a case fails or there is
@@ -25,7 +26,7 @@ mod native {
     use std::rc::Rc;
 
     use webtensor::backend::{Device, DeviceKind};
-    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels};
+    use webtensor::backends::webgpu::{set_fusion, set_matmul_kernels, MatmulKernels};
     use webtensor::bench::{minilm_embed_ms, minilm_texts, MatmulProblem, MINILM_CASES};
     use webtensor::graph::DType;
     use webtensor::model::bert::SentenceEmbedder;
@@ -168,17 +169,20 @@ mod native {
         match std::fs::read(&path) {
             Err(e) => println!("MiniLM skipped: cannot read {path}: {e}"),
             Ok(bytes) => {
-                // The last: WebGPU with the matmul kernels chosen as before the small-batch
-                // kernel, to see what that kernel does on this GPU.
+                // The last two: WebGPU with the matmul kernels chosen as before the
+                // small-batch kernel, to see what that kernel does on this GPU, and WebGPU
+                // without fused epilogues (one dispatch per node).
                 let choices = [
                     (DeviceChoice::WebGpu, false, MatmulKernels::Auto),
                     (DeviceChoice::Cpu, false, MatmulKernels::Auto),
                     (DeviceChoice::Auto, true, MatmulKernels::Auto),
                     (DeviceChoice::WebGpu, false, MatmulKernels::Base),
+                    (DeviceChoice::WebGpu, false, MatmulKernels::Auto),
                 ];
                 let mut ms = vec![vec![String::from("-"); MINILM_CASES.len()]; choices.len()];
                 for (c, &(choice, cost, kernels)) in choices.iter().enumerate() {
                     set_matmul_kernels(kernels);
+                    set_fusion(c != 4);
                     let rt = match webtensor::create_runtime(choice, cost).await {
                         Ok(rt) => rt,
                         Err(e) => {
@@ -205,6 +209,7 @@ mod native {
                         };
                     }
                     set_matmul_kernels(MatmulKernels::Auto);
+                    set_fusion(true);
                     if choice == DeviceChoice::Auto {
                         if let Ok(plan) = e.explain(&rt) {
                             println!(
@@ -225,8 +230,9 @@ mod native {
                         ms[0][k].clone(),
                         ms[1][k].clone(),
                         format!(
-                            "auto {} ms; {speedup}; WebGPU with the earlier matmul kernels {} ms",
-                            ms[2][k], ms[3][k]
+                            "auto {} ms; {speedup}; WebGPU with the earlier matmul kernels {} ms, \
+                             unfused {} ms",
+                            ms[2][k], ms[3][k], ms[4][k]
                         ),
                     ]);
                 }

@@ -65,7 +65,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         for (var i = 0u; i < 4u; i++) {
             let m = m0 + lid.x * 4u + i;
             if (m < M && n < N) {
-                d[d_base + m * p.d_nb.x + n * p.d_nb.y] = acc[j][i];
+                store_d(d_base + m * p.d_nb.x + n * p.d_nb.y, acc[j][i]);
             }
         }
     }

@@ -56,7 +56,7 @@ fn main(
         let n = n0 + j;
         for (var i = 0u; i < 4u; i++) {
             if (m0 + i < M && n < N) {
-                d[d_base + (m0 + i) * p.d_nb.x + n * p.d_nb.y] = acc[j][i];
+                store_d(d_base + (m0 + i) * p.d_nb.x + n * p.d_nb.y, acc[j][i]);
             }
         }
     }

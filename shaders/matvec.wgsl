@@ -55,7 +55,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (t == 0u && m < M) {
         let base = p.offs.x + m * p.d_nb.x + i2 * p.d_nb.z + i3 * p.d_nb.w;
         for (var n = 0u; n < N; n++) {
-            d[base + n * p.d_nb.y] = part[n * WG + lid];
+            store_d(base + n * p.d_nb.y, part[n * WG + lid]);
         }
     }
 }

@@ -1,33 +1,14 @@
-// Element-wise functions of a. u.x: 0 scale by f.x, 1 gelu (tanh), 2 gelu (erf), 3 silu,
-// 4 relu; u.y: element count.
-
-// erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit, as the CPU reference).
-fn erf_approx(x: f32) -> f32 {
-    let z = abs(x);
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
-        + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
-        + t * (-0.82215223 + t * 0.17087277))))))));
-    let r = t * exp(-z * z + poly);
-    return select(r - 1.0, 1.0 - r, x >= 0.0);
-}
-
-fn gelu_tanh(x: f32) -> f32 {
-    // tanh saturates long before |u| = 15; clamping avoids exp overflow in some tanh lowerings.
-    let u = clamp(0.7978846 * x * (1.0 + 0.044715 * x * x), -15.0, 15.0);
-    return 0.5 * x * (1.0 + tanh(u));
-}
+// Element-wise functions of a. u.x: 0 scale by f.x, else the activation act(x, u.x) (act.wgsl:
+// 1 gelu (tanh), 2 gelu (erf), 3 silu, 4 relu); u.y: element count.
 
 fn element(idx: u32) {
     let i = unravel(idx, p.d_ne);
     let x = a_get(i);
     var r: f32;
-    switch p.u.x {
-        case 0u: { r = x * p.f.x; }
-        case 1u: { r = gelu_tanh(x); }
-        case 2u: { r = 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752)); }
-        case 3u: { r = x / (1.0 + exp(-x)); }
-        default: { r = max(x, 0.0); }
+    if (p.u.x == 0u) {
+        r = x * p.f.x;
+    } else {
+        r = act(x, p.u.x);
     }
     d_put(p.offs.x + off4(i, p.d_nb), r);
 }

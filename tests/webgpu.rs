@@ -13,7 +13,7 @@ use webtensor::backend::{
 };
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::backends::webgpu::{
-    set_matmul_kernels, MatmulKernels, ObjectCounts, WebGpuDevice, WebGpuReg,
+    set_fusion, set_matmul_kernels, MatmulKernels, ObjectCounts, WebGpuDevice, WebGpuReg,
 };
 use webtensor::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
 use webtensor::runtime::{DeviceChoice, Program, Runtime, Value};
@@ -301,6 +301,53 @@ fn destroyed_device_fails_cleanly() {
     assert!(block_on(run_graph(&backend, &b.g, &b.leaves, 0)).is_err());
 }
 
+/// The op suite's fused-chain cases run with fusion on make one bind group (one dispatch)
+/// per node left after fusion: each chain drops its fused nodes, each near miss none; with
+/// fusion off every node is a dispatch. Both runs give the same bytes.
+#[test]
+fn fusion_removes_the_expected_dispatches() {
+    let Some(dev) = gpu() else { return };
+    let backend = Backend::new(dev.clone() as Rc<dyn Device>).unwrap();
+    let cases: Vec<_> = webtensor::testing::all_cases()
+        .into_iter()
+        .filter(|c| c.name.starts_with("fused_"))
+        .collect();
+    assert!(cases.len() >= 20);
+    let dispatches = |case: &webtensor::testing::OpCase, on: bool| {
+        set_fusion(on);
+        let before = dev.created_objects().bind_groups;
+        let out = block_on(webtensor::testing::case_outputs(case, &backend));
+        set_fusion(true);
+        (dev.created_objects().bind_groups - before, out.unwrap())
+    };
+    for case in &cases {
+        let (fused, a) = dispatches(case, true);
+        let (plain, b) = dispatches(case, false);
+        let n = &case.name;
+        // Nodes fused away: the bias add and an activation after a matmul; the residual
+        // add, mul and bias add around a norm. A residual sum that is also an output stays,
+        // the norm and mul after it still fuse.
+        let saved = if n.ends_with("sum_also_output") {
+            1
+        } else if n.contains("also_output") || n.contains("read_twice") || n.contains("full") {
+            0
+        } else if n.starts_with("fused_matmul") {
+            1 + u64::from(!n.ends_with("None"))
+        } else {
+            u64::from(!n.contains("residnone")) + 1 + u64::from(n.ends_with("biastrue"))
+        };
+        assert_eq!(
+            plain - fused,
+            saved,
+            "{n}: {plain} dispatches unfused, {fused} fused"
+        );
+        assert!(
+            a.iter().zip(&b).all(|(x, y)| x.len() == y.len()),
+            "{n}: output sizes differ"
+        );
+    }
+}
+
 /// A small layer (matmul, bias, GELU, softmax, norm) over WebGPU and the CPU, its weights set:
 /// the session, its graph's input and its output.
 fn layer_session(dev: &Rc<WebGpuDevice>) -> (Session, TensorId) {
@@ -372,7 +419,8 @@ fn prepared_session_runs_create_no_gpu_objects() {
         per_run(before, steady),
         per_run(steady, after)
     );
-    assert_eq!(after.bind_groups - steady.bind_groups, 5);
+    // matmul, bias and GELU are one dispatch (fused), then softmax and norm.
+    assert_eq!(after.bind_groups - steady.bind_groups, 3);
     assert_eq!(after.buffers - steady.buffers, 1);
     // A new input gives new results through the same prepared objects.
     session.set_prepared(true).unwrap();
@@ -649,12 +697,32 @@ fn minilm_steady_state_runs_create_no_gpu_objects() {
         delta(c2, c3)
     );
     assert_eq!(first, again);
-    assert!(delta(c0, c1)[1] > 0, "MiniLM ran on WebGPU");
+    // One bind group per dispatch: 179 nodes, 98 dispatches with the fused epilogues (each
+    // layer's 6 bias adds, 1 GELU, 2 residual adds and 2 × 2 affine-norm nodes fused away).
+    assert_eq!(delta(c0, c1)[1], 98, "MiniLM's dispatches");
     assert_eq!(
         delta(c2, c3)[..3],
         [0, 0, 0],
         "a steady-state run created GPU objects"
     );
+    // Without fusion (sessions prepared from now on): a dispatch per node, the same
+    // embeddings up to float rounding.
+    set_fusion(false);
+    let plain = webtensor::model::bert::SentenceEmbedder::load(&rt, &bytes).unwrap();
+    let c4 = dev.created_objects();
+    let unfused = block_on(plain.embed(&rt, &texts));
+    let c5 = dev.created_objects();
+    set_fusion(true);
+    let unfused = unfused.unwrap();
+    assert_eq!(delta(c4, c5)[1], 179, "MiniLM's dispatches unfused");
+    for (x, y) in first.iter().zip(&unfused) {
+        let err = x
+            .iter()
+            .zip(y)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(err < 1e-4, "fused and unfused embeddings differ by {err}");
+    }
 }
 
 /// A device that answers the self-check wrong is not used: its family is empty with the

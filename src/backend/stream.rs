@@ -20,6 +20,11 @@ pub trait Event {
 pub trait PreparedImpl {
     /// Enqueues the prepared work.
     fn compute(&self) -> Result<()>;
+    /// (optional) A short note on the prepared work for `explain()` (such as its dispatch
+    /// count); default: none.
+    fn describe(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What a device implements for a stream of work on it.
@@ -51,6 +56,13 @@ pub trait BackendImpl {
 pub struct PreparedSplit {
     nodes: Vec<TensorId>,
     prepared: Option<Box<dyn PreparedImpl>>,
+}
+
+impl PreparedSplit {
+    /// The backend's note on its prepared form, if it has one ([`PreparedImpl::describe`]).
+    pub fn describe(&self) -> Option<String> {
+        self.prepared.as_ref().and_then(|p| p.describe())
+    }
 }
 
 impl dyn Device {

@@ -480,9 +480,15 @@ impl Session {
         self.copied.get()
     }
 
-    /// The plan described for people: see [`Plan::explain`].
+    /// The plan described for people (see [`Plan::explain`]), with each prepared split's note.
     pub fn explain(&self) -> String {
-        self.plan.explain(&self.graph)
+        let mut s = self.plan.explain(&self.graph);
+        for (i, split) in self.prepared.iter().flatten().enumerate() {
+            if let Some(note) = split.describe() {
+                s.push_str(&format!("split {i} prepared: {note}\n"));
+            }
+        }
+        s
     }
 }
 

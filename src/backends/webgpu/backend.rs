@@ -10,8 +10,9 @@ use futures_channel::oneshot;
 
 use super::buffer::WebGpuBuffer;
 use super::context::{Ctx, GpuBuffer, Pipeline, DEVICE_NAME};
+use super::fuse::{self, Fused};
 use super::ops::{self, granularity, unit, NodePlan};
-use super::shader::{self, IN_PLACE, PARAMS_SIZE, SHARED_B};
+use super::shader::{self, Variant, EP_BIAS, EP_MERGED, EP_SCALE, IN_PLACE, PARAMS_SIZE, SHARED_B};
 use super::WebGpuDevice;
 use crate::backend::{BackendImpl, Event, LocalBoxFuture, PreparedImpl, TensorMemory};
 use crate::error::{Error, Result};
@@ -230,6 +231,130 @@ fn bind_node<'m>(
     Ok((d, a, b, offs))
 }
 
+/// Binds tensor `id` of `node` alone, with its offset.
+fn bind_one<'m>(
+    ctx: &'m Ctx,
+    graph: &Graph,
+    mem: &'m TensorMemory,
+    node: &Tensor,
+    id: TensorId,
+) -> Result<(&'m WebGpuBuffer, Binding<'m>)> {
+    let (gb, off, n) = locate(ctx, graph, mem, id)?;
+    let mut b = bind_span(ctx, node, gb, off, off + n)?;
+    b.rel = rel_offset(graph, node, id, off, &b)?;
+    Ok((gb, b))
+}
+
+/// Whether two bindings share bytes.
+fn aliases(x: &Binding<'_>, y: &Binding<'_>) -> bool {
+    std::ptr::eq(x.buffer, y.buffer) && x.base < y.base + y.size && y.base < x.base + x.size
+}
+
+/// The bindings 4 and 5 of a fused epilogue: its scale and bias vectors, each alone (a
+/// dummy if absent), or both through binding 4 when their bindings would share bytes
+/// (`EP_MERGED` is then set in `e`). None may share bytes with the node's other bindings
+/// `others` (WebGPU forbids aliasing writable bindings). Sets the offsets in `e`.
+#[allow(clippy::too_many_arguments)]
+fn bind_epilogue<'m>(
+    ctx: &'m Ctx,
+    graph: &Graph,
+    mem: &'m TensorMemory,
+    node: &Tensor,
+    scale: Option<TensorId>,
+    bias: Option<TensorId>,
+    others: &[&Binding<'_>],
+    e: &mut [u32; 4],
+) -> Result<[Binding<'m>; 2]> {
+    let slot = ctx.storage_align() as u64;
+    let dummy = |index: u64| Binding {
+        buffer: &ctx.dummy,
+        base: index * slot,
+        size: 16,
+        rel: 0,
+    };
+    let s = scale
+        .map(|id| bind_one(ctx, graph, mem, node, id))
+        .transpose()?;
+    let b = bias
+        .map(|id| bind_one(ctx, graph, mem, node, id))
+        .transpose()?;
+    let bindings = match (s, b, scale, bias) {
+        (Some((gs, s)), Some((_, b)), Some(sid), Some(bid)) if aliases(&s, &b) => {
+            let (_, os, ns) = locate(ctx, graph, mem, sid)?;
+            let (_, ob, nb) = locate(ctx, graph, mem, bid)?;
+            let both = bind_span(ctx, node, gs, os.min(ob), (os + ns).max(ob + nb))?;
+            e[0] = rel_offset(graph, node, sid, os, &both)?;
+            e[1] = rel_offset(graph, node, bid, ob, &both)?;
+            e[3] |= EP_MERGED;
+            [both, dummy(3)]
+        }
+        (s, b, _, _) => {
+            let s = s.map_or_else(|| dummy(2), |(_, s)| s);
+            let b = b.map_or_else(|| dummy(3), |(_, b)| b);
+            (e[0], e[1]) = (s.rel, b.rel);
+            [s, b]
+        }
+    };
+    if bindings
+        .iter()
+        .any(|x| others.iter().any(|o| aliases(x, o)))
+    {
+        return Err(bind_error(
+            node,
+            "epilogue operands overlap another binding".into(),
+        ));
+    }
+    Ok(bindings)
+}
+
+/// A dispatch's plan and bindings: d, a, b (if declared) and a fused epilogue's vectors.
+struct Bound<'m> {
+    plan: NodePlan,
+    d: Binding<'m>,
+    a: Binding<'m>,
+    b: Option<Binding<'m>>,
+    /// A fused epilogue's bindings 4 and 5.
+    e: Option<[Binding<'m>; 2]>,
+}
+
+/// Binds the fused dispatch `f`, or fails if its operands cannot be bound as one dispatch.
+fn bind_fused<'m>(
+    ctx: &'m Ctx,
+    graph: &Graph,
+    mem: &'m TensorMemory,
+    f: Fused,
+) -> Result<Bound<'m>> {
+    let Fused {
+        out,
+        mut plan,
+        scale,
+        bias,
+        ..
+    } = f;
+    let (d, a, b, offs) = bind_node(ctx, graph, mem, out, &plan)?;
+    let mut others = vec![&d, &a];
+    others.extend(b.as_ref());
+    let node = graph.tensor(out);
+    let e = bind_epilogue(
+        ctx,
+        graph,
+        mem,
+        node,
+        scale,
+        bias,
+        &others,
+        &mut plan.params.e,
+    )?;
+    plan.params.offs = offs;
+    Ok(Bound {
+        plan,
+        d,
+        a,
+        b,
+        e: Some(e),
+    })
+}
+
 fn buffer_entry<'a>(binding: u32, b: &'a Binding<'a>) -> wgpu::BindGroupEntry<'a> {
     wgpu::BindGroupEntry {
         binding,
@@ -247,6 +372,8 @@ fn buffer_entry<'a>(binding: u32, b: &'a Binding<'a>) -> wgpu::BindGroupEntry<'a
 pub(super) struct Encoded {
     ctx: Rc<Ctx>,
     steps: Vec<Step>,
+    /// Nodes fused away (computed by another node's dispatch).
+    fused: usize,
     /// Keeps the parameters alive with the bind groups that read them.
     _params: Option<GpuBuffer>,
 }
@@ -259,38 +386,73 @@ struct Step {
 }
 
 impl Encoded {
-    /// Plans and binds `nodes` of `graph` over `mem`; the parameters are written once here.
+    /// Plans and binds `nodes` of `graph` over `mem`, fusing chains of them into one
+    /// dispatch where `fuse` finds them (and fusion is on); the parameters are written once
+    /// here.
     fn build(ctx: &Rc<Ctx>, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<Self> {
         ctx.check()?;
-        let mut plans: Vec<(TensorId, NodePlan)> = Vec::new();
+        let mut compute = Vec::with_capacity(nodes.len());
         for &id in nodes {
-            if graph.get(id)?.op.is_noop() {
-                continue;
-            }
-            if let Some(plan) = ops::plan(ctx, graph, id)? {
-                plans.push((id, plan));
+            if !graph.get(id)?.op.is_noop() {
+                compute.push(id);
             }
         }
-        if plans.is_empty() {
+        let uses = fuse::enabled().then(|| fuse::use_counts(graph));
+        let mut bound: Vec<Bound<'_>> = Vec::new();
+        let (mut k, mut fused) = (0, 0);
+        'nodes: while k < compute.len() {
+            if let Some(uses) = &uses {
+                // A chain that cannot be bound as one dispatch runs node by node below.
+                for f in fuse::chains(ctx, graph, &compute[k..], uses) {
+                    let len = f.len;
+                    if let Ok(b) = bind_fused(ctx, graph, mem, f) {
+                        bound.push(b);
+                        fused += len - 1;
+                        k += len;
+                        continue 'nodes;
+                    }
+                }
+            }
+            let id = compute[k];
+            k += 1;
+            if let Some(mut plan) = ops::plan(ctx, graph, id)? {
+                let (d, a, b, offs) = bind_node(ctx, graph, mem, id, &plan)?;
+                plan.params.offs = offs;
+                bound.push(Bound {
+                    plan,
+                    d,
+                    a,
+                    b,
+                    e: None,
+                });
+            }
+        }
+        if bound.is_empty() {
             return Ok(Self {
                 ctx: ctx.clone(),
                 steps: Vec::new(),
+                fused,
                 _params: None,
             });
         }
         let ua = (ctx.limits.min_uniform_buffer_offset_alignment as usize).max(16);
         let stride = PARAMS_SIZE.div_ceil(ua) * ua;
-        let mut uniform_data = vec![0u8; stride * plans.len()];
-        let mut bindings = Vec::with_capacity(plans.len());
-        let mut pipelines = Vec::with_capacity(plans.len());
-        for (k, (id, plan)) in plans.iter_mut().enumerate() {
-            let (d, a, b, offs) = bind_node(ctx, graph, mem, *id, plan)?;
-            plan.params.offs = offs;
+        let mut uniform_data = vec![0u8; stride * bound.len()];
+        let mut pipelines = Vec::with_capacity(bound.len());
+        for (k, b) in bound.iter().enumerate() {
             uniform_data[k * stride..k * stride + PARAMS_SIZE]
-                .copy_from_slice(bytemuck::bytes_of(&plan.params));
-            let key = plan.key;
+                .copy_from_slice(bytemuck::bytes_of(&b.plan.params));
+            let e = b.plan.params.e;
+            let variant = if b.e.is_some() {
+                Variant::Fused {
+                    ops: e[3] & (EP_SCALE | EP_BIAS),
+                    act: e[2],
+                }
+            } else {
+                Variant::Plain
+            };
+            let key = (b.plan.key, variant);
             pipelines.push(ctx.pipeline(key, || shader::source(key))?);
-            bindings.push((d, a, b));
         }
         ctx.scoped(|| {
             let uniform = ctx.create_buffer(&wgpu::BufferDescriptor {
@@ -300,12 +462,11 @@ impl Encoded {
                 mapped_at_creation: false,
             });
             ctx.queue.write_buffer(&uniform, 0, &uniform_data);
-            let steps = bindings
+            let steps = bound
                 .iter()
                 .zip(pipelines)
-                .zip(&plans)
                 .enumerate()
-                .map(|(k, (((d, a, b), pipeline), (_, plan)))| {
+                .map(|(k, (b, pipeline))| {
                     let mut entries = vec![
                         wgpu::BindGroupEntry {
                             binding: 0,
@@ -315,11 +476,15 @@ impl Encoded {
                                 size: wgpu::BufferSize::new(PARAMS_SIZE as u64),
                             }),
                         },
-                        buffer_entry(1, a),
-                        buffer_entry(2, d),
+                        buffer_entry(1, &b.a),
+                        buffer_entry(2, &b.d),
                     ];
-                    if let Some(b) = b {
-                        entries.push(buffer_entry(3, b));
+                    if let Some(bb) = &b.b {
+                        entries.push(buffer_entry(3, bb));
+                    }
+                    if let Some([scale, bias]) = &b.e {
+                        entries.push(buffer_entry(4, scale));
+                        entries.push(buffer_entry(5, bias));
                     }
                     let group = ctx.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: None,
@@ -329,13 +494,14 @@ impl Encoded {
                     Step {
                         pipeline,
                         group,
-                        groups: plan.groups,
+                        groups: b.plan.groups,
                     }
                 })
                 .collect();
             Self {
                 ctx: ctx.clone(),
                 steps,
+                fused,
                 _params: Some(uniform),
             }
         })
@@ -374,6 +540,14 @@ impl Encoded {
 impl PreparedImpl for Encoded {
     fn compute(&self) -> Result<()> {
         self.submit()
+    }
+
+    fn describe(&self) -> Option<String> {
+        Some(format!(
+            "{} dispatches ({} fused)",
+            self.steps.len(),
+            self.fused
+        ))
     }
 }
 

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::context::{Ctx, GpuBuffer};
 use super::ops::Kernel;
-use super::shader::{self, PatchParams};
+use super::shader::{self, PatchParams, Variant};
 use crate::backend::{Buffer, BufferImpl, BufferType, LocalBoxFuture};
 use crate::error::Result;
 use crate::graph::DType;
@@ -126,9 +126,8 @@ impl WebGpuBuffer {
         let align = self.ctx.storage_align();
         let base = (word * 4) / align * align;
         let rel = (word * 4 - base) / 4;
-        let pipeline = self.ctx.pipeline((Kernel::Patch, DType::I32), || {
-            shader::source((Kernel::Patch, DType::I32))
-        })?;
+        let key = ((Kernel::Patch, DType::I32), Variant::Plain);
+        let pipeline = self.ctx.pipeline(key, || shader::source(key))?;
         self.ctx.scoped(|| {
             let params = PatchParams {
                 word: rel as u32,

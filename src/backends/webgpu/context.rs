@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use futures_channel::oneshot;
 
-use super::ops::PipelineKey;
+use super::shader::ShaderKey;
 use crate::backend::LocalBoxFuture;
 use crate::error::{Error, Result};
 
@@ -175,7 +175,7 @@ pub(super) struct Ctx {
     failure: Arc<Mutex<Failure>>,
     /// Error-scope results not yet known (on the web they resolve later); checked on sync.
     pending: RefCell<Vec<LocalBoxFuture<'static, Option<wgpu::Error>>>>,
-    pipelines: RefCell<HashMap<PipelineKey, Rc<Pipeline>>>,
+    pipelines: RefCell<HashMap<ShaderKey, Rc<Pipeline>>>,
     /// Idle MAP_READ staging buffers, reused by later readbacks.
     staging: RefCell<Vec<GpuBuffer>>,
     created: Cell<ObjectCounts>,
@@ -265,7 +265,8 @@ impl Ctx {
         let dummy = GpuBuffer::new(
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("webtensor dummy"),
-                size: 2 * (limits.min_storage_buffer_offset_alignment as u64).max(16),
+                // Four slots: b, d and a fused epilogue's two vectors (backend.rs).
+                size: 4 * (limits.min_storage_buffer_offset_alignment as u64).max(16),
                 usage: wgpu::BufferUsages::STORAGE,
                 mapped_at_creation: false,
             }),
@@ -587,13 +588,13 @@ impl Ctx {
     /// The cached pipeline for `key`, compiling `source()` on first use.
     pub fn pipeline(
         &self,
-        key: PipelineKey,
+        key: ShaderKey,
         source: impl FnOnce() -> String,
     ) -> Result<Rc<Pipeline>> {
         if let Some(p) = self.pipelines.borrow().get(&key) {
             return Ok(p.clone());
         }
-        let label = format!("{:?}:{}", key.0, key.1.name());
+        let label = format!("{:?}:{}:{:?}", key.0 .0, key.0 .1.name(), key.1);
         let (pipeline, layout) = self.scoped(|| {
             let module = self
                 .device

@@ -16,6 +16,7 @@
 mod backend;
 mod buffer;
 mod context;
+mod fuse;
 mod ops;
 mod selfcheck;
 mod shader;
@@ -23,6 +24,7 @@ mod shader;
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
 pub use context::{all_devices_buffers, LiveBuffers, ObjectCounts};
+pub use fuse::set_fusion;
 pub use ops::{set_matmul_kernels, MatmulKernels};
 #[cfg(feature = "testing")]
 pub use selfcheck::sabotage_self_check;

@@ -124,6 +124,7 @@ fn software_adapter(info: &wgpu::AdapterInfo) -> bool {
 pub(super) type PipelineKey = (Kernel, DType);
 
 /// One node as a dispatch.
+#[derive(Clone)]
 pub(super) struct NodePlan {
     pub key: PipelineKey,
     pub params: Params,
@@ -363,7 +364,12 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             params.u[0] = u32::from(matches!(t.op, Op::RmsNorm { .. }));
             params.u[1] = to_u32(nrows, "row count")?;
             params.f[0] = eps;
-            ((Kernel::Norm, DType::F32), None, grid(ctx, nrows, true)?)
+            // b: a fused residual (fuse.rs), otherwise a dummy.
+            (
+                (Kernel::Norm, DType::F32),
+                Some(None),
+                grid(ctx, nrows, true)?,
+            )
         }
         Op::SumRows | Op::Mean => {
             need(srcs[0], &[DType::F32], "reduction input")?;

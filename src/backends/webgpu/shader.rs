@@ -29,8 +29,18 @@ pub(super) const SHARED_B: u32 = 1;
 /// `offs.w` flag: the output is written over `a`, through `a`'s binding (`IN_PLACE`).
 pub(super) const IN_PLACE: u32 = 2;
 
+/// `e.w` flag of a fused epilogue: multiply by the vector at `e.x` (`EP_SCALE`).
+pub(super) const EP_SCALE: u32 = 1;
+/// `e.w` flag of a fused epilogue: add the vector at `e.y` (`EP_BIAS`).
+pub(super) const EP_BIAS: u32 = 2;
+/// `e.w` flag of a fused norm: its input is `a + b` (`EP_RESID`).
+pub(super) const EP_RESID: u32 = 4;
+/// `e.w` flag of a fused epilogue: the bias vector is read through binding 4 with the scale
+/// vector (their bindings would share bytes), not through binding 5 (`EP_MERGED`).
+pub(super) const EP_MERGED: u32 = 8;
+
 /// The constants every op shader sees, by their WGSL names.
-const CONSTANTS: [(&str, u32); 8] = [
+const CONSTANTS: [(&str, u32); 12] = [
     ("WG", WG as u32),
     ("MATMUL_TILE", MATMUL_TILE as u32),
     ("MATVEC_ROWS", MATVEC_ROWS as u32),
@@ -39,6 +49,10 @@ const CONSTANTS: [(&str, u32); 8] = [
     ("SMALL_WG", SMALL_WG as u32),
     ("SHARED_B", SHARED_B),
     ("IN_PLACE", IN_PLACE),
+    ("EP_SCALE", EP_SCALE),
+    ("EP_BIAS", EP_BIAS),
+    ("EP_RESID", EP_RESID),
+    ("EP_MERGED", EP_MERGED),
 ];
 
 /// A Rust type a shader reads from a uniform, with its WGSL name, size and alignment.
@@ -149,6 +163,11 @@ uniform_struct! {
         pub u: [u32; 4],
         /// Op-specific floats.
         pub f: [f32; 4],
+        /// Fused epilogue (fuse.rs): x, y: offsets of the scale and bias vectors in bindings
+        /// 4 and 5; z: activation (act.wgsl); w: EP_SCALE | EP_BIAS | EP_RESID | EP_MERGED.
+        /// The shaders read x, y and the last two flags; the rest is compiled in
+        /// (`Variant::Fused`).
+        pub e: [u32; 4],
     }
 }
 
@@ -188,6 +207,9 @@ mod wgsl {
     pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
     pub const BINARY: &str = include_str!("../../../shaders/binary.wgsl");
     pub const UNARY: &str = include_str!("../../../shaders/unary.wgsl");
+    pub const ACT: &str = include_str!("../../../shaders/act.wgsl");
+    pub const EPILOGUE: &str = include_str!("../../../shaders/epilogue.wgsl");
+    pub const EPILOGUE_NONE: &str = include_str!("../../../shaders/epilogue_none.wgsl");
     pub const SOFTMAX: &str = include_str!("../../../shaders/softmax.wgsl");
     pub const NORM: &str = include_str!("../../../shaders/norm.wgsl");
     pub const SUM_ROWS: &str = include_str!("../../../shaders/sum_rows.wgsl");
@@ -220,7 +242,25 @@ struct Recipe {
     in_place: bool,
     /// Uses the workgroup reductions `wg_sum` / `wg_max`.
     reductions: bool,
+    /// Sends its results through `epilogue` / `store_d`, so nodes after it can be fused
+    /// into it ([`Variant::Fused`]).
+    epilogue: bool,
 }
+
+/// Which variant of a kernel's shader a pipeline runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Variant {
+    /// The kernel alone (`epilogue_none.wgsl`).
+    Plain,
+    /// With the fused epilogue (`epilogue.wgsl`, bindings 4 and 5), for kernels that take
+    /// one: `ops` (EP_SCALE | EP_BIAS) and activation `act` (act.wgsl) are compiled in as
+    /// constants, so the store holds only what the chain does (a software adapter's compiler
+    /// then keeps the matmul's accumulators in registers).
+    Fused { ops: u32, act: u32 },
+}
+
+/// Pipeline cache key: the kernel, the dtype of source `a` and the variant.
+pub(super) type ShaderKey = (PipelineKey, Variant);
 
 /// The recipe of an op shader; `None` for the standalone patch shader.
 fn recipe(kernel: Kernel) -> Option<Recipe> {
@@ -231,6 +271,7 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         b,
         in_place: false,
         reductions: false,
+        epilogue: false,
     };
     let element = Some(wgsl::ENTRY_ELEMENT);
     let row = Some(wgsl::ENTRY_ROW);
@@ -248,10 +289,12 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
             reductions: true,
             ..r(wgsl::SOFTMAX, row, "f32", Some("f32"))
         },
+        // b: the residual added before a fused norm (a dummy otherwise).
         Kernel::Norm => Recipe {
             in_place: true,
             reductions: true,
-            ..r(wgsl::NORM, row, "f32", None)
+            epilogue: true,
+            ..r(wgsl::NORM, row, "f32", Some("f32"))
         },
         Kernel::SumRows => Recipe {
             reductions: true,
@@ -269,9 +312,18 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         Kernel::CopyU32 => r(wgsl::COPY_U32, element, "u32", Some("u32")),
         Kernel::CopyBytes => r(wgsl::COPY_BYTES, element, "u32", None),
         Kernel::GetRows => r(wgsl::GET_ROWS, element, "f32", Some("i32")),
-        Kernel::MatMul => r(wgsl::MATMUL, None, "f32", Some("f32")),
-        Kernel::MatVec => r(wgsl::MATVEC, None, "f32", Some("f32")),
-        Kernel::MatMulSmall => r(wgsl::MATMUL_SMALL, None, "f32", Some("f32")),
+        Kernel::MatMul => Recipe {
+            epilogue: true,
+            ..r(wgsl::MATMUL, None, "f32", Some("f32"))
+        },
+        Kernel::MatVec => Recipe {
+            epilogue: true,
+            ..r(wgsl::MATVEC, None, "f32", Some("f32"))
+        },
+        Kernel::MatMulSmall => Recipe {
+            epilogue: true,
+            ..r(wgsl::MATMUL_SMALL, None, "f32", Some("f32"))
+        },
         Kernel::Patch => return None,
     })
 }
@@ -281,10 +333,15 @@ pub(super) fn in_place_kernel(kernel: Kernel) -> bool {
     recipe(kernel).is_some_and(|r| r.in_place)
 }
 
+/// Whether a kernel has an epilogue that nodes after it can be fused into.
+pub(super) fn takes_epilogue(kernel: Kernel) -> bool {
+    recipe(kernel).is_some_and(|r| r.epilogue)
+}
+
 /// WGSL source for a pipeline: the header (constants, `Params`, operand element types), the
 /// prelude, the snippets reading `a` (per dtype) and `b` and writing `d`, the helpers the
-/// kernel uses, its body and its entry point.
-pub(super) fn source((kernel, dtype): PipelineKey) -> String {
+/// kernel uses (the epilogue of `variant`), its body and its entry point.
+pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     let Some(r) = recipe(kernel) else {
         return PatchParams::wgsl() + wgsl::PATCH;
     };
@@ -313,6 +370,21 @@ pub(super) fn source((kernel, dtype): PipelineKey) -> String {
     }
     if r.reductions {
         s.push_str(wgsl::ROW_REDUCE);
+    }
+    let fused = match variant {
+        Variant::Fused { ops, act } if r.epilogue => Some((ops, act)),
+        _ => None,
+    };
+    if kernel == Kernel::Unary || fused.is_some() {
+        s.push_str(wgsl::ACT);
+    }
+    if let Some((ops, act)) = fused {
+        s.push_str(&format!(
+            "const EP_OPS: u32 = {ops}u;\nconst EP_ACT: u32 = {act}u;\n"
+        ));
+        s.push_str(wgsl::EPILOGUE);
+    } else if r.epilogue {
+        s.push_str(wgsl::EPILOGUE_NONE);
     }
     if kernel == Kernel::MatVec {
         s.push_str(match dtype {
@@ -380,7 +452,7 @@ mod tests {
     /// The pipeline keys `ops::plan` can ask for (and a few more): the copies that convert,
     /// matmul and get_rows take every float or quantized `a`; the byte and word copies and
     /// the patch key on I32; the rest (in-place and row kernels) read f32.
-    fn all_keys() -> Vec<PipelineKey> {
+    fn all_keys() -> Vec<ShaderKey> {
         let mut keys = Vec::new();
         for k in all_kernels() {
             let dtypes: &[DType] = match k {
@@ -394,12 +466,19 @@ mod tests {
                 | Kernel::MatMulSmall => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
                 _ => &[DType::F32],
             };
-            keys.extend(dtypes.iter().map(|&dt| (k, dt)));
+            keys.extend(dtypes.iter().map(|&dt| ((k, dt), Variant::Plain)));
+            if takes_epilogue(k) {
+                let fused = Variant::Fused {
+                    ops: EP_SCALE | EP_BIAS,
+                    act: 2,
+                };
+                keys.extend(dtypes.iter().map(|&dt| ((k, dt), fused)));
+            }
         }
         keys
     }
 
-    fn parse(key: PipelineKey) -> naga::Module {
+    fn parse(key: ShaderKey) -> naga::Module {
         let src = source(key);
         let module = naga::front::wgsl::parse_str(&src)
             .unwrap_or_else(|e| panic!("{key:?}: {}", e.emit_to_string(&src)));
@@ -417,7 +496,8 @@ mod tests {
     #[test]
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
-        assert_eq!(keys.len(), 7 * 4 + 3 + 7);
+        // Plain: 7 kernels x 4 dtypes, 3 on i32, 7 on f32; fused: 3 matmuls x 4, norm.
+        assert_eq!(keys.len(), 7 * 4 + 3 + 7 + 3 * 4 + 1);
         for key in keys {
             let module = parse(key);
             assert_eq!(module.entry_points.len(), 1, "{key:?}: one entry point");
@@ -451,13 +531,13 @@ mod tests {
 
     #[test]
     fn generated_structs_match_the_rust_layout() {
-        let module = parse((Kernel::Binary, DType::F32));
+        let module = parse(((Kernel::Binary, DType::F32), Variant::Plain));
         let (fields, size) = wgsl_layout(&module, "Params");
         assert_eq!(fields, rust_layout(Params::LAYOUT));
         assert_eq!(size, PARAMS_SIZE);
-        assert_eq!(fields.len(), 9);
+        assert_eq!(fields.len(), 10);
 
-        let module = parse((Kernel::Patch, DType::I32));
+        let module = parse(((Kernel::Patch, DType::I32), Variant::Plain));
         let (fields, size) = wgsl_layout(&module, "PatchParams");
         assert_eq!(fields, rust_layout(PatchParams::LAYOUT));
         assert_eq!(size, std::mem::size_of::<PatchParams>());
@@ -466,7 +546,11 @@ mod tests {
 
     #[test]
     fn shared_constants_reach_the_shaders() {
-        let module = parse((Kernel::MatVec, DType::Q8_0));
+        let fused = Variant::Fused {
+            ops: EP_BIAS,
+            act: 1,
+        };
+        let module = parse(((Kernel::MatVec, DType::Q8_0), fused));
         for (name, value) in CONSTANTS {
             let (_, c) = module
                 .constants
