@@ -24,22 +24,117 @@ pub(super) const SMALL_COLS: usize = 32;
 /// Invocations per workgroup of the small-batch matmul (`SMALL_WG`): small groups spread
 /// few blocks over many compute units.
 pub(super) const SMALL_WG: usize = 64;
+/// Columns of `b` per workgroup of the row-parallel matmul (`ROWS_COLS`; more columns take
+/// more workgroups along y).
+pub(super) const ROWS_COLS: usize = 8;
 /// `offs.w` flag: `b` shares `a`'s memory and is read through `a`'s binding (`SHARED_B`).
 pub(super) const SHARED_B: u32 = 1;
 /// `offs.w` flag: the output is written over `a`, through `a`'s binding (`IN_PLACE`).
 pub(super) const IN_PLACE: u32 = 2;
 
 /// The constants every op shader sees, by their WGSL names.
-const CONSTANTS: [(&str, u32); 8] = [
+const CONSTANTS: [(&str, u32); 9] = [
     ("WG", WG as u32),
     ("MATMUL_TILE", MATMUL_TILE as u32),
     ("MATVEC_ROWS", MATVEC_ROWS as u32),
     ("MATVEC_COLS", MATVEC_COLS as u32),
     ("SMALL_COLS", SMALL_COLS as u32),
     ("SMALL_WG", SMALL_WG as u32),
+    ("ROWS_COLS", ROWS_COLS as u32),
     ("SHARED_B", SHARED_B),
     ("IN_PLACE", IN_PLACE),
 ];
+
+/// The shape of the register-tiled matmul (`Kernel::MatMulReg`, shaders/matmul_reg.wgsl): a
+/// `tm` x `tn` output tile per workgroup of (`tm / rm`) x (`tn / rn`) threads, each an `rm` x
+/// `rn` register block, k in steps of `tk` through workgroup memory. Chosen per adapter by
+/// [`RegTile::for_limits`]; part of the pipeline key, its fields become the shader's constants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct RegTile {
+    pub tm: u32,
+    pub tn: u32,
+    pub tk: u32,
+    pub rm: u32,
+    pub rn: u32,
+}
+
+/// What [`RegTile::for_limits`] reads of the adapter's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TileLimits {
+    pub invocations: u32,
+    pub size_x: u32,
+    pub size_y: u32,
+    pub storage_bytes: u32,
+}
+
+impl From<&wgpu::Limits> for TileLimits {
+    fn from(l: &wgpu::Limits) -> Self {
+        Self {
+            invocations: l.max_compute_invocations_per_workgroup,
+            size_x: l.max_compute_workgroup_size_x,
+            size_y: l.max_compute_workgroup_size_y,
+            storage_bytes: l.max_compute_workgroup_storage_size,
+        }
+    }
+}
+
+/// Register-tile shapes, best first: 8 x 8 blocks (64 products per 16 values read from
+/// workgroup memory) on the largest tile whose k step fits, then smaller tiles and blocks.
+/// Every shape keeps `tm / rm * tn / rn` a divisor of the tile's vec4 slots per k row set
+/// (`tk * tm / 4` and `tk * tn / 4`) and a multiple of `tk`, as the shader's loads assume.
+const REG_TILES: [RegTile; 6] = [
+    RegTile::new(128, 128, 32, 8, 8),
+    RegTile::new(128, 128, 16, 8, 8),
+    RegTile::new(128, 64, 16, 8, 4),
+    RegTile::new(64, 64, 16, 4, 4),
+    RegTile::new(64, 64, 16, 8, 8),
+    RegTile::new(32, 32, 16, 4, 4),
+];
+
+impl RegTile {
+    const fn new(tm: u32, tn: u32, tk: u32, rm: u32, rn: u32) -> Self {
+        Self { tm, tn, tk, rm, rn }
+    }
+
+    /// Threads along m and n (the workgroup's x and y sizes).
+    pub fn threads(&self) -> (u32, u32) {
+        (self.tm / self.rm, self.tn / self.rn)
+    }
+
+    /// Bytes of workgroup memory: a `tk` x `tm` and a `tk` x `tn` tile, each row one vec4
+    /// longer (the shader's padding).
+    pub fn storage_bytes(&self) -> u32 {
+        self.tk * (self.tm + 4 + self.tn + 4) * 4
+    }
+
+    /// The first shape of [`REG_TILES`] the limits allow, `None` if none does.
+    pub fn for_limits(l: TileLimits) -> Option<Self> {
+        REG_TILES.into_iter().find(|t| {
+            let (x, y) = t.threads();
+            x * y <= l.invocations
+                && x <= l.size_x
+                && y <= l.size_y
+                && t.storage_bytes() <= l.storage_bytes
+        })
+    }
+
+    /// The shader's constants.
+    fn wgsl(&self) -> String {
+        let (x, y) = self.threads();
+        [
+            ("TM", self.tm),
+            ("TN", self.tn),
+            ("TK", self.tk),
+            ("RM", self.rm),
+            ("RN", self.rn),
+            ("NX", x),
+            ("NY", y),
+        ]
+        .iter()
+        .map(|(name, v)| format!("const {name}: u32 = {v}u;\n"))
+        .collect()
+    }
+}
 
 /// A Rust type a shader reads from a uniform, with its WGSL name, size and alignment.
 pub(super) trait WgslType {
@@ -201,6 +296,8 @@ mod wgsl {
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
     pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const MATMUL_SMALL: &str = include_str!("../../../shaders/matmul_small.wgsl");
+    pub const MATMUL_REG: &str = include_str!("../../../shaders/matmul_reg.wgsl");
+    pub const MATMUL_ROWS: &str = include_str!("../../../shaders/matmul_rows.wgsl");
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
 }
@@ -272,6 +369,8 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         Kernel::MatMul => r(wgsl::MATMUL, None, "f32", Some("f32")),
         Kernel::MatVec => r(wgsl::MATVEC, None, "f32", Some("f32")),
         Kernel::MatMulSmall => r(wgsl::MATMUL_SMALL, None, "f32", Some("f32")),
+        Kernel::MatMulReg(_) => r(wgsl::MATMUL_REG, None, "f32", Some("f32")),
+        Kernel::MatMulRows => r(wgsl::MATMUL_ROWS, None, "f32", Some("f32")),
         Kernel::Patch => return None,
     })
 }
@@ -308,6 +407,9 @@ pub(super) fn source((kernel, dtype): PipelineKey) -> String {
         s.push_str(&format!("alias BT = {bt};\n"));
         s.push_str(wgsl::B);
     }
+    if let Kernel::MatMulReg(tile) = kernel {
+        s.push_str(&tile.wgsl());
+    }
     if r.in_place {
         s.push_str(wgsl::D_IN_PLACE);
     }
@@ -334,7 +436,7 @@ mod tests {
 
     /// Every kernel; the match makes a new variant a compile error here until it is listed.
     fn all_kernels() -> Vec<Kernel> {
-        let all = [
+        let mut all = vec![
             Kernel::Binary,
             Kernel::Unary,
             Kernel::SoftMax,
@@ -351,9 +453,11 @@ mod tests {
             Kernel::MatMul,
             Kernel::MatVec,
             Kernel::MatMulSmall,
+            Kernel::MatMulRows,
             Kernel::Patch,
         ];
-        for k in all {
+        all.extend(REG_TILES.map(Kernel::MatMulReg));
+        for &k in &all {
             match k {
                 Kernel::Binary
                 | Kernel::Unary
@@ -371,10 +475,12 @@ mod tests {
                 | Kernel::MatMul
                 | Kernel::MatVec
                 | Kernel::MatMulSmall
+                | Kernel::MatMulReg(_)
+                | Kernel::MatMulRows
                 | Kernel::Patch => {}
             }
         }
-        all.to_vec()
+        all
     }
 
     /// The pipeline keys `ops::plan` can ask for (and a few more): the copies that convert,
@@ -391,7 +497,9 @@ mod tests {
                 | Kernel::GetRows
                 | Kernel::MatMul
                 | Kernel::MatVec
-                | Kernel::MatMulSmall => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
+                | Kernel::MatMulSmall
+                | Kernel::MatMulReg(_)
+                | Kernel::MatMulRows => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
                 _ => &[DType::F32],
             };
             keys.extend(dtypes.iter().map(|&dt| (k, dt)));
@@ -417,11 +525,60 @@ mod tests {
     #[test]
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
-        assert_eq!(keys.len(), 7 * 4 + 3 + 7);
+        assert_eq!(keys.len(), (8 + REG_TILES.len()) * 4 + 3 + 7);
         for key in keys {
             let module = parse(key);
             assert_eq!(module.entry_points.len(), 1, "{key:?}: one entry point");
             assert_eq!(module.entry_points[0].name, "main");
+        }
+    }
+
+    /// Limits of a desktop GPU (Vulkan on an NVIDIA card), of a device with WebGPU's default
+    /// (downlevel) limits, of Mesa lavapipe, and ones too small for any shape.
+    #[test]
+    fn register_tiles_follow_the_limits() {
+        let lim = |invocations, size_x, size_y, storage_bytes| TileLimits {
+            invocations,
+            size_x,
+            size_y,
+            storage_bytes,
+        };
+        let desktop = RegTile::for_limits(lim(1024, 1024, 1024, 49152));
+        assert_eq!(desktop, Some(RegTile::new(128, 128, 32, 8, 8)));
+        let webgpu_default = TileLimits::from(&wgpu::Limits::default());
+        assert_eq!(webgpu_default, lim(256, 256, 256, 16384));
+        let web = RegTile::for_limits(webgpu_default);
+        assert_eq!(web, Some(RegTile::new(128, 64, 16, 8, 4)));
+        let lavapipe = RegTile::for_limits(lim(1024, 1024, 1024, 32768));
+        assert_eq!(lavapipe, Some(RegTile::new(128, 128, 16, 8, 8)));
+        let downlevel = TileLimits::from(&wgpu::Limits::downlevel_defaults());
+        assert_eq!(
+            RegTile::for_limits(downlevel),
+            Some(RegTile::new(128, 64, 16, 8, 4))
+        );
+        let narrow = RegTile::for_limits(lim(128, 128, 128, 16384));
+        assert_eq!(narrow, Some(RegTile::new(64, 64, 16, 8, 8)));
+        let tiny = RegTile::for_limits(lim(64, 64, 64, 8192));
+        assert_eq!(tiny, Some(RegTile::new(32, 32, 16, 4, 4)));
+        assert_eq!(RegTile::for_limits(lim(32, 32, 32, 65536)), None);
+        assert_eq!(RegTile::for_limits(lim(1024, 1024, 1024, 2048)), None);
+    }
+
+    /// Every shape meets what the shader's loads assume.
+    #[test]
+    fn every_register_tile_fits_its_shader() {
+        for t in REG_TILES {
+            let (x, y) = t.threads();
+            let threads = x * y;
+            assert_eq!(t.rm % 4, 0, "{t:?}");
+            assert_eq!(t.rn % 4, 0, "{t:?}");
+            assert_eq!(t.tm % t.rm, 0, "{t:?}");
+            assert_eq!(t.tn % t.rn, 0, "{t:?}");
+            assert_eq!(threads % t.tk, 0, "{t:?}");
+            assert_eq!((t.tk * t.tm / 4) % threads, 0, "{t:?}");
+            assert_eq!((t.tk * t.tn / 4) % threads, 0, "{t:?}");
+            let module = parse((Kernel::MatMulReg(t), DType::F32));
+            assert_eq!(module.entry_points[0].workgroup_size, [x, y, 1], "{t:?}");
         }
     }
 
