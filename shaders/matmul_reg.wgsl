@@ -4,9 +4,9 @@
 // thread an RM x RN register block, k in steps of TK through workgroup memory.
 // Workgroup tiles are vec4 along m (sa) and n (sb), each k row padded by one vec4 so the
 // loads' stores spread over the banks; a thread's vec4s lie NX (NY) apart, so neighbouring
-// threads read neighbouring vec4s. Global loads: consecutive threads take consecutive k,
-// along which rows of a (and contiguous columns of b) are contiguous; a is read through
-// a_at (f32, f16, q8_0, q4_0). Grid: (ceil(M / TM), ceil(N / TN), batch).
+// threads read neighbouring vec4s. Global loads: 4 consecutive k at a time, one vec4 where
+// the layout allows; a is read through a_vec4 / a_at (f32, f16, q8_0, q4_0).
+// Grid: (ceil(M / TM), ceil(N / TN), batch).
 // u.x, u.y: b.ne2 / a.ne2, b.ne3 / a.ne3.
 
 const T: u32 = NX * NY;
@@ -15,9 +15,10 @@ const RN4: u32 = RN / 4u;
 // vec4s per k row of a tile, with the padding.
 const SA_ROW: u32 = TM / 4u + 1u;
 const SB_ROW: u32 = TN / 4u + 1u;
-// vec4 slots of one tile each thread loads per k step.
-const LA: u32 = TK * TM / 4u / T;
-const LB: u32 = TK * TN / 4u / T;
+// Slots of 4 consecutive k per row of a tile, and how many of a tile's each thread loads.
+const KQ: u32 = TK / 4u;
+const LA: u32 = KQ * TM / T;
+const LB: u32 = KQ * TN / T;
 
 var<workgroup> sa: array<vec4<f32>, TK * SA_ROW>;
 var<workgroup> sb: array<vec4<f32>, TK * SB_ROW>;
@@ -39,42 +40,61 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let m0 = wid.x * TM;
     let n0 = wid.y * TN;
     let tid = lid.y * NX + lid.x;
-    // This thread loads k = k0 + kk of vec4 slots q = (tid + l * T) / TK (4 rows of a, or
-    // 4 columns of b, from q * 4). Rows and columns past the edge read the last valid one
-    // (their outputs are not written); offsets are hoisted out of the k loop.
-    let kk = tid % TK;
-    var ar: array<vec4<u32>, LA>;
+    // Each thread loads LA (LB) slots of 4 consecutive k of one row of a (column of b): slot
+    // tid + l * T holds k = k0 + kq * 4 .. + 3 of row m0 + (tid + l * T) / KQ, neighbouring
+    // threads taking neighbouring k, along which rows of a (and contiguous columns of b) lie.
+    // One vec4 load where the layout allows (a_vec_ok, b_vec_ok), else 4 scalar ones. Rows
+    // and columns past the edge read the last valid one (their outputs are not written);
+    // offsets are hoisted out of the k loop.
+    let kq = tid % KQ;
+    var ar: array<u32, LA>;
     for (var l = 0u; l < LA; l++) {
-        let m = m0 + ((tid + l * T) / TK) * 4u;
-        for (var c = 0u; c < 4u; c++) {
-            ar[l][c] = a_row(vec4<u32>(0u, min(m + c, M - 1u), a2, a3));
-        }
+        let m = min(m0 + (tid + l * T) / KQ, M - 1u);
+        ar[l] = a_row(vec4<u32>(0u, m, a2, a3));
     }
     let b_base = p.offs.z + i2 * p.b_nb.z + i3 * p.b_nb.w;
-    var br: array<vec4<u32>, LB>;
+    var br: array<u32, LB>;
     for (var l = 0u; l < LB; l++) {
-        let n = n0 + ((tid + l * T) / TK) * 4u;
-        for (var c = 0u; c < 4u; c++) {
-            br[l][c] = b_base + min(n + c, N - 1u) * p.b_nb.y;
-        }
+        br[l] = b_base + min(n0 + (tid + l * T) / KQ, N - 1u) * p.b_nb.y;
     }
+    let a_vec = a_vec_ok();
+    let b_vec = b_vec_ok();
+    let bs = p.b_nb.x;
     var acc: array<vec4<f32>, RN * RM4>;
     for (var k0 = 0u; k0 < K; k0 += TK) {
-        let k = k0 + kk;
-        let kb = k * p.b_nb.x;
+        let k = k0 + kq * 4u;
         for (var l = 0u; l < LA; l++) {
             var v = vec4<f32>(0.0);
-            if (k < K) {
-                v = vec4<f32>(a_at(ar[l].x, k), a_at(ar[l].y, k), a_at(ar[l].z, k), a_at(ar[l].w, k));
+            if (a_vec && k + 3u < K) {
+                v = a_vec4(ar[l], k);
+            } else {
+                for (var e = 0u; e < 4u; e++) {
+                    if (k + e < K) {
+                        v[e] = a_at(ar[l], k + e);
+                    }
+                }
             }
-            sa[kk * SA_ROW + (tid + l * T) / TK] = v;
+            let m = (tid + l * T) / KQ;
+            for (var e = 0u; e < 4u; e++) {
+                sa[(kq * 4u + e) * SA_ROW + m / 4u][m % 4u] = v[e];
+            }
         }
         for (var l = 0u; l < LB; l++) {
             var v = vec4<f32>(0.0);
-            if (k < K) {
-                v = vec4<f32>(b_at(br[l].x + kb), b_at(br[l].y + kb), b_at(br[l].z + kb), b_at(br[l].w + kb));
+            let o = br[l] + k * bs;
+            if (b_vec && k + 3u < K) {
+                v = b_vec4(o);
+            } else {
+                for (var e = 0u; e < 4u; e++) {
+                    if (k + e < K) {
+                        v[e] = b_at(o + e * bs);
+                    }
+                }
             }
-            sb[kk * SB_ROW + (tid + l * T) / TK] = v;
+            let n = (tid + l * T) / KQ;
+            for (var e = 0u; e < 4u; e++) {
+                sb[(kq * 4u + e) * SB_ROW + n / 4u][n % 4u] = v[e];
+            }
         }
         workgroupBarrier();
         for (var j = 0u; j < TK; j++) {

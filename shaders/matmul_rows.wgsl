@@ -3,7 +3,8 @@
 // A workgroup of WG threads takes WG / u.z rows of a, u.z threads per row (a power of two
 // the planner picks from k, so that short rows still keep every thread busy), and ROWS_COLS
 // columns of b from wid.y * ROWS_COLS. Each thread strides over k four consecutive elements
-// at a time (neighbouring threads read neighbouring words), dotting them with every column,
+// at a time (one vec4 load where the layout allows; neighbouring threads read neighbouring
+// words), dotting them with every column,
 // then the row's threads sum their partials in workgroup memory.
 // Grid: (ceil(M / (WG / u.z)), ceil(N / ROWS_COLS), batch).
 // u.x, u.y: b.ne2 / a.ne2, b.ne3 / a.ne3; u.z: threads per row.
@@ -41,13 +42,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var c = 0u; c < COLS; c++) {
             bo[c] = b_base + min(n0 + c, N - 1u) * p.b_nb.y;
         }
+        // One vec4 load where the layout allows (a_vec_ok, b_vec_ok), else 4 scalar ones.
+        let a_vec = a_vec_ok();
+        let b_vec = b_vec_ok();
         let k4 = K / 4u * 4u;
         for (var k = t * 4u; k < k4; k += tpr * 4u) {
-            let av = vec4<f32>(a_at(ar, k), a_at(ar, k + 1u), a_at(ar, k + 2u), a_at(ar, k + 3u));
+            var av: vec4<f32>;
+            if (a_vec) {
+                av = a_vec4(ar, k);
+            } else {
+                av = vec4<f32>(a_at(ar, k), a_at(ar, k + 1u), a_at(ar, k + 2u), a_at(ar, k + 3u));
+            }
             for (var c = 0u; c < COLS; c++) {
                 if (c < nc) {
                     let o = bo[c] + k * bs;
-                    let bv = vec4<f32>(b_at(o), b_at(o + bs), b_at(o + 2u * bs), b_at(o + 3u * bs));
+                    var bv: vec4<f32>;
+                    if (b_vec) {
+                        bv = b_vec4(o);
+                    } else {
+                        bv = vec4<f32>(b_at(o), b_at(o + bs), b_at(o + 2u * bs), b_at(o + 3u * bs));
+                    }
                     acc[c] += dot(av, bv);
                 }
             }

@@ -80,8 +80,9 @@ impl From<&wgpu::Limits> for TileLimits {
 
 /// Register-tile shapes, best first: 8 x 8 blocks (64 products per 16 values read from
 /// workgroup memory) on the largest tile whose k step fits, then smaller tiles and blocks.
-/// Every shape keeps `tm / rm * tn / rn` a divisor of the tile's vec4 slots per k row set
-/// (`tk * tm / 4` and `tk * tn / 4`) and a multiple of `tk`, as the shader's loads assume.
+/// Every shape keeps its thread count `tm / rm * tn / rn` a divisor of the tile's slots of 4
+/// consecutive k (`tk / 4 * tm` and `tk / 4 * tn`) and a multiple of `tk / 4`, as the
+/// shader's loads assume.
 const REG_TILES: [RegTile; 6] = [
     RegTile::new(128, 128, 32, 8, 8),
     RegTile::new(128, 128, 16, 8, 8),
@@ -271,11 +272,13 @@ mod wgsl {
     pub const ENTRY_ROW: &str = include_str!("../../../shaders/entry_row.wgsl");
     pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
     pub const A_F32: &str = include_str!("../../../shaders/a_f32.wgsl");
+    pub const A_F32X4: &str = include_str!("../../../shaders/a_f32x4.wgsl");
     pub const A_PACKED: &str = include_str!("../../../shaders/a_packed.wgsl");
     pub const A_F16: &str = include_str!("../../../shaders/a_f16.wgsl");
     pub const A_Q8_0: &str = include_str!("../../../shaders/a_q8_0.wgsl");
     pub const A_Q4_0: &str = include_str!("../../../shaders/a_q4_0.wgsl");
     pub const B: &str = include_str!("../../../shaders/b.wgsl");
+    pub const B_F32X4: &str = include_str!("../../../shaders/b_f32x4.wgsl");
     pub const D: &str = include_str!("../../../shaders/d.wgsl");
     pub const D_IN_PLACE: &str = include_str!("../../../shaders/d_in_place.wgsl");
     pub const DOT_PLAIN: &str = include_str!("../../../shaders/dot_plain.wgsl");
@@ -387,11 +390,14 @@ pub(super) fn source((kernel, dtype): PipelineKey) -> String {
     let Some(r) = recipe(kernel) else {
         return PatchParams::wgsl() + wgsl::PATCH;
     };
+    // The kernels loading 4 elements at once (a_vec4, b_vec4) bind f32 operands as vec4s.
+    let x4 = matches!(kernel, Kernel::MatMulReg(_) | Kernel::MatMulRows);
     let a: &[&str] = match (kernel, dtype) {
         (Kernel::CopyU32 | Kernel::CopyBytes, _) | (_, DType::I32) => &[wgsl::A_PACKED],
         (_, DType::F16) => &[wgsl::A_PACKED, wgsl::A_F16],
         (_, DType::Q8_0) => &[wgsl::A_PACKED, wgsl::A_Q8_0],
         (_, DType::Q4_0) => &[wgsl::A_PACKED, wgsl::A_Q4_0],
+        (_, DType::F32) if x4 => &[wgsl::A_F32X4],
         (_, DType::F32) => &[wgsl::A_F32],
     };
     let mut s = String::with_capacity(8192);
@@ -403,9 +409,13 @@ pub(super) fn source((kernel, dtype): PipelineKey) -> String {
     s.push_str(wgsl::PRELUDE);
     a.iter().for_each(|snippet| s.push_str(snippet));
     s.push_str(wgsl::D);
-    if let Some(bt) = r.b {
-        s.push_str(&format!("alias BT = {bt};\n"));
-        s.push_str(wgsl::B);
+    match r.b {
+        Some(_) if x4 => s.push_str(wgsl::B_F32X4),
+        Some(bt) => {
+            s.push_str(&format!("alias BT = {bt};\n"));
+            s.push_str(wgsl::B);
+        }
+        None => {}
     }
     if let Kernel::MatMulReg(tile) = kernel {
         s.push_str(&tile.wgsl());
@@ -574,9 +584,10 @@ mod tests {
             assert_eq!(t.rn % 4, 0, "{t:?}");
             assert_eq!(t.tm % t.rm, 0, "{t:?}");
             assert_eq!(t.tn % t.rn, 0, "{t:?}");
-            assert_eq!(threads % t.tk, 0, "{t:?}");
-            assert_eq!((t.tk * t.tm / 4) % threads, 0, "{t:?}");
-            assert_eq!((t.tk * t.tn / 4) % threads, 0, "{t:?}");
+            assert_eq!(t.tk % 4, 0, "{t:?}");
+            assert_eq!(threads % (t.tk / 4), 0, "{t:?}");
+            assert_eq!((t.tk / 4 * t.tm) % threads, 0, "{t:?}");
+            assert_eq!((t.tk / 4 * t.tn) % threads, 0, "{t:?}");
             let module = parse((Kernel::MatMulReg(t), DType::F32));
             assert_eq!(module.entry_points[0].workgroup_size, [x, y, 1], "{t:?}");
         }
