@@ -76,12 +76,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     for (var c = 0u; c < COLS; c++) {
-        part[c * WG + lid] = acc[c];
+        if (c < nc) {
+            part[c * WG + lid] = acc[c];
+        }
     }
     workgroupBarrier();
     for (var s = tpr / 2u; s > 0u; s = s >> 1u) {
         if (t < s) {
-            for (var c = 0u; c < COLS; c++) {
+            for (var c = 0u; c < nc; c++) {
                 part[c * WG + lid] += part[c * WG + lid + s];
             }
         }

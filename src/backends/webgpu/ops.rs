@@ -76,15 +76,15 @@ pub enum MatmulKernels {
 
 /// From this many rows and columns of output, `Auto` on a hardware GPU uses the
 /// register-tiled kernel (smaller outputs make too few of its large tiles).
-pub(super) const REG_MIN: usize = 256;
+const REG_MIN: usize = 256;
 
 /// From this k, `Auto` on a hardware GPU runs up to `SMALL_COLS` columns on the row-parallel
 /// kernel (shorter rows leave too little for a row's threads to share).
-pub(super) const ROWS_MIN_K: usize = 128;
+const ROWS_MIN_K: usize = 128;
 
 /// Threads per row of the row-parallel kernel for dot products of length `k`: about 16
 /// elements each, a power of two from 4 to `WG` (one row per workgroup).
-pub(super) fn rows_threads(k: usize) -> usize {
+fn rows_threads(k: usize) -> usize {
     let want = (k / 16).clamp(4, WG);
     1 << want.ilog2()
 }
@@ -104,8 +104,7 @@ pub fn set_matmul_kernels(k: MatmulKernels) {
 /// shaders on the CPU (lavapipe, SwiftShader), where workgroup memory is ordinary cached
 /// memory and barriers are costly, so the barrier-free small kernel also wins at large `n`
 /// for f32 weights (webgpu_matmul bench on SwiftShader: 0.31 vs 0.17 GFLOP/s at
-/// 128x384x1536).
-/// `reg`: the register tile the adapter's limits allow, if any.
+/// 128x384x1536). `reg`: the register tile the adapter's limits allow, if any.
 fn matmul_kernel(
     (m, n, k): (usize, usize, usize),
     batch: usize,
@@ -586,4 +585,42 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
         shared_b,
         in_place_ok: in_place_kernel(key.0) && (!shared_b || t.src[0] == t.src[1]),
     }))
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_threads_grow_with_k() {
+        let t: Vec<usize> = [0, 64, 100, 384, 1536, 4096, 1 << 20]
+            .iter()
+            .map(|&k| rows_threads(k))
+            .collect();
+        assert_eq!(t, [4, 4, 4, 16, 64, 256, 256]);
+    }
+
+    #[test]
+    fn auto_on_a_hardware_gpu_takes_the_new_kernels_where_they_fill_it() {
+        set_matmul_kernels(MatmulKernels::Auto);
+        let tile = RegTile::for_limits(TileLimits::from(&wgpu::Limits::default()));
+        let pick = |m, n, k, software| matmul_kernel((m, n, k), 1, DType::F32, software, tile);
+        let Some(tile) = tile else {
+            panic!("WebGPU's default limits allow a register tile")
+        };
+        assert_eq!(pick(1536, 8, 384, false), Kernel::MatMulRows);
+        assert_eq!(pick(384, 32, 1536, false), Kernel::MatMulRows);
+        assert_eq!(pick(384, 4, 64, false), Kernel::MatVec);
+        assert_eq!(pick(384, 20, 64, false), Kernel::MatMul);
+        assert_eq!(pick(4096, 4096, 4096, false), Kernel::MatMulReg(tile));
+        assert_eq!(pick(4096, 128, 4096, false), Kernel::MatMul);
+        // A software adapter keeps its selection.
+        assert_eq!(pick(1536, 8, 384, true), Kernel::MatMulSmall);
+        assert_eq!(pick(4096, 4096, 4096, true), Kernel::MatMulSmall);
+        set_matmul_kernels(MatmulKernels::Reg);
+        assert_eq!(pick(5, 3, 7, true), Kernel::MatMulReg(tile));
+        let no_tile = matmul_kernel((5, 3, 7), 1, DType::F32, true, None);
+        assert_eq!(no_tile, Kernel::MatMul);
+        set_matmul_kernels(MatmulKernels::Auto);
+    }
 }
