@@ -82,11 +82,16 @@ const REG_MIN: usize = 256;
 /// kernel (shorter rows leave too little for a row's threads to share).
 const ROWS_MIN_K: usize = 128;
 
-/// Threads per row of the row-parallel kernel for dot products of length `k`: about 16
-/// elements each, a power of two from 4 to `WG` (one row per workgroup).
-fn rows_threads(k: usize) -> usize {
-    let want = (k / 16).clamp(4, WG);
-    1 << want.ilog2()
+/// Threads per row of the row-parallel kernel for `rows` dot products of length `k`: about
+/// 16 elements each, a power of two from 4 to `WG` (one row per workgroup); fewer (more rows
+/// per workgroup) where the rows would need more than `max_groups` workgroups (e.g. a
+/// vocabulary projection).
+fn rows_threads(k: usize, rows: usize, max_groups: usize) -> usize {
+    let mut tpr = 1 << (k / 16).clamp(4, WG).ilog2();
+    while tpr > 1 && rows.div_ceil(WG / tpr) > max_groups {
+        tpr /= 2;
+    }
+    tpr
 }
 
 thread_local! {
@@ -536,7 +541,7 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
                     batch,
                 ],
                 Kernel::MatMulRows => {
-                    let tpr = rows_threads(ta.ne[0]);
+                    let tpr = rows_threads(ta.ne[0], t.ne[0], max);
                     params.u[2] = tpr as u32;
                     [
                         t.ne[0].div_ceil(WG / tpr),
@@ -595,9 +600,12 @@ mod tests {
     fn row_threads_grow_with_k() {
         let t: Vec<usize> = [0, 64, 100, 384, 1536, 4096, 1 << 20]
             .iter()
-            .map(|&k| rows_threads(k))
+            .map(|&k| rows_threads(k, 1000, 65535))
             .collect();
         assert_eq!(t, [4, 4, 4, 16, 64, 256, 256]);
+        // 151936 rows (a vocabulary) fit 65535 workgroups at 4 rows each.
+        assert_eq!(rows_threads(4096, 151_936, 65535), 64);
+        assert_eq!(rows_threads(16, 1 << 30, 65535), 1);
     }
 
     #[test]
