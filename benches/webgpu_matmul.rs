@@ -7,8 +7,8 @@
 //! for N³; default "1x384x384,8x384x1536,32x384x384,128x384x1536,1024" ("4096" on a real GPU).
 //! `WEBGPU_BENCH_DTYPES` (default "f32,f16,q8_0,q4_0") picks weight dtypes. Each problem runs
 //! with each kernel selection of `WEBGPU_BENCH_KERNELS` (default "base,auto"; also "tiled",
-//! "small"), same process, same data: `base` is the selection before the small-batch
-//! kernel, `auto` the current one. `GPU_PEAK_GFLOPS` (the GPU's f32
+//! "small", "reg": the register-tiled kernel, "rows": the row-parallel one), same process,
+//! same data: `base` is the selection before the small-batch kernel, `auto` the current one. `GPU_PEAK_GFLOPS` (the GPU's f32
 //! peak from its spec sheet) adds a % of peak column. On lavapipe/SwiftShader the numbers
 //! say how the kernels use a CPU, not what a GPU would do.
 
@@ -74,6 +74,8 @@ mod native {
                     "auto" => Some(("auto", MatmulKernels::Auto)),
                     "tiled" => Some(("tiled", MatmulKernels::Tiled)),
                     "small" => Some(("small", MatmulKernels::Small)),
+                    "reg" => Some(("reg", MatmulKernels::Reg)),
+                    "rows" => Some(("rows", MatmulKernels::Rows)),
                     _ => None,
                 })
                 .collect();

@@ -4,7 +4,9 @@
 //!    reference;
 //! 2. matmul at 1024³ and 4096³ on the GPU per weight dtype, as GFLOP/s and as a share of the
 //!    GPU's f32 peak (`GPU_PEAK_GFLOPS`, from its spec sheet; H100/H200 SXM: 66900), with the
-//!    CPU beside it at the sizes it finishes quickly;
+//!    CPU beside it at the sizes it finishes quickly, and the GPU again with the earlier
+//!    matmul kernels (`MatmulKernels::Base`) for an A/B of the register-tiled and row-parallel
+//!    kernels (also at MiniLM's small-batch shapes);
 //! 3. MiniLM at the benchmark's four cases on `'cpu'`, `'webgpu'` and `'auto'` (and WebGPU
 //!    with the earlier matmul kernels, and without fused epilogues);
 //!
@@ -116,18 +118,26 @@ mod native {
             for dtype in [DType::F32, DType::F16, DType::Q8_0, DType::Q4_0] {
                 let reps = if n >= 2048 { 10 } else { 20 };
                 let g = matmul_gflops(&gpu, dtype, n, reps).await;
+                // The same with the kernels chosen as before the register-tiled one.
+                set_matmul_kernels(MatmulKernels::Base);
+                let earlier = matmul_gflops(&gpu, dtype, n, reps).await;
+                set_matmul_kernels(MatmulKernels::Auto);
                 let c = match &cpu {
                     Some(cpu) if n <= 1024 => matmul_gflops(cpu, dtype, n, 3).await,
                     _ => "-".into(),
                 };
-                let note = match (peak, g.parse::<f64>()) {
-                    (Some(pk), Ok(x)) => format!(
-                        "{:.1}% of the GPU's f32 peak ({pk} GFLOP/s)",
-                        100.0 * x / pk
+                let note = match (peak, g.parse::<f64>(), earlier.parse::<f64>()) {
+                    (Some(pk), Ok(x), Ok(e)) => format!(
+                        "{:.1}% of the GPU's f32 peak ({pk} GFLOP/s); earlier kernels: {earlier} GFLOP/s, {:.1}%",
+                        100.0 * x / pk,
+                        100.0 * e / pk
                     ),
-                    _ => String::new(),
+                    _ => format!("earlier kernels: {earlier} GFLOP/s"),
                 };
-                println!("matmul {n}³ {}: GPU {g} GFLOP/s, CPU {c}", dtype.name());
+                println!(
+                    "matmul {n}³ {}: GPU {g} GFLOP/s (earlier kernels {earlier}), CPU {c}",
+                    dtype.name()
+                );
                 rows.push([
                     format!("matmul {n}³ {} (GFLOP/s)", dtype.name()),
                     g,
@@ -138,7 +148,12 @@ mod native {
         }
 
         // MiniLM's small-batch shapes (tokens × k × out, f32), with both kernel selections.
-        for (n, k, m) in [(1, 384, 384), (8, 384, 1536), (32, 1536, 384)] {
+        for (n, k, m) in [
+            (1, 384, 384),
+            (8, 384, 1536),
+            (32, 1536, 384),
+            (1, 4096, 4096),
+        ] {
             let mut g = [String::new(), String::new()];
             for (i, sel) in [MatmulKernels::Auto, MatmulKernels::Base]
                 .into_iter()

@@ -8,3 +8,13 @@ fn a_at(r: u32, k: u32) -> f32 {
 fn a_get(i: vec4<u32>) -> f32 {
     return a_at(a_row(i), i.x);
 }
+
+// a_vec4 reads every layout (element by element: blocks are not word-aligned).
+fn a_vec_ok() -> bool {
+    return true;
+}
+
+// Elements k .. k + 3 of the row starting at `r`.
+fn a_vec4(r: u32, k: u32) -> vec4<f32> {
+    return vec4<f32>(a_at(r, k), a_at(r, k + 1u), a_at(r, k + 2u), a_at(r, k + 3u));
+}

@@ -135,6 +135,8 @@ async fn every_matmul_kernel_passes_in_chromium() {
         MatmulKernels::Tiled,
         MatmulKernels::Small,
         MatmulKernels::Base,
+        MatmulKernels::Reg,
+        MatmulKernels::Rows,
     ] {
         set_matmul_kernels(sel);
         let report = webtensor::testing::run_suite(

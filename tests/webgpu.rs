@@ -44,6 +44,8 @@ fn every_matmul_kernel_passes_every_matmul_case() {
         MatmulKernels::Tiled,
         MatmulKernels::Small,
         MatmulKernels::Base,
+        MatmulKernels::Reg,
+        MatmulKernels::Rows,
         MatmulKernels::Auto,
     ] {
         set_matmul_kernels(sel);

@@ -371,6 +371,18 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
         bcast(mm(F16, 40, 12, 6)),
         la(mm(F16, 20, 9, 4), Layout::Transposed),
         lb(mm(F16, 48, 20, 5), Layout::Offset),
+        // Long dot products over few columns (the WebGPU row-parallel kernel) and an output
+        // larger than one register tile with ragged edges.
+        mm(F32, 4096, 256, 1),
+        mm(F32, 1536, 384, 8),
+        mm(F32, 3072, 64, 32),
+        mm(F32, 257, 200, 130),
+        mm(F16, 1030, 150, 3),
+        Mm {
+            a_batch: [2, 1],
+            b_batch: [2, 2],
+            ..lb(mm(F32, 90, 130, 140), Layout::Transposed)
+        },
     ];
     let mut all: Vec<Mm> = list.to_vec();
     for q in [Q8_0, Q4_0] {
@@ -385,6 +397,8 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
             mm(q, 96, 33, 40),
             mm(q, 160, 37, 13),
             mm(q, 64, 70, 32),
+            mm(q, 1536, 40, 9),
+            mm(q, 160, 140, 131),
             lb(mm(q, 288, 20, 35), Layout::Transposed),
             bcast(mm(q, 64, 8, 5)),
             lb(mm(q, 96, 7, 6), Layout::Transposed),

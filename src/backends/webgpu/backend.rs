@@ -76,7 +76,9 @@ fn locate<'m>(
 }
 
 /// Binds bytes `[start, end)` of `gb` from the aligned start at or below `start`, so the
-/// binding offset meets minStorageBufferOffsetAlignment whatever the tensor's (view) offset.
+/// binding offset meets minStorageBufferOffsetAlignment whatever the tensor's (view) offset,
+/// to the next multiple of 16 bytes (buffers are sized in those), so that a shader reading
+/// the binding as vec4s reaches every element.
 fn bind_span<'m>(
     ctx: &Ctx,
     node: &Tensor,
@@ -87,11 +89,11 @@ fn bind_span<'m>(
     let align = ctx.storage_align();
     let real = gb.real_size();
     let mut base = start / align * align;
-    let mut end = end.div_ceil(4) * 4;
-    end = end.max(base + 4);
+    let mut end = end.div_ceil(16) * 16;
+    end = end.max(base + 16);
     if end > real {
-        // Only an empty tensor at the very end of a buffer: bind its last word.
-        base = (real - 4) / align * align;
+        // Only an empty tensor at the very end of a buffer: bind its last 16 bytes.
+        base = (real - 16) / align * align;
         end = real;
     }
     if (end - base) > ctx.max_binding() {

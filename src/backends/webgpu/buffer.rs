@@ -33,9 +33,9 @@ impl BufferType for WebGpuBufferType {
         self.ctx.storage_align()
     }
     fn max_size(&self) -> usize {
-        // Rounded down to 4 because the real buffer is rounded up to 4.
-        let max = self.ctx.limits.max_buffer_size.min(isize::MAX as u64) & !3;
-        usize::try_from(max).unwrap_or(isize::MAX as usize & !3)
+        // Rounded down to 16 because the real buffer is rounded up to 16.
+        let max = self.ctx.limits.max_buffer_size.min(isize::MAX as u64) & !15;
+        usize::try_from(max).unwrap_or(isize::MAX as usize & !15)
     }
     fn alloc_impl(&self, size: usize) -> Result<Box<dyn BufferImpl>> {
         Ok(Box::new(WebGpuBuffer::new(self.ctx.clone(), size)?))
@@ -43,8 +43,8 @@ impl BufferType for WebGpuBufferType {
 }
 
 /// One storage buffer (WebGPU's [`BufferImpl`]). Its real size is the requested size rounded
-/// up to 4 (at least 4), so zero-sized buffers are valid and every 4-byte word a tensor
-/// touches exists.
+/// up to 16 (at least 16), so zero-sized buffers are valid and every 4-byte word a tensor
+/// touches exists, also in a binding read as vec4s (which spans whole 16-byte units).
 pub struct WebGpuBuffer {
     ctx: Rc<Ctx>,
     /// Destroyed when this buffer is dropped (see [`GpuBuffer`]).
@@ -58,7 +58,7 @@ fn up4(x: usize) -> usize {
 
 impl WebGpuBuffer {
     fn new(ctx: Rc<Ctx>, size: usize) -> Result<Self> {
-        let real = up4(size).max(4) as u64;
+        let real = size.div_ceil(16).max(1) as u64 * 16;
         let buf = ctx.scoped(|| {
             ctx.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("webtensor"),
@@ -82,7 +82,7 @@ impl WebGpuBuffer {
         &self.buf
     }
 
-    /// Bytes the wgpu buffer really has (`size` rounded up to 4, at least 4).
+    /// Bytes the wgpu buffer really has (`size` rounded up to 16, at least 16).
     pub(super) fn real_size(&self) -> usize {
         self.buf.size() as usize
     }

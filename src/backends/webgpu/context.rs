@@ -621,9 +621,10 @@ impl Ctx {
         Ok(pipeline)
     }
 
-    /// Storage offset alignment in bytes.
+    /// Storage offset alignment in bytes (at least 16: bindings start and end at multiples
+    /// of 16 bytes, see `backend::bind_span`).
     pub fn storage_align(&self) -> usize {
-        (self.limits.min_storage_buffer_offset_alignment as usize).max(4)
+        (self.limits.min_storage_buffer_offset_alignment as usize).max(16)
     }
 
     /// Largest storage binding in bytes (capped to what u32 shader indices can address).

@@ -6,7 +6,8 @@
 
 use super::context::Ctx;
 use super::shader::{
-    in_place_kernel, Params, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, SMALL_COLS, SMALL_WG, WG,
+    in_place_kernel, Params, RegTile, TileLimits, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, ROWS_COLS,
+    SMALL_COLS, SMALL_WG, WG,
 };
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, UnaryOp, MAX_DIMS};
@@ -39,6 +40,10 @@ pub(super) enum Kernel {
     MatVec,
     /// Small-batch matmul: 4 x 4 output blocks per invocation, no workgroup memory.
     MatMulSmall,
+    /// Register-tiled matmul of the given shape (from the adapter's limits).
+    MatMulReg(RegTile),
+    /// Row-parallel matmul for few columns: threads per row from k, a workgroup reduction.
+    MatMulRows,
     /// Byte patch of one word (buffer writes).
     Patch,
 }
@@ -49,7 +54,10 @@ pub(super) enum Kernel {
 pub enum MatmulKernels {
     /// By adapter and shape. On a software adapter: matvec for a few long dot products, the
     /// small-batch kernel up to `SMALL_COLS` columns (for f32 weights at every size), the
-    /// 64 x 64 tile beyond. On a hardware GPU: as [`MatmulKernels::Base`] (measured faster).
+    /// 64 x 64 tile beyond. On a hardware GPU: the row-parallel kernel up to `SMALL_COLS`
+    /// columns of `b` when k is long enough to share among a row's threads, the
+    /// register-tiled kernel for outputs of at least `REG_MIN` x `REG_MIN`, else as
+    /// [`MatmulKernels::Base`].
     #[default]
     Auto,
     /// The selection before the small-batch kernel: matvec up to 8 columns, else the tile.
@@ -58,6 +66,32 @@ pub enum MatmulKernels {
     Tiled,
     /// The small-batch kernel for every shape.
     Small,
+    /// The register-tiled kernel (tile shape from the adapter's limits) for every shape; the
+    /// 64 x 64 tile where the limits allow no register tile.
+    Reg,
+    /// The row-parallel kernel (threads per row from k, a workgroup reduction over k) for
+    /// every shape.
+    Rows,
+}
+
+/// From this many rows and columns of output, `Auto` on a hardware GPU uses the
+/// register-tiled kernel (smaller outputs make too few of its large tiles).
+const REG_MIN: usize = 256;
+
+/// From this k, `Auto` on a hardware GPU runs up to `SMALL_COLS` columns on the row-parallel
+/// kernel (shorter rows leave too little for a row's threads to share).
+const ROWS_MIN_K: usize = 128;
+
+/// Threads per row of the row-parallel kernel for `rows` dot products of length `k`: about
+/// 16 elements each, a power of two from 4 to `WG` (one row per workgroup); fewer (more rows
+/// per workgroup) where the rows would need more than `max_groups` workgroups (e.g. a
+/// vocabulary projection).
+fn rows_threads(k: usize, rows: usize, max_groups: usize) -> usize {
+    let mut tpr = 1 << (k / 16).clamp(4, WG).ilog2();
+    while tpr > 1 && rows.div_ceil(WG / tpr) > max_groups {
+        tpr /= 2;
+    }
+    tpr
 }
 
 thread_local! {
@@ -75,26 +109,35 @@ pub fn set_matmul_kernels(k: MatmulKernels) {
 /// shaders on the CPU (lavapipe, SwiftShader), where workgroup memory is ordinary cached
 /// memory and barriers are costly, so the barrier-free small kernel also wins at large `n`
 /// for f32 weights (webgpu_matmul bench on SwiftShader: 0.31 vs 0.17 GFLOP/s at
-/// 128x384x1536).
+/// 128x384x1536). `reg`: the register tile the adapter's limits allow, if any.
 fn matmul_kernel(
-    m: usize,
-    n: usize,
-    k: usize,
+    (m, n, k): (usize, usize, usize),
     batch: usize,
     dtype: DType,
     software: bool,
+    reg: Option<RegTile>,
 ) -> Kernel {
+    let tiled = reg.map_or(Kernel::MatMul, Kernel::MatMulReg);
     match MATMUL_KERNELS.with(|c| c.get()) {
         MatmulKernels::Tiled => Kernel::MatMul,
         MatmulKernels::Small => Kernel::MatMulSmall,
+        MatmulKernels::Reg => tiled,
+        MatmulKernels::Rows => Kernel::MatMulRows,
         MatmulKernels::Base if n <= MATVEC_COLS => Kernel::MatVec,
         MatmulKernels::Base => Kernel::MatMul,
         // On a hardware GPU the small kernel's one invocation per 4 x 4 block, each walking
         // all of k, leaves most of the device idle: on an NVIDIA H200 (scripts/gpu-check.sh)
         // MiniLM q8_0 took 9.20 ms at 8 tokens and 20.5 ms at 16 x 32 with it, against 2.80
         // and 11.2 ms with matvec up to 8 columns and the tile beyond, and 8x384x1536 ran at
-        // 51.5 against 83.7 GFLOP/s. So there the earlier selection stands.
+        // 51.5 against 83.7 GFLOP/s. So there the small kernel is not used. The row-parallel
+        // kernel spreads few columns over every thread instead (matvec's fixed 64 threads per
+        // row leave most idle at k = 384: 12 blocks of 32), and large outputs take the
+        // register tile.
+        MatmulKernels::Auto if !software && n <= SMALL_COLS && k >= ROWS_MIN_K => {
+            Kernel::MatMulRows
+        }
         MatmulKernels::Auto if !software && n <= MATVEC_COLS => Kernel::MatVec,
+        MatmulKernels::Auto if !software && m >= REG_MIN && n >= REG_MIN => tiled,
         MatmulKernels::Auto if !software => Kernel::MatMul,
         MatmulKernels::Auto => {
             // The small kernel has one invocation per 4 x 4 block; with too few of them
@@ -478,7 +521,9 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
             let batch = t.ne[2] * t.ne[3];
             let software = software_adapter(&ctx.info);
-            let mut kernel = matmul_kernel(t.ne[0], t.ne[1], ta.ne[0], batch, ta.dtype, software);
+            let reg = RegTile::for_limits(TileLimits::from(&ctx.limits));
+            let shape = (t.ne[0], t.ne[1], ta.ne[0]);
+            let mut kernel = matmul_kernel(shape, batch, ta.dtype, software, reg);
             if kernel == Kernel::MatVec
                 && (t.ne[1] > MATVEC_COLS || t.ne[0].div_ceil(MATVEC_ROWS) > max)
             {
@@ -495,6 +540,20 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
                     let groups = blocks.div_ceil(SMALL_WG);
                     let x = groups.clamp(1, max);
                     [x, groups.div_ceil(x), batch]
+                }
+                Kernel::MatMulReg(tile) => [
+                    t.ne[0].div_ceil(tile.tm as usize),
+                    t.ne[1].div_ceil(tile.tn as usize),
+                    batch,
+                ],
+                Kernel::MatMulRows => {
+                    let tpr = rows_threads(ta.ne[0], t.ne[0], max);
+                    params.u[2] = tpr as u32;
+                    [
+                        t.ne[0].div_ceil(WG / tpr),
+                        t.ne[1].div_ceil(ROWS_COLS),
+                        batch,
+                    ]
                 }
                 _ => [
                     t.ne[0].div_ceil(MATMUL_TILE),
@@ -537,4 +596,45 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
         shared_b,
         in_place_ok: in_place_kernel(key.0) && (!shared_b || t.src[0] == t.src[1]),
     }))
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_threads_grow_with_k() {
+        let t: Vec<usize> = [0, 64, 100, 384, 1536, 4096, 1 << 20]
+            .iter()
+            .map(|&k| rows_threads(k, 1000, 65535))
+            .collect();
+        assert_eq!(t, [4, 4, 4, 16, 64, 256, 256]);
+        // 151936 rows (a vocabulary) fit 65535 workgroups at 4 rows each.
+        assert_eq!(rows_threads(4096, 151_936, 65535), 64);
+        assert_eq!(rows_threads(16, 1 << 30, 65535), 1);
+    }
+
+    #[test]
+    fn auto_on_a_hardware_gpu_takes_the_new_kernels_where_they_fill_it() {
+        set_matmul_kernels(MatmulKernels::Auto);
+        let tile = RegTile::for_limits(TileLimits::from(&wgpu::Limits::default()));
+        let pick = |m, n, k, software| matmul_kernel((m, n, k), 1, DType::F32, software, tile);
+        let Some(tile) = tile else {
+            panic!("WebGPU's default limits allow a register tile")
+        };
+        assert_eq!(pick(1536, 8, 384, false), Kernel::MatMulRows);
+        assert_eq!(pick(384, 32, 1536, false), Kernel::MatMulRows);
+        assert_eq!(pick(384, 4, 64, false), Kernel::MatVec);
+        assert_eq!(pick(384, 20, 64, false), Kernel::MatMul);
+        assert_eq!(pick(4096, 4096, 4096, false), Kernel::MatMulReg(tile));
+        assert_eq!(pick(4096, 128, 4096, false), Kernel::MatMul);
+        // A software adapter keeps its selection.
+        assert_eq!(pick(1536, 8, 384, true), Kernel::MatMulSmall);
+        assert_eq!(pick(4096, 4096, 4096, true), Kernel::MatMulSmall);
+        set_matmul_kernels(MatmulKernels::Reg);
+        assert_eq!(pick(5, 3, 7, true), Kernel::MatMulReg(tile));
+        let no_tile = matmul_kernel((5, 3, 7), 1, DType::F32, true, None);
+        assert_eq!(no_tile, Kernel::MatMul);
+        set_matmul_kernels(MatmulKernels::Auto);
+    }
 }

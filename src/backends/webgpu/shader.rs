@@ -24,6 +24,9 @@ pub(super) const SMALL_COLS: usize = 32;
 /// Invocations per workgroup of the small-batch matmul (`SMALL_WG`): small groups spread
 /// few blocks over many compute units.
 pub(super) const SMALL_WG: usize = 64;
+/// Columns of `b` per workgroup of the row-parallel matmul (`ROWS_COLS`; more columns take
+/// more workgroups along y).
+pub(super) const ROWS_COLS: usize = 8;
 /// `offs.w` flag: `b` shares `a`'s memory and is read through `a`'s binding (`SHARED_B`).
 pub(super) const SHARED_B: u32 = 1;
 /// `offs.w` flag: the output is written over `a`, through `a`'s binding (`IN_PLACE`).
@@ -40,13 +43,14 @@ pub(super) const EP_RESID: u32 = 4;
 pub(super) const EP_MERGED: u32 = 8;
 
 /// The constants every op shader sees, by their WGSL names.
-const CONSTANTS: [(&str, u32); 12] = [
+const CONSTANTS: [(&str, u32); 13] = [
     ("WG", WG as u32),
     ("MATMUL_TILE", MATMUL_TILE as u32),
     ("MATVEC_ROWS", MATVEC_ROWS as u32),
     ("MATVEC_COLS", MATVEC_COLS as u32),
     ("SMALL_COLS", SMALL_COLS as u32),
     ("SMALL_WG", SMALL_WG as u32),
+    ("ROWS_COLS", ROWS_COLS as u32),
     ("SHARED_B", SHARED_B),
     ("IN_PLACE", IN_PLACE),
     ("EP_SCALE", EP_SCALE),
@@ -54,6 +58,98 @@ const CONSTANTS: [(&str, u32); 12] = [
     ("EP_RESID", EP_RESID),
     ("EP_MERGED", EP_MERGED),
 ];
+
+/// The shape of the register-tiled matmul (`Kernel::MatMulReg`, shaders/matmul_reg.wgsl): a
+/// `tm` x `tn` output tile per workgroup of (`tm / rm`) x (`tn / rn`) threads, each an `rm` x
+/// `rn` register block, k in steps of `tk` through workgroup memory. Chosen per adapter by
+/// [`RegTile::for_limits`]; part of the pipeline key, its fields become the shader's constants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct RegTile {
+    pub tm: u32,
+    pub tn: u32,
+    pub tk: u32,
+    pub rm: u32,
+    pub rn: u32,
+}
+
+/// What [`RegTile::for_limits`] reads of the adapter's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TileLimits {
+    pub invocations: u32,
+    pub size_x: u32,
+    pub size_y: u32,
+    pub storage_bytes: u32,
+}
+
+impl From<&wgpu::Limits> for TileLimits {
+    fn from(l: &wgpu::Limits) -> Self {
+        Self {
+            invocations: l.max_compute_invocations_per_workgroup,
+            size_x: l.max_compute_workgroup_size_x,
+            size_y: l.max_compute_workgroup_size_y,
+            storage_bytes: l.max_compute_workgroup_storage_size,
+        }
+    }
+}
+
+/// Register-tile shapes, best first: 8 x 8 blocks (64 products per 16 values read from
+/// workgroup memory) on the largest tile whose k step fits, then smaller tiles and blocks.
+/// Every shape keeps its thread count `tm / rm * tn / rn` a divisor of the tile's slots of 4
+/// consecutive k (`tk / 4 * tm` and `tk / 4 * tn`) and a multiple of `tk / 4`, as the
+/// shader's loads assume.
+const REG_TILES: [RegTile; 6] = [
+    RegTile::new(128, 128, 32, 8, 8),
+    RegTile::new(128, 128, 16, 8, 8),
+    RegTile::new(128, 64, 16, 8, 4),
+    RegTile::new(64, 64, 16, 4, 4),
+    RegTile::new(64, 64, 16, 8, 8),
+    RegTile::new(32, 32, 16, 4, 4),
+];
+
+impl RegTile {
+    const fn new(tm: u32, tn: u32, tk: u32, rm: u32, rn: u32) -> Self {
+        Self { tm, tn, tk, rm, rn }
+    }
+
+    /// Threads along m and n (the workgroup's x and y sizes).
+    pub fn threads(&self) -> (u32, u32) {
+        (self.tm / self.rm, self.tn / self.rn)
+    }
+
+    /// Bytes of workgroup memory: a `tk` x `tm` and a `tk` x `tn` tile, each row one vec4
+    /// longer (the shader's padding).
+    pub fn storage_bytes(&self) -> u32 {
+        self.tk * (self.tm + 4 + self.tn + 4) * 4
+    }
+
+    /// The first shape of [`REG_TILES`] the limits allow, `None` if none does.
+    pub fn for_limits(l: TileLimits) -> Option<Self> {
+        REG_TILES.into_iter().find(|t| {
+            let (x, y) = t.threads();
+            x * y <= l.invocations
+                && x <= l.size_x
+                && y <= l.size_y
+                && t.storage_bytes() <= l.storage_bytes
+        })
+    }
+
+    /// The shader's constants.
+    fn wgsl(&self) -> String {
+        let (x, y) = self.threads();
+        [
+            ("TM", self.tm),
+            ("TN", self.tn),
+            ("TK", self.tk),
+            ("RM", self.rm),
+            ("RN", self.rn),
+            ("NX", x),
+            ("NY", y),
+        ]
+        .iter()
+        .map(|(name, v)| format!("const {name}: u32 = {v}u;\n"))
+        .collect()
+    }
+}
 
 /// A Rust type a shader reads from a uniform, with its WGSL name, size and alignment.
 pub(super) trait WgslType {
@@ -195,11 +291,13 @@ mod wgsl {
     pub const ENTRY_ROW: &str = include_str!("../../../shaders/entry_row.wgsl");
     pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
     pub const A_F32: &str = include_str!("../../../shaders/a_f32.wgsl");
+    pub const A_F32X4: &str = include_str!("../../../shaders/a_f32x4.wgsl");
     pub const A_PACKED: &str = include_str!("../../../shaders/a_packed.wgsl");
     pub const A_F16: &str = include_str!("../../../shaders/a_f16.wgsl");
     pub const A_Q8_0: &str = include_str!("../../../shaders/a_q8_0.wgsl");
     pub const A_Q4_0: &str = include_str!("../../../shaders/a_q4_0.wgsl");
     pub const B: &str = include_str!("../../../shaders/b.wgsl");
+    pub const B_F32X4: &str = include_str!("../../../shaders/b_f32x4.wgsl");
     pub const D: &str = include_str!("../../../shaders/d.wgsl");
     pub const D_IN_PLACE: &str = include_str!("../../../shaders/d_in_place.wgsl");
     pub const DOT_PLAIN: &str = include_str!("../../../shaders/dot_plain.wgsl");
@@ -223,6 +321,8 @@ mod wgsl {
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
     pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const MATMUL_SMALL: &str = include_str!("../../../shaders/matmul_small.wgsl");
+    pub const MATMUL_REG: &str = include_str!("../../../shaders/matmul_reg.wgsl");
+    pub const MATMUL_ROWS: &str = include_str!("../../../shaders/matmul_rows.wgsl");
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
 }
@@ -324,6 +424,14 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
             epilogue: true,
             ..r(wgsl::MATMUL_SMALL, None, "f32", Some("f32"))
         },
+        Kernel::MatMulReg(_) => Recipe {
+            epilogue: true,
+            ..r(wgsl::MATMUL_REG, None, "f32", Some("f32"))
+        },
+        Kernel::MatMulRows => Recipe {
+            epilogue: true,
+            ..r(wgsl::MATMUL_ROWS, None, "f32", Some("f32"))
+        },
         Kernel::Patch => return None,
     })
 }
@@ -345,11 +453,14 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     let Some(r) = recipe(kernel) else {
         return PatchParams::wgsl() + wgsl::PATCH;
     };
+    // The kernels loading 4 elements at once (a_vec4, b_vec4) bind f32 operands as vec4s.
+    let x4 = matches!(kernel, Kernel::MatMulReg(_) | Kernel::MatMulRows);
     let a: &[&str] = match (kernel, dtype) {
         (Kernel::CopyU32 | Kernel::CopyBytes, _) | (_, DType::I32) => &[wgsl::A_PACKED],
         (_, DType::F16) => &[wgsl::A_PACKED, wgsl::A_F16],
         (_, DType::Q8_0) => &[wgsl::A_PACKED, wgsl::A_Q8_0],
         (_, DType::Q4_0) => &[wgsl::A_PACKED, wgsl::A_Q4_0],
+        (_, DType::F32) if x4 => &[wgsl::A_F32X4],
         (_, DType::F32) => &[wgsl::A_F32],
     };
     let mut s = String::with_capacity(8192);
@@ -361,9 +472,16 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     s.push_str(wgsl::PRELUDE);
     a.iter().for_each(|snippet| s.push_str(snippet));
     s.push_str(wgsl::D);
-    if let Some(bt) = r.b {
-        s.push_str(&format!("alias BT = {bt};\n"));
-        s.push_str(wgsl::B);
+    match r.b {
+        Some(_) if x4 => s.push_str(wgsl::B_F32X4),
+        Some(bt) => {
+            s.push_str(&format!("alias BT = {bt};\n"));
+            s.push_str(wgsl::B);
+        }
+        None => {}
+    }
+    if let Kernel::MatMulReg(tile) = kernel {
+        s.push_str(&tile.wgsl());
     }
     if r.in_place {
         s.push_str(wgsl::D_IN_PLACE);
@@ -406,7 +524,7 @@ mod tests {
 
     /// Every kernel; the match makes a new variant a compile error here until it is listed.
     fn all_kernels() -> Vec<Kernel> {
-        let all = [
+        let mut all = vec![
             Kernel::Binary,
             Kernel::Unary,
             Kernel::SoftMax,
@@ -423,9 +541,11 @@ mod tests {
             Kernel::MatMul,
             Kernel::MatVec,
             Kernel::MatMulSmall,
+            Kernel::MatMulRows,
             Kernel::Patch,
         ];
-        for k in all {
+        all.extend(REG_TILES.map(Kernel::MatMulReg));
+        for &k in &all {
             match k {
                 Kernel::Binary
                 | Kernel::Unary
@@ -443,10 +563,12 @@ mod tests {
                 | Kernel::MatMul
                 | Kernel::MatVec
                 | Kernel::MatMulSmall
+                | Kernel::MatMulReg(_)
+                | Kernel::MatMulRows
                 | Kernel::Patch => {}
             }
         }
-        all.to_vec()
+        all
     }
 
     /// The pipeline keys `ops::plan` can ask for (and a few more): the copies that convert,
@@ -463,7 +585,9 @@ mod tests {
                 | Kernel::GetRows
                 | Kernel::MatMul
                 | Kernel::MatVec
-                | Kernel::MatMulSmall => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
+                | Kernel::MatMulSmall
+                | Kernel::MatMulReg(_)
+                | Kernel::MatMulRows => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
                 _ => &[DType::F32],
             };
             keys.extend(dtypes.iter().map(|&dt| ((k, dt), Variant::Plain)));
@@ -496,12 +620,64 @@ mod tests {
     #[test]
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
-        // Plain: 7 kernels x 4 dtypes, 3 on i32, 7 on f32; fused: 3 matmuls x 4, norm.
-        assert_eq!(keys.len(), 7 * 4 + 3 + 7 + 3 * 4 + 1);
+        // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
+        // kernels on 4 dtypes, 3 on i32, 7 on f32; fused: every matmul kernel on 4 dtypes, norm.
+        let matmuls = 4 + REG_TILES.len();
+        assert_eq!(keys.len(), (matmuls + 4) * 4 + 3 + 7 + matmuls * 4 + 1);
         for key in keys {
             let module = parse(key);
             assert_eq!(module.entry_points.len(), 1, "{key:?}: one entry point");
             assert_eq!(module.entry_points[0].name, "main");
+        }
+    }
+
+    /// Limits of a desktop GPU (Vulkan on an NVIDIA card), of a device with WebGPU's default
+    /// (downlevel) limits, of Mesa lavapipe, and ones too small for any shape.
+    #[test]
+    fn register_tiles_follow_the_limits() {
+        let lim = |invocations, size_x, size_y, storage_bytes| TileLimits {
+            invocations,
+            size_x,
+            size_y,
+            storage_bytes,
+        };
+        let desktop = RegTile::for_limits(lim(1024, 1024, 1024, 49152));
+        assert_eq!(desktop, Some(RegTile::new(128, 128, 32, 8, 8)));
+        let webgpu_default = TileLimits::from(&wgpu::Limits::default());
+        assert_eq!(webgpu_default, lim(256, 256, 256, 16384));
+        let web = RegTile::for_limits(webgpu_default);
+        assert_eq!(web, Some(RegTile::new(128, 64, 16, 8, 4)));
+        let lavapipe = RegTile::for_limits(lim(1024, 1024, 1024, 32768));
+        assert_eq!(lavapipe, Some(RegTile::new(128, 128, 16, 8, 8)));
+        let downlevel = TileLimits::from(&wgpu::Limits::downlevel_defaults());
+        assert_eq!(
+            RegTile::for_limits(downlevel),
+            Some(RegTile::new(128, 64, 16, 8, 4))
+        );
+        let narrow = RegTile::for_limits(lim(128, 128, 128, 16384));
+        assert_eq!(narrow, Some(RegTile::new(64, 64, 16, 8, 8)));
+        let tiny = RegTile::for_limits(lim(64, 64, 64, 8192));
+        assert_eq!(tiny, Some(RegTile::new(32, 32, 16, 4, 4)));
+        assert_eq!(RegTile::for_limits(lim(32, 32, 32, 65536)), None);
+        assert_eq!(RegTile::for_limits(lim(1024, 1024, 1024, 2048)), None);
+    }
+
+    /// Every shape meets what the shader's loads assume.
+    #[test]
+    fn every_register_tile_fits_its_shader() {
+        for t in REG_TILES {
+            let (x, y) = t.threads();
+            let threads = x * y;
+            assert_eq!(t.rm % 4, 0, "{t:?}");
+            assert_eq!(t.rn % 4, 0, "{t:?}");
+            assert_eq!(t.tm % t.rm, 0, "{t:?}");
+            assert_eq!(t.tn % t.rn, 0, "{t:?}");
+            assert_eq!(t.tk % 4, 0, "{t:?}");
+            assert_eq!(threads % (t.tk / 4), 0, "{t:?}");
+            assert_eq!((t.tk / 4 * t.tm) % threads, 0, "{t:?}");
+            assert_eq!((t.tk / 4 * t.tn) % threads, 0, "{t:?}");
+            let module = parse(((Kernel::MatMulReg(t), DType::F32), Variant::Plain));
+            assert_eq!(module.entry_points[0].workgroup_size, [x, y, 1], "{t:?}");
         }
     }
 
