@@ -233,7 +233,7 @@ fn matmul_with(
             let (ms, ns) = if split_n { (0..m, cut) } else { (cut, 0..n) };
             let ar = Rows::new(a, i2 / r2.max(1), i3 / r3.max(1));
             let br = Rows::new(b, i2, i3);
-            let out = DstRows { v: dst, i2, i3 };
+            let out = DstRows::batch(dst, i2, i3);
             if k == 0 {
                 for j in ns {
                     unsafe { std::ptr::write_bytes(out.row(j).add(ms.start), 0, ms.len()) };
@@ -248,21 +248,52 @@ fn matmul_with(
     true
 }
 
-/// Rows of a packed f32 dst in one batch.
-pub struct DstRows<'a> {
-    /// The dst tensor (`nb[0] == 4`).
-    pub v: &'a TensorView,
-    /// Batch index, dim 2.
-    pub i2: usize,
-    /// Batch index, dim 3.
-    pub i3: usize,
+/// Rows of several batches of a tensor taken as one run: flat row `r` is row `r % n` of
+/// batch `first + r / n`, batch `i` being `(i % ne2, i / ne2)`. The quantized kernels multiply
+/// every batch of activations by a 2-D weight as one run (one cut over threads per matmul,
+/// not one per batch: a wake-up of the pool's threads costs more in a browser than natively).
+#[derive(Clone, Copy)]
+pub struct Batches {
+    /// Rows per batch (dim 1).
+    pub n: usize,
+    /// Batches along dim 2.
+    pub ne2: usize,
+    /// The run's first batch.
+    pub first: usize,
 }
 
-impl DstRows<'_> {
-    /// Pointer to dst row `n` (ne0 packed f32).
+impl Batches {
+    /// Row `n` of batch `(i2, i3)` of flat row `r` (only called for rows that exist, so
+    /// `n` and `ne2` are not 0).
     #[inline]
-    pub fn row(&self, n: usize) -> *mut f32 {
-        self.v.ptr_at([0, n, self.i2, self.i3]) as *mut f32
+    pub fn at(&self, r: usize) -> (usize, usize, usize) {
+        let b = self.first + r / self.n;
+        (r % self.n, b % self.ne2, b / self.ne2)
+    }
+}
+
+/// Rows of a packed f32 dst (`nb[0] == 4`) by flat row index (see [`Batches`]).
+pub struct DstRows<'a> {
+    pub v: &'a TensorView,
+    pub rows: Batches,
+}
+
+impl<'a> DstRows<'a> {
+    /// The rows of batch `(i2, i3)`: row `n` is dst row `n` of that batch.
+    pub fn batch(v: &'a TensorView, i2: usize, i3: usize) -> Self {
+        let rows = Batches {
+            n: v.ne[1],
+            ne2: v.ne[2],
+            first: i2 + v.ne[2] * i3,
+        };
+        Self { v, rows }
+    }
+
+    /// Pointer to flat row `r` (ne0 packed f32).
+    #[inline]
+    pub fn row(&self, r: usize) -> *mut f32 {
+        let (j, i2, i3) = self.rows.at(r);
+        self.v.ptr_at([0, j, i2, i3]) as *mut f32
     }
 }
 

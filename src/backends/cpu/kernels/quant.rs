@@ -2,13 +2,14 @@
 //! then every output is a sum over 32-element blocks of `d_w * d_x * (integer dot)`, the
 //! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
 
-use super::gemm::{DstRows, Rows};
+use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
     dot_i8x32, dot_q4x32, encode_act, f16_at, F32x4, I32x4, I8x16, I8x32, ACT_OFFSET,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK};
+use std::ops::Range;
 
 /// Weight rows per block of the output loop (they stay in cache while every activation row
 /// passes over them).
@@ -26,6 +27,7 @@ pub struct QuantRows {
 /// Quantizes `x` (a whole number of blocks) into `d` / `q` as the integer dots take
 /// activations: ggml's Q8_0 rounding, with relaxed SIMD's 7-bit encoding in those builds
 /// (see [`encode_act`]).
+#[inline(never)] // entered once per row (see `int8_block`)
 pub fn quantize_q8(x: &[f32], d: &mut [f32], q: &mut [i8]) {
     for ((blk, db), qb) in x
         .chunks_exact(QK)
@@ -170,6 +172,58 @@ unsafe fn tile<const J: usize>(
     }
 }
 
+/// Output rows `0 .. n` × weight rows `rows` of `a`'s batch `ab`: tiles of `N_TILE`
+/// activation rows, then the rest one at a time (the matrix-vector case) over groups of 4
+/// weight rows. The unit of work of [`matmul`]'s threads, not inlined into their closure so
+/// that it is entered many times per matmul (see [`int8_block`]).
+///
+/// # Safety
+/// Every weight row of `rows` in `a`'s batch `ab`; activation rows `0 .. n` in `xq`; dst
+/// rows `0 .. n` hold `a.ne[1]` f32.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dot_block(
+    out: &DstRows,
+    a: &TensorView,
+    (a2, a3): (usize, usize),
+    rows: Range<usize>,
+    xq: &QuantRows,
+    n: usize,
+    q4: bool,
+    dot: RowDot,
+) {
+    let nb = a.ne[0] / QK;
+    let k = nb * QK;
+    let mut j0 = 0;
+    while j0 + N_TILE <= n {
+        unsafe { tile::<N_TILE>(out, a, (a2, a3), rows.clone(), xq, j0, nb, q4) };
+        j0 += N_TILE;
+    }
+    for j in j0..n {
+        let (d, q) = (&xq.d[j * nb..(j + 1) * nb], &xq.q[j * k..(j + 1) * k]);
+        let orow = out.row(j);
+        let w = |i: usize| a.ptr_at([0, i, a2, a3]) as *const u8;
+        let mut i = rows.start;
+        while i + 4 <= rows.end {
+            let ws = [w(i), w(i + 1), w(i + 2), w(i + 3)];
+            let r = unsafe {
+                if q4 {
+                    dot_wrows(ws, 18, |p| I8x32::from_q4(p), d, q, nb)
+                } else {
+                    dot_wrows(ws, 34, |p| I8x32::load(p as *const i8), d, q, nb)
+                }
+            };
+            for (o, v) in r.iter().enumerate() {
+                unsafe { *orow.add(i + o) = *v };
+            }
+            i += 4;
+        }
+        for i in i..rows.end {
+            unsafe { *orow.add(i) = dot(w(i), d, q, nb) };
+        }
+    }
+}
+
 /// `dst = src0 · src1ᵀ` for Q8_0/Q4_0 `a` and f32 `b`; `false` when this kernel does not apply.
 pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
     let (q4, dot): (bool, RowDot) = match a.dtype {
@@ -187,60 +241,36 @@ pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> boo
     if INT_GEMM && n >= super::gemm::QUANT_GEMM_MIN_N {
         return matmul_int8(par, dst, a, b);
     }
-    let nb = k / QK;
     let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
+    let batches = dst.ne[2] * dst.ne[3];
+    // A 2-D weight multiplies every batch of `b` as one run of rows (one quantization, one
+    // cut over threads); a batched weight one batch at a time.
+    let (runs, per_run) = if a.ne[2] == 1 && a.ne[3] == 1 {
+        (batches.min(1), n * batches)
+    } else {
+        (batches, n)
+    };
     let mut xq = QuantRows::default();
-    for i3 in 0..dst.ne[3] {
-        for i2 in 0..dst.ne[2] {
-            let (a2, a3) = (i2 / r2.max(1), i3 / r3.max(1));
-            let out = DstRows { v: dst, i2, i3 };
-            let rows = Batches {
-                n,
-                ne2: dst.ne[2],
-                first: i2 + dst.ne[2] * i3,
-            };
-            quantize_rows(par, b, rows, n, k, &mut xq);
-            // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
-            // whatever the cut.
-            let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((n * k).max(1));
-            par.for_ranges(m, min_rows, M_BLOCK, |r| {
-                let xq = &xq;
-                for m0 in r.clone().step_by(M_BLOCK) {
-                    let rows = m0..r.end.min(m0 + M_BLOCK);
-                    let mut j0 = 0;
-                    while j0 + N_TILE <= n {
-                        let r = rows.clone();
-                        unsafe { tile::<N_TILE>(&out, a, (a2, a3), r, xq, j0, nb, q4) };
-                        j0 += N_TILE;
-                    }
-                    // Leftover activation rows one at a time (the matrix-vector case), over
-                    // groups of 4 weight rows.
-                    for j in j0..n {
-                        let (d, q) = (&xq.d[j * nb..(j + 1) * nb], &xq.q[j * k..(j + 1) * k]);
-                        let orow = out.row(j);
-                        let w = |i: usize| a.ptr_at([0, i, a2, a3]) as *const u8;
-                        let mut i = rows.start;
-                        while i + 4 <= rows.end {
-                            let ws = [w(i), w(i + 1), w(i + 2), w(i + 3)];
-                            let r = unsafe {
-                                if q4 {
-                                    dot_wrows(ws, 18, |p| I8x32::from_q4(p), d, q, nb)
-                                } else {
-                                    dot_wrows(ws, 34, |p| I8x32::load(p as *const i8), d, q, nb)
-                                }
-                            };
-                            for (o, v) in r.iter().enumerate() {
-                                unsafe { *orow.add(i + o) = *v };
-                            }
-                            i += 4;
-                        }
-                        for i in i..rows.end {
-                            unsafe { *orow.add(i) = dot(w(i), d, q, nb) };
-                        }
-                    }
-                }
-            });
-        }
+    for run in 0..runs {
+        let (i2, i3) = (run % dst.ne[2], run / dst.ne[2]);
+        let ab = (i2 / r2.max(1), i3 / r3.max(1));
+        let rows = Batches {
+            n,
+            ne2: dst.ne[2],
+            first: run,
+        };
+        let out = DstRows { v: dst, rows };
+        quantize_rows(par, b, rows, per_run, k, &mut xq);
+        // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
+        // whatever the cut.
+        let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((per_run * k).max(1));
+        par.for_ranges(m, min_rows, M_BLOCK, |r| {
+            for m0 in r.clone().step_by(M_BLOCK) {
+                let ms = m0..r.end.min(m0 + M_BLOCK);
+                // In range: weight rows of `a`'s batch, activation rows `0 .. per_run`.
+                unsafe { dot_block(&out, a, ab, ms, &xq, per_run, q4, dot) };
+            }
+        });
     }
     true
 }
@@ -347,7 +377,7 @@ impl Int8Panels {
 /// `j0 .. j0 + C` hold `p.m` f32.
 #[inline(always)]
 unsafe fn int8_tile<const G: usize, const C: usize>(
-    out: &OutRows,
+    out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
     g0: usize,
@@ -406,7 +436,7 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
 /// As for [`int8_tile`].
 #[inline(always)]
 unsafe fn int8_tiles<const G: usize>(
-    out: &OutRows,
+    out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
     g0: usize,
@@ -420,40 +450,6 @@ unsafe fn int8_tiles<const G: usize>(
             2 => int8_tile::<G, 2>(out, p, xq, g0, j0),
             _ => int8_tile::<G, 1>(out, p, xq, g0, j0),
         }
-    }
-}
-
-/// Rows of several batches of a tensor taken as one run: flat row `r` is row `r % n` of
-/// batch `first + r / n`, batch `i` being `(i % ne2, i / ne2)`. The int8 GEMM multiplies
-/// every batch of activations by a 2-D weight in one pass over threads (one cut per matmul,
-/// not one per batch: a wake-up of the pool's threads costs more in a browser than natively).
-#[derive(Clone, Copy)]
-struct Batches {
-    n: usize,
-    ne2: usize,
-    first: usize,
-}
-
-impl Batches {
-    /// Row `n` of batch `(i2, i3)` of flat row `r`.
-    #[inline]
-    fn at(&self, r: usize) -> (usize, usize, usize) {
-        let b = self.first + r / self.n.max(1);
-        (r % self.n.max(1), b % self.ne2.max(1), b / self.ne2.max(1))
-    }
-}
-
-/// Output rows of packed f32 `dst` by flat row index (see [`Batches`]).
-struct OutRows<'a> {
-    v: &'a TensorView,
-    rows: Batches,
-}
-
-impl OutRows<'_> {
-    #[inline]
-    fn row(&self, r: usize) -> *mut f32 {
-        let (j, i2, i3) = self.rows.at(r);
-        self.v.ptr_at([0, j, i2, i3]) as *mut f32
     }
 }
 
@@ -497,30 +493,64 @@ fn quantize_rows(
 /// `dst = p · bᵀ` for flat rows `0 .. n` (see [`Batches`]) with the activations already
 /// quantized in `xq`: weight groups cut over threads in pairs (each output is the same
 /// arithmetic whatever the cut, so results do not depend on the thread count).
-fn int8_gemm(par: Par, out: &OutRows, p: &Int8Panels, xq: &QuantRows, n: usize) {
+fn int8_gemm(par: Par, out: &DstRows, p: &Int8Panels, xq: &QuantRows, n: usize) {
     let groups = p.m.div_ceil(GROUP);
     let min_groups = super::gemm::MIN_PAR_MACS.div_ceil((n * p.k * GROUP).max(1));
     par.for_ranges(groups, min_groups, 2, |r| {
         for jc in (0..n).step_by(COL_BLOCK) {
-            let jend = n.min(jc + COL_BLOCK);
-            let mut g = r.start;
-            while g < r.end {
-                let pair = g + 2 <= r.end;
-                for j in (jc..jend).step_by(4) {
-                    let cols = 4.min(jend - j);
-                    // In range: groups and activation rows as checked by the callers.
-                    unsafe {
-                        if pair {
-                            int8_tiles::<2>(out, p, xq, g, j, cols);
-                        } else {
-                            int8_tiles::<1>(out, p, xq, g, j, cols);
-                        }
-                    }
-                }
-                g += if pair { 2 } else { 1 };
+            for g in (r.start..r.end).step_by(GROUP_RUN) {
+                // In range: groups and activation rows as checked by the callers.
+                unsafe {
+                    int8_block(
+                        out,
+                        p,
+                        xq,
+                        g..r.end.min(g + GROUP_RUN),
+                        jc..n.min(jc + COL_BLOCK),
+                    )
+                };
             }
         }
     });
+}
+
+/// Weight groups per call of [`int8_block`]: a run long enough that a call's overhead is
+/// nothing (2 K multiply-adds per activation row and k), short enough that a matmul makes
+/// many calls.
+const GROUP_RUN: usize = 16;
+
+/// Output rows `cols` × weight groups `groups`, the unit of work of [`int8_gemm`]. Not
+/// inlined into the thread's closure on purpose: V8 runs a wasm function in its baseline
+/// tier (Liftoff) until it is hot and has no on-stack replacement, so a call that starts
+/// there stays there. A closure holding the whole loop nest is entered once per thread per
+/// matmul, and a thread's share could run at half speed (measured: 2 threads slower than 1
+/// on the int8 GEMM, fixed by `--no-liftoff`); this function is entered many times a matmul.
+///
+/// # Safety
+/// As for [`int8_tile`], for every group of `groups` and row of `cols`.
+#[inline(never)]
+unsafe fn int8_block(
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    groups: Range<usize>,
+    cols: Range<usize>,
+) {
+    let mut g = groups.start;
+    while g < groups.end {
+        let pair = g + 2 <= groups.end;
+        for j in cols.clone().step_by(4) {
+            let c = 4.min(cols.end - j);
+            unsafe {
+                if pair {
+                    int8_tiles::<2>(out, p, xq, g, j, c);
+                } else {
+                    int8_tiles::<1>(out, p, xq, g, j, c);
+                }
+            }
+        }
+        g += if pair { 2 } else { 1 };
+    }
 }
 
 /// `dst = a · bᵀ` with `a` packed into `p` (a 2-D weight: every batch of `b` uses it);
@@ -550,7 +580,7 @@ pub fn matmul_int8_panels(
     let count = b.ne[1] * dst.ne[2] * dst.ne[3];
     let mut xq = QuantRows::default();
     quantize_rows(par, b, rows, count, p.k, &mut xq);
-    int8_gemm(par, &OutRows { v: dst, rows }, p, &xq, count);
+    int8_gemm(par, &DstRows { v: dst, rows }, p, &xq, count);
     true
 }
 
@@ -577,7 +607,7 @@ fn matmul_int8(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bo
                 first: i2 + dst.ne[2] * i3,
             };
             quantize_rows(par, b, rows, n, k, &mut xq);
-            int8_gemm(par, &OutRows { v: dst, rows }, &p, &xq, n);
+            int8_gemm(par, &DstRows { v: dst, rows }, &p, &xq, n);
             packed = Some((ab, p));
         }
     }
