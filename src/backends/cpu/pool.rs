@@ -18,8 +18,8 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 
-/// The most threads a CPU device may be given.
-pub const MAX_THREADS: usize = 256;
+/// The most threads a CPU device runs (one limit for JS and Rust callers).
+pub use crate::threads::MAX_THREADS;
 
 /// The threads of one CPU device.
 pub struct Pool {
@@ -55,11 +55,7 @@ impl Pool {
         let Some(n) = threads else {
             return Ok(Self::global());
         };
-        if n == 0 || n > MAX_THREADS {
-            return Err(Error::InvalidArgument(format!(
-                "threads: {n} (a CPU device runs 1 to {MAX_THREADS} threads)"
-            )));
-        }
+        crate::threads::check_count(n as f64)?;
         #[cfg(target_arch = "wasm32")]
         {
             let have = Self::available();
