@@ -30,25 +30,24 @@ function randn(len, seed) {
 }
 
 async function time(fn, reps) {
-  // Warm up past V8's tier-up (Liftoff → TurboFan compiles in the background): 3 runs and 0.3 s.
-  const w0 = performance.now();
-  for (let i = 0; i < 3 || performance.now() - w0 < 300; i++) await fn();
-  const ts = [];
-  for (let i = 0; i < reps; i++) { const t0 = performance.now(); await fn(); ts.push(performance.now() - t0); }
-  return median(ts);
+  return (await timeEach([fn], reps))[0];
 }
 
-/** Medians of `reps` runs of `a` and of `b`, alternated run by run after a warm-up of both, so
- * the two are measured in the same window of a noisy machine. */
-async function timePair(a, b, reps) {
+/** Medians of `reps` runs of each of `fns`, alternated run by run after a warm-up of all past
+ * V8's tier-up (Liftoff → TurboFan compiles in the background: 3 rounds and 0.3 s), so they
+ * are measured in the same window of a noisy machine. */
+async function timeEach(fns, reps) {
   const w0 = performance.now();
-  for (let i = 0; i < 3 || performance.now() - w0 < 300; i++) { await a(); await b(); }
-  const ta = [], tb = [];
+  for (let i = 0; i < 3 || performance.now() - w0 < 300; i++) for (const f of fns) await f();
+  const ts = fns.map(() => []);
   for (let i = 0; i < reps; i++) {
-    let t0 = performance.now(); await a(); ta.push(performance.now() - t0);
-    t0 = performance.now(); await b(); tb.push(performance.now() - t0);
+    for (const [j, f] of fns.entries()) {
+      const t0 = performance.now();
+      await f();
+      ts[j].push(performance.now() - t0);
+    }
   }
-  return [median(ta), median(tb)];
+  return ts.map(median);
 }
 
 /** Measures the wasm SIMD f32 peak (GFLOP/s) with webtensor's independent-multiply-add probe. */
@@ -84,7 +83,7 @@ export async function runBench({ webtensor, ort, tf, reps = 7, log = console.log
     if (threads > 1) {
       // Beside a 1-thread twin, run for run: the thread scaling from one window of time.
       const one = new webtensor.MatmulBench(c.w, c.m, c.n, c.k, 1);
-      const [ms1, ms] = await timePair(() => one.run(), () => bench.run(), reps);
+      const [ms1, ms] = await timeEach([() => one.run(), () => bench.run()], reps);
       one.free();
       add(c, impl, ms);
       Object.assign(rows[rows.length - 1], { ms1: +ms1.toFixed(3), scaling: +(ms1 / ms).toFixed(2) });

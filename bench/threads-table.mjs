@@ -23,8 +23,10 @@ for (const col of cols.filter((c) => c.endsWith(' 2t'))) {
 const paired = rows.filter((r) => r.scaling);
 if (paired.length) {
   console.log('\nwebtensor thread scaling in one window (1-thread twin and 2 threads alternated run by run)');
-  for (const impl of new Set(paired.map((r) => r.impl.replace(/ (f32|q8_0|q4_0)$/, '')))) {
-    const s = paired.filter((r) => r.impl.startsWith(impl)).map((r) => `${r.case}: ${r.scaling}×`);
+  const build = (r) => r.impl.replace(/ (f32|q8_0|q4_0)$/, '');
+  for (const impl of new Set(paired.map(build))) {
+    // By the whole build name: 'threads' is a prefix of 'threads-relaxed'.
+    const s = paired.filter((r) => build(r) === impl).map((r) => `${r.case}: ${r.scaling}×`);
     console.log(`${impl} ${paired[0].threads}t: ${s.join(', ')}`);
   }
 }
