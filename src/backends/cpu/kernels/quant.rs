@@ -131,7 +131,7 @@ unsafe fn dot_wrows<const R: usize>(
             unsafe {
                 let blk = wr.add(i * block_bytes);
                 let wq = unpack(blk.add(2));
-                let s = F32x4::from_i32(wq.dot(x) - wq.act_bias());
+                let s = F32x4::from_i32(wq.dot_act(x));
                 *a = *a + s * F32x4::splat(f16_at(blk) * dx);
             }
         }

@@ -623,9 +623,7 @@ pub unsafe fn f16_at(p: *const u8) -> f32 {
 /// Both pointers must be readable for 32 bytes.
 #[inline(always)]
 pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
-    let a = unsafe { I8x32::load(a) };
-    let ab = unsafe { a.dot(b) };
-    ab - a.act_bias()
+    unsafe { I8x32::load(a).dot_act(b) }
 }
 
 /// Like [`dot_i8x32`] with `a` a Q4_0 block's 16 nibble bytes.
@@ -634,9 +632,19 @@ pub unsafe fn dot_i8x32(a: *const i8, b: *const i8) -> I32x4 {
 /// `qs` readable for 16 bytes, `b` for 32.
 #[inline(always)]
 pub unsafe fn dot_q4x32(qs: *const u8, b: *const i8) -> I32x4 {
-    let a = unsafe { I8x32::from_q4(qs) };
-    let ab = unsafe { a.dot(b) };
-    ab - a.act_bias()
+    unsafe { I8x32::from_q4(qs).dot_act(b) }
+}
+
+impl I8x32 {
+    /// Lane partial sums of `self[i] * (b[i] - ACT_OFFSET)`: the dot with activations
+    /// encoded by [`encode_act`] at `b`, their offset taken out.
+    ///
+    /// # Safety
+    /// `b` readable for 32 bytes.
+    #[inline(always)]
+    pub unsafe fn dot_act(self, b: *const i8) -> I32x4 {
+        unsafe { self.dot(b) - self.act_bias() }
+    }
 }
 
 /// `e^r · 2^-n` split of `e^x` (`x` in range, `n = round(x / ln 2)`): returns `(e^r, n)`, the
