@@ -53,6 +53,6 @@ build threads "" 1 "$@"
 build threads-relaxed +relaxed-simd 1 "$@"
 # The package's own files: the entry, the in-thread engine loader, the builds' paths, the
 # engine's worker and its proxy, the pool worker, the model cache, types, package.json and
-# README (thread_pool.js and fetch_progress.js are wasm-bindgen snippets: each build has its copy).
+# README (thread_pool.js is a wasm-bindgen snippet: each build has its copy).
 cp js/index.js js/check.js js/engine.js js/builds.js js/worker.js js/pool_worker.js js/proxy.js js/cache.js js/index.d.ts js/package.json \
   js/README.md "$OUT/"

@@ -28,6 +28,17 @@ pub enum TypedVec {
     U8(Vec<u8>),
 }
 
+impl TypedVec {
+    /// Its contents, borrowed.
+    pub fn as_typed(&self) -> Typed<'_> {
+        match self {
+            Self::F32(v) => Typed::F32(v),
+            Self::I32(v) => Typed::I32(v),
+            Self::U8(v) => Typed::U8(v),
+        }
+    }
+}
+
 /// The bytes of a `dtype` tensor from a typed array given for it (`what` names the tensor in
 /// errors): a `Float32Array` for f32, an `Int32Array` for i32, raw bytes for any dtype. The
 /// length is checked where the bytes are used (a weight's or an input's size).

@@ -8,14 +8,8 @@ use js_sys::{Array, Float32Array, Object, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::convert::{js_message, runtime_options, set, to_js_error};
+use super::convert::{runtime_options, set, to_js_error};
 use crate::runtime::{ByteSource, Runtime};
-
-#[wasm_bindgen(module = "/js/fetch_progress.js")]
-extern "C" {
-    #[wasm_bindgen(catch, js_name = fetchWithProgress)]
-    async fn fetch_with_progress(url: &str, on_progress: &JsValue) -> Result<JsValue, JsValue>;
-}
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_EMBEDDER: &'static str = r#"
@@ -42,8 +36,9 @@ type Model = crate::model::bert::SentenceEmbedder;
 
 #[wasm_bindgen]
 impl SentenceEmbedder {
-    /// Loads a model from a URL (fetched with progress) or a `Uint8Array` of GGUF bytes:
-    /// `await SentenceEmbedder.load("models/minilm-q8_0.gguf", { devices: "auto", onProgress })`.
+    /// Loads a model from a `Uint8Array` of GGUF bytes. Through the package,
+    /// `await SentenceEmbedder.load("models/minilm-q8_0.gguf", { devices: "auto", onProgress })`
+    /// fetches a URL first (js/engine.js, through the model cache).
     pub async fn load(
         #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "EmbedderOptions")] options: JsValue,
@@ -54,31 +49,15 @@ impl SentenceEmbedder {
                 let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());
             }
         };
-        let bytes = if let Some(url) = source.as_string() {
-            let cb = progress.clone();
-            let on_chunk = Closure::<dyn FnMut(f64, f64)>::new(move |loaded: f64, total: f64| {
-                if let Some(f) = &cb {
-                    let _ = f.call3(
-                        &JsValue::NULL,
-                        &"download".into(),
-                        &loaded.into(),
-                        &total.into(),
-                    );
-                }
-            });
-            let data = fetch_with_progress(&url, on_chunk.as_ref())
-                .await
-                .map_err(|e| {
-                    // fetchWithProgress's own errors name the URL; the browser's do not.
-                    let msg = js_message(&e);
-                    match msg.contains(&url) {
-                        true => JsError::new(&msg),
-                        false => JsError::new(&format!("cannot fetch {url}: {msg}")),
-                    }
-                })?;
-            JsBytes(Uint8Array::new(&data))
-        } else if let Some(a) = source.dyn_ref::<Uint8Array>() {
+        // A URL is fetched by the package's `load` (js/engine.js: through the model cache,
+        // with progress), which hands this the bytes.
+        let bytes = if let Some(a) = source.dyn_ref::<Uint8Array>() {
             JsBytes(a.clone())
+        } else if source.is_string() {
+            return Err(JsError::new(
+                "this build loads a Uint8Array of GGUF bytes: a URL is fetched by the package's \
+                 SentenceEmbedder.load (through its model cache)",
+            ));
         } else {
             return Err(JsError::new("source must be a URL string or a Uint8Array"));
         };

@@ -11,7 +11,7 @@ use wasm_bindgen::JsCast;
 
 use super::convert::{runtime_options, set, to_js_error};
 use crate::graph::{DType, RopeMode, RopeParams, TensorId};
-use crate::runtime::typed::{self, Typed, TypedVec};
+use crate::runtime::typed::{self, TypedVec};
 use crate::runtime::{DeviceTensor, Program, Value};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -42,34 +42,18 @@ fn parse_dtype(s: &str) -> Result<DType, JsError> {
         .ok_or_else(|| JsError::new(&format!("unknown dtype {s:?} (f32, f16, i32, q8_0, q4_0)")))
 }
 
-/// A typed array's contents (copied out of JS), for [`crate::runtime::typed`].
-enum JsTyped {
-    F32(Vec<f32>),
-    I32(Vec<i32>),
-    U8(Vec<u8>),
-}
-
-impl JsTyped {
-    fn of(v: &JsValue, what: &str) -> Result<Self, JsError> {
-        if let Some(a) = v.dyn_ref::<Float32Array>() {
-            Ok(Self::F32(a.to_vec()))
-        } else if let Some(a) = v.dyn_ref::<Int32Array>() {
-            Ok(Self::I32(a.to_vec()))
-        } else if let Some(a) = v.dyn_ref::<Uint8Array>() {
-            Ok(Self::U8(a.to_vec()))
-        } else {
-            Err(JsError::new(&format!(
-                "{what}: expected a Float32Array, Int32Array or Uint8Array"
-            )))
-        }
-    }
-
-    fn as_typed(&self) -> Typed<'_> {
-        match self {
-            Self::F32(v) => Typed::F32(v),
-            Self::I32(v) => Typed::I32(v),
-            Self::U8(v) => Typed::U8(v),
-        }
+/// A typed array's contents, copied out of JS (for [`crate::runtime::typed`]).
+fn js_typed(v: &JsValue, what: &str) -> Result<TypedVec, JsError> {
+    if let Some(a) = v.dyn_ref::<Float32Array>() {
+        Ok(TypedVec::F32(a.to_vec()))
+    } else if let Some(a) = v.dyn_ref::<Int32Array>() {
+        Ok(TypedVec::I32(a.to_vec()))
+    } else if let Some(a) = v.dyn_ref::<Uint8Array>() {
+        Ok(TypedVec::U8(a.to_vec()))
+    } else {
+        Err(JsError::new(&format!(
+            "{what}: expected a Float32Array, Int32Array or Uint8Array"
+        )))
     }
 }
 
@@ -131,7 +115,7 @@ impl JsGraph {
         data: JsValue,
     ) -> Result<u32, JsError> {
         let dt = parse_dtype(dtype)?;
-        let data = JsTyped::of(&data, name)?;
+        let data = js_typed(&data, name)?;
         let mut p = self.p.borrow_mut();
         typed::add_weight(&mut p, name, dt, &shape, data.as_typed())
             .map(|id| id.0 as u32)
@@ -443,7 +427,7 @@ fn parse_inputs(p: &Program, inputs: &JsValue) -> Result<HashMap<String, Value>,
             .find(|(_, t)| t.name == name && t.role == crate::graph::Role::Input)
             .map(|(_, t)| t.dtype)
             .ok_or_else(|| JsError::new(&format!("the graph has no input named {name:?}")))?;
-        let value = JsTyped::of(&value, &name)?;
+        let value = js_typed(&value, &name)?;
         let bytes = typed::typed_to_bytes(value.as_typed(), dtype, &name).map_err(to_js_error)?;
         out.insert(name.clone(), Value::Bytes(bytes));
     }
