@@ -181,17 +181,25 @@ impl Par<'_> {
             }
             return;
         }
-        let range = |p: usize| {
-            let (u0, u1) = (units * p / pieces, units * (p + 1) / pieces);
-            (u0 * align).min(n)..(u1 * align).min(n)
+        let run = || {
+            (0..pieces)
+                .into_par_iter()
+                .for_each(|p| f(piece(n, align, pieces, p)))
         };
-        let run = || (0..pieces).into_par_iter().for_each(|p| f(range(p)));
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(pool) = self.pool {
             return pool.install(run);
         }
         run()
     }
+}
+
+/// Piece `p` of `0..n` cut into `pieces` near-equal ranges on multiples of `align` (the last
+/// may end anywhere): the cut [`Par::for_ranges`] makes, for kernels that cut their own tasks.
+pub fn piece(n: usize, align: usize, pieces: usize, p: usize) -> Range<usize> {
+    let units = n.div_ceil(align);
+    let (u0, u1) = (units * p / pieces, units * (p + 1) / pieces);
+    (u0 * align).min(n)..(u1 * align).min(n)
 }
 
 #[cfg(test)]

@@ -227,9 +227,7 @@ fn matmul_with(
         for task in r {
             let (batch, tile) = (task / tiles, task % tiles);
             let (i2, i3) = (batch % n2, batch / n2);
-            let units = len.div_ceil(align);
-            let cut = ((units * tile / tiles) * align).min(len)
-                ..((units * (tile + 1) / tiles) * align).min(len);
+            let cut = crate::backends::cpu::pool::piece(len, align, tiles, tile);
             let (ms, ns) = if split_n { (0..m, cut) } else { (cut, 0..n) };
             let ar = Rows::new(a, i2 / r2.max(1), i3 / r3.max(1));
             let br = Rows::new(b, i2, i3);
