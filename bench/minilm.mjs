@@ -9,7 +9,8 @@
 // BENCH_REPS the repetitions;
 // MINILM_ROUNDS (default 3) rounds over all runs, interleaved, each figure the median over the
 // rounds of the per-round medians (this machine has noisy stretches of seconds);
-// MINILM_PROFILE=1 also prints where webtensor's CPU time goes at 128 tokens, per op.
+// MINILM_PROFILE=1 also prints where webtensor's time goes at 128 tokens, per op (=8 or =32: at
+// that many tokens).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -48,7 +49,7 @@ try {
     const q = new URLSearchParams({ runner: runner.startsWith('webtensor') ? 'webtensor' : runner, type, device, reps, threads });
     if (build) q.set('pkg', `.pkg-web-${build[1]}`);
     if (forced) q.set('build', forced[1]);
-    if (process.env.MINILM_PROFILE) q.set('profile', '1');
+    if (process.env.MINILM_PROFILE) q.set('profile', process.env.MINILM_PROFILE);
     console.log(`round ${round + 1}: ${runner} ${type} ${device} ${threads} thread(s)`);
     await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
     await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });

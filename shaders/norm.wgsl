@@ -10,23 +10,23 @@ fn x_get(i: vec4<u32>) -> f32 {
     return x;
 }
 
-fn row(r: vec4<u32>, lid: u32) {
+fn row(r: vec4<u32>, lane: u32, live: bool) {
     let n = p.a_ne.x;
     var mean = 0.0;
     if (p.u.x == 0u) {
         var s = 0.0;
-        for (var i0 = lid; i0 < n; i0 += WG) {
+        for (var i0 = lane; i0 < n; i0 += TPR) {
             s += x_get(vec4<u32>(i0, r.y, r.z, r.w));
         }
-        mean = wg_sum(s, lid) / f32(n);
+        mean = wg_sum(s, lane) / f32(n);
     }
     var s2 = 0.0;
-    for (var i0 = lid; i0 < n; i0 += WG) {
+    for (var i0 = lane; i0 < n; i0 += TPR) {
         let v = x_get(vec4<u32>(i0, r.y, r.z, r.w)) - mean;
         s2 += v * v;
     }
-    let inv = 1.0 / sqrt(wg_sum(s2, lid) / f32(n) + p.f.x);
-    for (var i0 = lid; i0 < n; i0 += WG) {
+    let inv = 1.0 / sqrt(wg_sum(s2, lane) / f32(n) + p.f.x);
+    for (var i0 = lane; i0 < n && live; i0 += TPR) {
         let i = vec4<u32>(i0, r.y, r.z, r.w);
         d_put(p.offs.x + off4(i, p.d_nb), epilogue(i0, (x_get(i) - mean) * inv));
     }

@@ -1,30 +1,60 @@
-// Workgroup reductions for row kernels (one workgroup of WG threads per row).
+// Reductions over the TPR threads of one row (entry_row.wgsl; TPR > 1), in workgroup memory:
+// the row's threads own `red[seg .. seg + TPR]`. Every thread of the workgroup must call them
+// (they hold barriers).
 var<workgroup> red: array<f32, WG>;
+var<workgroup> red_i: array<u32, WG>;
 
-fn wg_sum(v: f32, lid: u32) -> f32 {
-    red[lid] = v;
+// wg_argmax's index of a thread that saw no element.
+const NONE: u32 = 0xffffffffu;
+
+fn wg_sum(v: f32, lane: u32) -> f32 {
+    red[seg + lane] = v;
     workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) {
-            red[lid] = red[lid] + red[lid + s];
+    for (var s = TPR / 2u; s > 0u; s = s >> 1u) {
+        if (lane < s) {
+            red[seg + lane] = red[seg + lane] + red[seg + lane + s];
         }
         workgroupBarrier();
     }
-    let r = red[0];
+    let r = red[seg];
     workgroupBarrier();
     return r;
 }
 
-fn wg_max(v: f32, lid: u32) -> f32 {
-    red[lid] = v;
+fn wg_max(v: f32, lane: u32) -> f32 {
+    red[seg + lane] = v;
     workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) {
-            red[lid] = max(red[lid], red[lid + s]);
+    for (var s = TPR / 2u; s > 0u; s = s >> 1u) {
+        if (lane < s) {
+            red[seg + lane] = max(red[seg + lane], red[seg + lane + s]);
         }
         workgroupBarrier();
     }
-    let r = red[0];
+    let r = red[seg];
+    workgroupBarrier();
+    return r;
+}
+
+// The index of the row's maximum from each thread's best (value v, index i; i = NONE when
+// the thread saw no element): the first index on ties.
+fn wg_argmax(v: f32, i: u32, lane: u32) -> u32 {
+    red[seg + lane] = v;
+    red_i[seg + lane] = i;
+    workgroupBarrier();
+    for (var s = TPR / 2u; s > 0u; s = s >> 1u) {
+        if (lane < s) {
+            let j = seg + lane;
+            let ov = red[j + s];
+            let oi = red_i[j + s];
+            let mi = red_i[j];
+            if (oi != NONE && (mi == NONE || ov > red[j] || (ov == red[j] && oi < mi))) {
+                red[j] = ov;
+                red_i[j] = oi;
+            }
+        }
+        workgroupBarrier();
+    }
+    let r = red_i[seg];
     workgroupBarrier();
     return r;
 }

@@ -9,22 +9,24 @@ fn value(i: vec4<u32>) -> f32 {
     return a_get(i) * p.f.x + m;
 }
 
-fn row(r: vec4<u32>, lid: u32) {
+fn row(r: vec4<u32>, lane: u32, live: bool) {
     let n = p.a_ne.x;
     var mx = bitcast<f32>(0xff7fffffu);
-    for (var i0 = lid; i0 < n; i0 += WG) {
+    for (var i0 = lane; i0 < n; i0 += TPR) {
         mx = max(mx, value(vec4<u32>(i0, r.y, r.z, r.w)));
     }
-    mx = wg_max(mx, lid);
+    mx = wg_max(mx, lane);
     var s = 0.0;
-    for (var i0 = lid; i0 < n; i0 += WG) {
+    for (var i0 = lane; i0 < n; i0 += TPR) {
         let i = vec4<u32>(i0, r.y, r.z, r.w);
         let e = exp(value(i) - mx);
-        d_put(p.offs.x + off4(i, p.d_nb), e);
+        if (live) {
+            d_put(p.offs.x + off4(i, p.d_nb), e);
+        }
         s += e;
     }
-    s = wg_sum(s, lid);
-    for (var i0 = lid; i0 < n; i0 += WG) {
+    s = wg_sum(s, lane);
+    for (var i0 = lane; i0 < n && live; i0 += TPR) {
         let o = p.offs.x + off4(vec4<u32>(i0, r.y, r.z, r.w), p.d_nb);
         d_put(o, d_read(o) / s);
     }

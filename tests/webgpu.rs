@@ -13,7 +13,8 @@ use webtensor::backend::{
 };
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::backends::webgpu::{
-    set_fusion, set_matmul_kernels, MatmulKernels, ObjectCounts, WebGpuDevice, WebGpuReg,
+    set_fusion, set_matmul_kernels, set_row_threads, MatmulKernels, ObjectCounts, WebGpuDevice,
+    WebGpuReg,
 };
 use webtensor::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
 use webtensor::runtime::{DeviceChoice, Program, Runtime, Value};
@@ -60,6 +61,31 @@ fn every_matmul_kernel_passes_every_matmul_case() {
             panic!("{sel:?}: {e}");
         }
     }
+}
+
+/// The op suite's row-kernel cases (softmax, norms, fused norms, row sums and means, argmax)
+/// at every kind of row width: one thread a row (what a software adapter gets), 4 (several
+/// rows a workgroup, rows longer than their threads), a warp and a workgroup (a GPU's).
+#[test]
+fn row_kernels_pass_at_every_row_width() {
+    let Some(dev) = gpu() else { return };
+    for t in [1, 4, 32, 256] {
+        set_row_threads(Some(t));
+        for filter in ["softmax", "norm", "sumrows", "mean", "argmax"] {
+            let report = block_on(webtensor::testing::run_suite(
+                dev.clone(),
+                Rc::new(CpuDevice::new(KernelSet::Reference)),
+                Some(filter),
+            ));
+            set_row_threads(None);
+            assert!(report.passed >= 4, "{t} threads, {filter}: {report}");
+            if let Err(e) = report.check() {
+                panic!("{t} threads a row, {filter}: {e}");
+            }
+            set_row_threads(Some(t));
+        }
+    }
+    set_row_threads(None);
 }
 
 /// Calibration measures the adapter's per-dispatch and per-submission cost (a chain of tiny

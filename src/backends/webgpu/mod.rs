@@ -25,7 +25,7 @@ pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
 pub use context::{all_devices_buffers, LiveBuffers, ObjectCounts};
 pub use fuse::set_fusion;
-pub use ops::{set_matmul_kernels, MatmulKernels};
+pub use ops::{set_matmul_kernels, set_row_threads, MatmulKernels};
 #[cfg(feature = "testing")]
 pub use selfcheck::sabotage_self_check;
 

@@ -18,10 +18,10 @@ use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, Unary
 pub(super) enum Kernel {
     Binary,
     Unary,
-    SoftMax,
-    Norm,
-    SumRows,
-    Argmax,
+    SoftMax(RowThreads),
+    Norm(RowThreads),
+    SumRows(RowThreads),
+    Argmax(RowThreads),
     Rope,
     /// Converting copy to f32.
     Cpy,
@@ -46,6 +46,69 @@ pub(super) enum Kernel {
     MatMulRows,
     /// Byte patch of one word (buffer writes).
     Patch,
+}
+
+impl Kernel {
+    /// A row kernel's threads per row.
+    pub(super) fn row_threads(self) -> Option<RowThreads> {
+        match self {
+            Kernel::SoftMax(t) | Kernel::Norm(t) | Kernel::SumRows(t) | Kernel::Argmax(t) => {
+                Some(t)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Threads sharing one row of a row kernel (softmax, norms, row sums, argmax): a power of two
+/// from 1 to `WG`, compiled into its shader as `TPR`; a workgroup runs `WG / TPR` rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct RowThreads(u32);
+
+impl RowThreads {
+    /// One thread per row: no workgroup memory, no barriers.
+    pub(super) const ONE: Self = Self(1);
+    /// One workgroup per row.
+    pub(super) const ALL: Self = Self(WG as u32);
+
+    /// For rows of `n` elements ([`set_row_threads`] overrides it). On a software adapter one thread per row: it runs a barrier
+    /// by switching between all of a workgroup's invocations, so the 20 of a softmax or norm
+    /// over 256 threads cost far more than a serial row (SwiftShader in Chromium, MiniLM
+    /// f32 at 32 tokens: the attention softmax, 384 rows of 32, took 230 ms a call with
+    /// 256 threads a row). On a GPU about one element per thread, from a warp to `WG`
+    /// (short rows no longer leave most of a 256-thread workgroup idle).
+    pub(super) fn for_rows(n: usize, software: bool) -> Self {
+        if let Some(t) = ROW_THREADS.with(|c| c.get()) {
+            return Self(t);
+        }
+        if software {
+            Self::ONE
+        } else {
+            Self((n.next_power_of_two().min(WG) as u32).clamp(32, Self::ALL.0))
+        }
+    }
+
+    pub(super) fn get(self) -> u32 {
+        self.0
+    }
+
+    /// Workgroups for `rows` rows.
+    fn groups(self, rows: usize) -> usize {
+        rows.div_ceil(WG / self.0 as usize)
+    }
+}
+
+thread_local! {
+    static ROW_THREADS: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Forces the threads per row of the row kernels (softmax, norms, row sums, argmax) in later
+/// plans on this thread: `Some(t)` takes `t` rounded up to a power of two, at most 256;
+/// `None` (the default) chooses by adapter and row length. A knob for tests (every width on
+/// every adapter) and same-run comparisons.
+pub fn set_row_threads(t: Option<u32>) {
+    let t = t.map(|t| t.clamp(1, WG as u32).next_power_of_two());
+    ROW_THREADS.with(|c| c.set(t));
 }
 
 /// Which matmul kernels the planner may choose: a knob for benchmarks (same-run comparison
@@ -360,6 +423,7 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
     let b = t.src.get(1).copied();
     let n = t.numel();
     let nrows = srcs[0].nrows();
+    let software = software_adapter(&ctx.info);
     params.u[1] = to_u32(n, "element count")?;
     let (key, b, groups): (PipelineKey, Option<Option<TensorId>>, [u32; 3]) = match t.op {
         Op::Leaf | Op::View => return Ok(None),
@@ -396,10 +460,11 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             params.u[1] = to_u32(nrows, "row count")?;
             params.u[2] = u32::from(srcs.len() > 1);
             params.f[0] = scale;
+            let tpr = RowThreads::for_rows(t.ne[0], software);
             (
-                (Kernel::SoftMax, DType::F32),
+                (Kernel::SoftMax(tpr), DType::F32),
                 Some(b),
-                grid(ctx, nrows, true)?,
+                grid(ctx, tpr.groups(nrows), true)?,
             )
         }
         Op::Norm { eps } | Op::RmsNorm { eps } => {
@@ -407,23 +472,28 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             params.u[0] = u32::from(matches!(t.op, Op::RmsNorm { .. }));
             params.u[1] = to_u32(nrows, "row count")?;
             params.f[0] = eps;
+            let tpr = RowThreads::for_rows(t.ne[0], software);
             // b: a fused residual (fuse.rs), otherwise a dummy.
             (
-                (Kernel::Norm, DType::F32),
+                (Kernel::Norm(tpr), DType::F32),
                 Some(None),
-                grid(ctx, nrows, true)?,
+                grid(ctx, tpr.groups(nrows), true)?,
             )
         }
         Op::SumRows | Op::Mean => {
             need(srcs[0], &[DType::F32], "reduction input")?;
             params.u[0] = u32::from(matches!(t.op, Op::Mean));
             params.u[1] = to_u32(nrows, "row count")?;
-            ((Kernel::SumRows, DType::F32), None, grid(ctx, nrows, true)?)
+            let tpr = RowThreads::for_rows(srcs[0].ne[0], software);
+            let g = grid(ctx, tpr.groups(nrows), true)?;
+            ((Kernel::SumRows(tpr), DType::F32), None, g)
         }
         Op::Argmax => {
             need(srcs[0], &[DType::F32], "argmax input")?;
             params.u[1] = to_u32(nrows, "row count")?;
-            ((Kernel::Argmax, DType::F32), None, grid(ctx, nrows, true)?)
+            let tpr = RowThreads::for_rows(srcs[0].ne[0], software);
+            let g = grid(ctx, tpr.groups(nrows), true)?;
+            ((Kernel::Argmax(tpr), DType::F32), None, g)
         }
         Op::Rope(rp) => {
             need(srcs[0], &[DType::F32], "rope input")?;
@@ -520,7 +590,6 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             params.u[1] = to_u32(tb.ne[3] / ta.ne[3], "batch ratio")?;
             let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
             let batch = t.ne[2] * t.ne[3];
-            let software = software_adapter(&ctx.info);
             let reg = RegTile::for_limits(TileLimits::from(&ctx.limits));
             let shape = (t.ne[0], t.ne[1], ta.ne[0]);
             let mut kernel = matmul_kernel(shape, batch, ta.dtype, software, reg);

@@ -290,6 +290,7 @@ mod wgsl {
     pub const ENTRY_ELEMENT: &str = include_str!("../../../shaders/entry_element.wgsl");
     pub const ENTRY_ROW: &str = include_str!("../../../shaders/entry_row.wgsl");
     pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
+    pub const ROW_REDUCE_ONE: &str = include_str!("../../../shaders/row_reduce_one.wgsl");
     pub const A_F32: &str = include_str!("../../../shaders/a_f32.wgsl");
     pub const A_F32X4: &str = include_str!("../../../shaders/a_f32x4.wgsl");
     pub const A_PACKED: &str = include_str!("../../../shaders/a_packed.wgsl");
@@ -340,7 +341,8 @@ struct Recipe {
     b: Option<&'static str>,
     /// May write over `a` (`d_put` / `d_read`).
     in_place: bool,
-    /// Uses the workgroup reductions `wg_sum` / `wg_max`.
+    /// Uses the row reductions `wg_sum` / `wg_max` / `wg_argmax` (row_reduce.wgsl, or
+    /// row_reduce_one.wgsl for one thread per row).
     reductions: bool,
     /// Sends its results through `epilogue` / `store_d`, so nodes after it can be fused
     /// into it ([`Variant::Fused`]).
@@ -384,24 +386,26 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
             in_place: true,
             ..r(wgsl::UNARY, element, "f32", None)
         },
-        Kernel::SoftMax => Recipe {
+        Kernel::SoftMax(_) => Recipe {
             in_place: true,
             reductions: true,
             ..r(wgsl::SOFTMAX, row, "f32", Some("f32"))
         },
         // b: the residual added before a fused norm (a dummy otherwise).
-        Kernel::Norm => Recipe {
+        Kernel::Norm(_) => Recipe {
             in_place: true,
             reductions: true,
             epilogue: true,
             ..r(wgsl::NORM, row, "f32", Some("f32"))
         },
-        Kernel::SumRows => Recipe {
+        Kernel::SumRows(_) => Recipe {
             reductions: true,
             ..r(wgsl::SUM_ROWS, row, "f32", None)
         },
-        // argmax has its own (value, index) reduction.
-        Kernel::Argmax => r(wgsl::ARGMAX, row, "i32", None),
+        Kernel::Argmax(_) => Recipe {
+            reductions: true,
+            ..r(wgsl::ARGMAX, row, "i32", None)
+        },
         Kernel::Rope => Recipe {
             in_place: true,
             ..r(wgsl::ROPE, element, "f32", Some("i32"))
@@ -486,8 +490,17 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     if r.in_place {
         s.push_str(wgsl::D_IN_PLACE);
     }
+    if let Some(tpr) = kernel.row_threads() {
+        s.push_str(&format!("const TPR: u32 = {}u;\n", tpr.get()));
+    }
     if r.reductions {
-        s.push_str(wgsl::ROW_REDUCE);
+        // One thread per row reduces nothing: no workgroup memory, no barrier in the module.
+        let one = kernel.row_threads().is_some_and(|t| t.get() == 1);
+        s.push_str(if one {
+            wgsl::ROW_REDUCE_ONE
+        } else {
+            wgsl::ROW_REDUCE
+        });
     }
     let fused = match variant {
         Variant::Fused { ops, act } if r.epilogue => Some((ops, act)),
@@ -520,6 +533,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
+    use super::super::ops::RowThreads;
     use super::*;
 
     /// Every kernel; the match makes a new variant a compile error here until it is listed.
@@ -527,10 +541,6 @@ mod tests {
         let mut all = vec![
             Kernel::Binary,
             Kernel::Unary,
-            Kernel::SoftMax,
-            Kernel::Norm,
-            Kernel::SumRows,
-            Kernel::Argmax,
             Kernel::Rope,
             Kernel::Cpy,
             Kernel::CpyF16,
@@ -545,14 +555,27 @@ mod tests {
             Kernel::Patch,
         ];
         all.extend(REG_TILES.map(Kernel::MatMulReg));
+        // Row kernels with one thread a row, a warp's worth, and a workgroup.
+        for tpr in [
+            RowThreads::ONE,
+            RowThreads::for_rows(32, false),
+            RowThreads::ALL,
+        ] {
+            all.extend([
+                Kernel::SoftMax(tpr),
+                Kernel::Norm(tpr),
+                Kernel::SumRows(tpr),
+                Kernel::Argmax(tpr),
+            ]);
+        }
         for &k in &all {
             match k {
                 Kernel::Binary
                 | Kernel::Unary
-                | Kernel::SoftMax
-                | Kernel::Norm
-                | Kernel::SumRows
-                | Kernel::Argmax
+                | Kernel::SoftMax(_)
+                | Kernel::Norm(_)
+                | Kernel::SumRows(_)
+                | Kernel::Argmax(_)
                 | Kernel::Rope
                 | Kernel::Cpy
                 | Kernel::CpyF16
@@ -621,9 +644,13 @@ mod tests {
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
-        // kernels on 4 dtypes, 3 on i32, 7 on f32; fused: every matmul kernel on 4 dtypes, norm.
+        // kernels on 4 dtypes, 3 on i32, on f32 3 and 4 row kernels at 3 row widths; fused:
+        // every matmul kernel on 4 dtypes, norm at 3 row widths.
         let matmuls = 4 + REG_TILES.len();
-        assert_eq!(keys.len(), (matmuls + 4) * 4 + 3 + 7 + matmuls * 4 + 1);
+        assert_eq!(
+            keys.len(),
+            (matmuls + 4) * 4 + 3 + 3 + 4 * 3 + matmuls * 4 + 3
+        );
         for key in keys {
             let module = parse(key);
             assert_eq!(module.entry_points.len(), 1, "{key:?}: one entry point");
