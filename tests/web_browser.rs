@@ -153,6 +153,31 @@ async fn every_matmul_kernel_passes_in_chromium() {
     }
 }
 
+/// The row-kernel cases with the GPU's row widths (a warp, a workgroup) on SwiftShader, which
+/// otherwise runs one thread a row.
+#[wasm_bindgen_test]
+async fn row_kernels_pass_at_gpu_row_widths_in_chromium() {
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    use webtensor::backends::webgpu::set_row_threads;
+    let gpu = webgpu().await;
+    for t in [32, 256] {
+        for filter in ["softmax", "norm", "argmax"] {
+            set_row_threads(Some(t));
+            let report = webtensor::testing::run_suite(
+                gpu.clone(),
+                std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
+                Some(filter),
+            )
+            .await;
+            set_row_threads(None);
+            assert!(report.passed >= 4, "{t} threads a row, {filter}: {report}");
+            if let Err(e) = report.check() {
+                panic!("{t} threads a row, {filter}: {e}");
+            }
+        }
+    }
+}
+
 /// Random graphs scheduled over WebGPU (some ops turned off) and the CPU equal the reference.
 #[wasm_bindgen_test]
 async fn scheduler_splits_between_webgpu_and_cpu_in_chromium() {

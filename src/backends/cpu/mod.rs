@@ -223,6 +223,18 @@ impl CpuBackend {
 
 impl BackendImpl for CpuBackend {
     fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
+        // The pool's threads stay with this split until its last node (Pool::team).
+        self.device
+            .pool
+            .team(|| self.compute_nodes(graph, nodes, mem))
+    }
+    fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+impl CpuBackend {
+    fn compute_nodes(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
         let mut src = Vec::with_capacity(3);
         let par = self.device.pool.par();
         for &id in nodes {
@@ -246,8 +258,5 @@ impl BackendImpl for CpuBackend {
             }
         }
         Ok(())
-    }
-    fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {
-        Box::pin(std::future::ready(Ok(())))
     }
 }

@@ -12,7 +12,9 @@
 //! code, with the same reduction order), so results are bit-identical across thread counts;
 //! ranges are disjoint, so each output byte has one writer.
 
+use std::cell::Cell;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -109,6 +111,32 @@ impl Pool {
         }
     }
 
+    /// Runs `body` with this pool's threads held as a team (ggml's thread pool model): the
+    /// other threads join once and spin between the [`Par::for_ranges`] calls `body` makes on
+    /// the calling thread, taking their pieces at once, instead of sleeping after each and
+    /// being woken for the next (a wake-up costs tens of microseconds in a browser, as much
+    /// as a small node's work). The team ends with `body`; while it lasts the other threads
+    /// busy-wait, so it spans one graph split's CPU nodes and nothing else. With one thread,
+    /// or inside a team already, `body` just runs.
+    pub fn team<R>(&self, body: impl FnOnce() -> R) -> R {
+        if self.threads <= 1 || TEAM.with(|t| t.get().is_some()) {
+            return body();
+        }
+        let team = Team::default();
+        let threads = self.threads;
+        #[cfg(not(target_arch = "wasm32"))]
+        let out = match &self.own {
+            Some(pool) => pool.in_place_scope(|s| lead(s, &team, threads, body)),
+            None => rayon::in_place_scope(|s| lead(s, &team, threads, body)),
+        };
+        #[cfg(target_arch = "wasm32")]
+        let out = rayon::in_place_scope(|s| lead(s, &team, threads, body));
+        if team.panicked.load(Ordering::Acquire) {
+            panic!("a CPU kernel panicked on a team thread");
+        }
+        out
+    }
+
     /// The handle kernels split work with.
     pub fn par(&self) -> Par<'_> {
         Par {
@@ -175,11 +203,16 @@ impl Par<'_> {
         let align = align.max(1);
         let units = n.div_ceil(align);
         let pieces = self.pieces(units, min.div_ceil(align));
-        if pieces <= 1 {
+        if pieces <= 1 || IN_PIECE.with(Cell::get) {
             if n > 0 {
                 f(0..n);
             }
             return;
+        }
+        if let Some(team) = TEAM.with(Cell::get) {
+            // SAFETY: the pointer is the leader's team, alive while its `Lead` is set.
+            let team = unsafe { &*team };
+            return team.run(pieces, &|p| f(piece(n, align, pieces, p)));
         }
         let run = || {
             (0..pieces)
@@ -194,6 +227,155 @@ impl Par<'_> {
     }
 }
 
+/// The team's start in `scope`: `threads - 1` threads serve `team` while the calling thread
+/// runs `body`. The team ends however `body` ends (a panic must not leave threads serving,
+/// the scope waiting for them).
+fn lead<'s, R>(
+    scope: &rayon::Scope<'s>,
+    team: &'s Team,
+    threads: usize,
+    body: impl FnOnce() -> R,
+) -> R {
+    let _end = End(team);
+    for _ in 1..threads {
+        scope.spawn(move |_| team.serve());
+    }
+    let _lead = Lead::new(team);
+    body()
+}
+
+thread_local! {
+    /// The team this thread leads ([`Pool::team`]), if any.
+    static TEAM: Cell<Option<*const Team>> = const { Cell::new(None) };
+    /// Set while this thread runs a piece of a team's job: a split inside it runs serially.
+    static IN_PIECE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Bits of [`Team::claim`]: the job's generation above, its piece count and the next
+/// unclaimed piece below (pieces are at most `MAX_THREADS` = 64, under 256).
+const PIECE_BITS: u32 = 8;
+const PIECE_MASK: u64 = (1 << PIECE_BITS) - 1;
+
+/// One job: its pieces' function, on the leader's stack while the job runs.
+struct Job<'a> {
+    f: &'a (dyn Fn(usize) + Sync),
+}
+
+/// The shared state of a team ([`Pool::team`]): the job being run and who took which piece.
+#[derive(Default)]
+struct Team {
+    /// `generation << 16 | pieces << 8 | next piece`: one word, so a thread claims a piece
+    /// of the job it saw (a compare-exchange fails once the leader has moved on).
+    claim: AtomicU64,
+    /// The current job (a `*const Job`), stored before `claim` announces it.
+    job: AtomicPtr<()>,
+    /// Pieces of the current job finished.
+    done: AtomicUsize,
+    /// The team is over: threads stop serving.
+    quit: AtomicBool,
+    /// A piece panicked (natively; wasm aborts).
+    panicked: AtomicBool,
+}
+
+impl Team {
+    /// The leader: runs job `f` over `pieces` pieces with whoever of the team is serving,
+    /// taking pieces itself, and returns when all are done.
+    fn run(&self, pieces: usize, f: &(dyn Fn(usize) + Sync)) {
+        let job = Job { f };
+        let generation = (self.claim.load(Ordering::Relaxed) >> (2 * PIECE_BITS)) + 1;
+        self.done.store(0, Ordering::Relaxed);
+        self.job
+            .store(&job as *const Job<'_> as *mut (), Ordering::Relaxed);
+        self.claim.store(
+            generation << (2 * PIECE_BITS) | (pieces as u64) << PIECE_BITS,
+            Ordering::Release,
+        );
+        self.take_pieces();
+        while self.done.load(Ordering::Acquire) < pieces {
+            std::hint::spin_loop();
+        }
+        if self.panicked.load(Ordering::Acquire) {
+            panic!("a CPU kernel panicked on a team thread");
+        }
+    }
+
+    /// Claims and runs pieces of the announced job until none is left.
+    fn take_pieces(&self) {
+        let mut c = self.claim.load(Ordering::Acquire);
+        loop {
+            let (pieces, next) = ((c >> PIECE_BITS) & PIECE_MASK, c & PIECE_MASK);
+            if next >= pieces {
+                return;
+            }
+            match self
+                .claim
+                .compare_exchange_weak(c, c + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    // SAFETY: the job stays alive until its pieces are all done, and this
+                    // piece is not done yet; the claim's acquire orders the pointer's store.
+                    let job = unsafe { &*(self.job.load(Ordering::Acquire) as *const Job<'_>) };
+                    IN_PIECE.with(|b| b.set(true));
+                    let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        (job.f)(next as usize)
+                    }))
+                    .is_ok();
+                    IN_PIECE.with(|b| b.set(false));
+                    if !ok {
+                        self.panicked.store(true, Ordering::Release);
+                    }
+                    self.done.fetch_add(1, Ordering::AcqRel);
+                    c = self.claim.load(Ordering::Acquire);
+                }
+                Err(now) => c = now,
+            }
+        }
+    }
+
+    /// A team thread's loop: takes pieces of each job as it is announced, spinning between
+    /// jobs, until the team is over.
+    fn serve(&self) {
+        let mut seen = 0;
+        loop {
+            let c = self.claim.load(Ordering::Acquire);
+            if c != seen {
+                seen = c;
+                self.take_pieces();
+                continue;
+            }
+            if self.quit.load(Ordering::Acquire) {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Ends its team when dropped.
+struct End<'a>(&'a Team);
+
+impl Drop for End<'_> {
+    fn drop(&mut self) {
+        self.0.quit.store(true, Ordering::Release);
+    }
+}
+
+/// Marks the calling thread as its team's leader while alive.
+struct Lead;
+
+impl Lead {
+    fn new(team: &Team) -> Self {
+        TEAM.with(|t| t.set(Some(team as *const Team)));
+        Lead
+    }
+}
+
+impl Drop for Lead {
+    fn drop(&mut self) {
+        TEAM.with(|t| t.set(None));
+    }
+}
+
 /// Piece `p` of `0..n` cut into `pieces` near-equal ranges on multiples of `align` (the last
 /// may end anywhere): the cut [`Par::for_ranges`] makes, for kernels that cut their own tasks.
 pub fn piece(n: usize, align: usize, pieces: usize, p: usize) -> Range<usize> {
@@ -205,6 +387,7 @@ pub fn piece(n: usize, align: usize, pieces: usize, p: usize) -> Range<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
     use std::sync::Mutex;
 
     /// Thread counts a test can make pools of: natively any; on wasm what the pool has.
@@ -246,6 +429,67 @@ mod tests {
                 assert!(seen.len() <= threads);
             }
         }
+    }
+
+    /// In a team, job after job (many small ones, as a graph's nodes) covers every item once,
+    /// a split inside a piece runs on its thread, and the threads are free again after.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn a_team_runs_job_after_job_over_every_item_once() {
+        use std::sync::atomic::AtomicUsize;
+        for threads in counts() {
+            let pool = Pool::new(Some(threads)).unwrap();
+            let par = pool.par();
+            let total = pool.team(|| {
+                let mut total = 0;
+                for job in 0..2000 {
+                    let n = 1 + job % 97;
+                    let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+                    par.eager().for_ranges(n, 1, 1, |r| {
+                        // Nested: serial on this thread, still every item.
+                        par.eager().for_ranges(r.len(), 1, 1, |q| {
+                            for i in q {
+                                hits[r.start + i].fetch_add(1, Ordering::Relaxed);
+                            }
+                        });
+                    });
+                    assert!(
+                        hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                        "job {job}"
+                    );
+                    total += n;
+                }
+                total
+            });
+            assert_eq!(total, (0..2000).map(|j| 1 + j % 97).sum::<usize>());
+            // After the team: plain splits run, and another team starts.
+            let sum = AtomicUsize::new(0);
+            par.eager().for_ranges(100, 1, 1, |r| {
+                sum.fetch_add(r.sum::<usize>(), Ordering::Relaxed);
+            });
+            assert_eq!(sum.load(Ordering::Relaxed), 4950);
+            assert_eq!(pool.team(|| 7), 7);
+        }
+    }
+
+    /// A panic in a team's piece (natively; wasm aborts) surfaces as a panic of the caller,
+    /// and the pool's threads are not left serving (a later team runs).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn a_panicking_piece_ends_the_team_with_a_panic() {
+        let pool = Pool::new(Some(2)).unwrap();
+        let par = pool.par();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.team(|| {
+                par.eager().for_ranges(64, 1, 1, |r| {
+                    if r.contains(&63) {
+                        panic!("boom");
+                    }
+                })
+            })
+        }));
+        assert!(r.is_err());
+        assert_eq!(pool.team(|| 1 + 1), 2);
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
