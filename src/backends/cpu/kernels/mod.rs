@@ -178,12 +178,7 @@ pub(crate) fn for_rows_with<S>(
 /// win): cutting a node costs ~7 us (2 threads eager vs 1 on the smallest nodes: add 384x4
 /// 0.4 vs 6.5 us, norm 1.2 vs 7.5 us), so a split pays from ~2 x 7 us of work; an add runs
 /// 0.24 ns per element (384x128: 11.9 us), so 2^15 add-elements per thread is ~8 us each.
-/// In a browser a cut costs more (waking a Web Worker): MiniLM f32 128 tokens in Chromium
-/// (`MINILM_PROFILE=1`, threads-relaxed, same run) took longer on 2 threads than on 1 in
-/// every node this split and the matmuls did not: copies [32, 128, 12] 2.5 → 4.5 ms, norm
-/// [384, 128] 1.7 → 2.9 ms (30 and 65 nodes); so wasm splits from 4x as much.
-pub(crate) const MIN_PAR_ELEMS: usize = if cfg!(target_arch = "wasm32") {
-    1 << 17
-} else {
-    1 << 15
-};
+/// In a browser a cut used to cost more (waking a Web Worker for each node) and wasm split
+/// from 4x as much; the CPU backend now keeps its threads as a team for a whole split
+/// (`Pool::team`: a cut is a few atomic operations), so one threshold serves both.
+pub(crate) const MIN_PAR_ELEMS: usize = 1 << 15;

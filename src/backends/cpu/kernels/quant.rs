@@ -172,13 +172,6 @@ unsafe fn tile<const J: usize>(
     }
 }
 
-/// The integer dot path ([`matmul`] with few activation rows) is cut over threads from this
-/// many multiply-adds per thread: it runs ~40 GMAC/s a thread in Chromium (relaxed SIMD), so
-/// `gemm::MIN_PAR_MACS` (128 K, ~3 us there) split MiniLM's 8-token matmuls into pieces
-/// shorter than a browser pool's wake-up: 2 threads took 5.05 ms vs 3.45 on 1 (same run,
-/// `scripts/bench-threads.sh`). 4 M is ~100 us a thread.
-const MIN_PAR_DOT_MACS: usize = 1 << 22;
-
 /// Output rows `0 .. n` × weight rows `rows` of `a`'s batch `ab`: tiles of `N_TILE`
 /// activation rows, then the rest one at a time (the matrix-vector case) over groups of 4
 /// weight rows. The unit of work of [`matmul`]'s threads, not inlined into their closure so
@@ -270,7 +263,7 @@ pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> boo
         quantize_rows(par, b, rows, per_run, k, &mut xq);
         // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
         // whatever the cut.
-        let min_rows = MIN_PAR_DOT_MACS.div_ceil((per_run * k).max(1));
+        let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((per_run * k).max(1));
         par.for_ranges(m, min_rows, M_BLOCK, |r| {
             for m0 in r.clone().step_by(M_BLOCK) {
                 let ms = m0..r.end.min(m0 + M_BLOCK);

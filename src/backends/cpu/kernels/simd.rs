@@ -688,22 +688,48 @@ pub fn exp_nonpos(x_in: F32x4) -> F32x4 {
     (e * n.pow2i()).zero_unless_ge(x_in, lo)
 }
 
-/// GELU with the exact (erf) form, `x Φ(x)`, lane-wise. erf from Abramowitz & Stegun 7.1.26
-/// (|error| ≤ 1.5e-7): with `a = |x|` and `r = t P(t) e^(-a²/2)`, `t = 1 / (1 + p a/√2)`,
-/// erf(a/√2) = 1 - r, so `x Φ(x)` = `(x + a)/2 - a r/2` for either sign of `x`.
+/// GELU with the exact (erf) form, `x Φ(x)` = `x/2 (1 + erf(x/√2))`, lane-wise, |error| below
+/// 7e-7 · max(1, |x Φ(x)|). erf is the odd/even rational fit on [-4, 4] that Eigen and
+/// XNNPACK use (`z P(z²) / Q(z²)`; |error| < 4e-7, and ±1 in f32 beyond): eleven
+/// multiply-adds and a divide, against an exp and a divide for Abramowitz & Stegun 7.1.26
+/// (MiniLM f32 128 tokens spends 4% of its CPU time in GELU). Below x = -10 the result is
+/// exactly 0, above 10 exactly x (Φ is 1 - 8e-24 there).
 #[inline(always)]
 pub fn gelu_erf(x: F32x4) -> F32x4 {
-    let zero = F32x4::splat(0.0);
-    let one = F32x4::splat(1.0);
-    let half = F32x4::splat(0.5);
-    let a = x.max(zero - x);
-    let t = one / (one + F32x4::splat(0.327_591_1 * std::f32::consts::FRAC_1_SQRT_2) * a);
-    let mut p = F32x4::splat(1.061_405_4);
-    for c in [-1.453_152_1, 1.421_413_8, -0.284_496_72, 0.254_829_6] {
-        p = p * t + F32x4::splat(c);
+    const P: [f32; 7] = [
+        -2.726_142_3e-10,
+        2.770_681_4e-8,
+        -2.101_024e-6,
+        -5.692_506_4e-5,
+        -7.349_906_3e-4,
+        -2.954_6e-3,
+        -1.609_603_3e-2,
+    ];
+    const Q: [f32; 5] = [
+        -1.456_607_2e-5,
+        -2.133_740_6e-4,
+        -1.682_827e-3,
+        -7.373_329e-3,
+        -1.426_473_9e-2,
+    ];
+    let z = (x * F32x4::splat(std::f32::consts::FRAC_1_SQRT_2))
+        .min(F32x4::splat(4.0))
+        .max(F32x4::splat(-4.0));
+    let z2 = z * z;
+    let mut p = F32x4::splat(P[0]);
+    for c in &P[1..] {
+        p = F32x4::splat(*c).mul_add(p, z2);
     }
-    let r = p * t * exp_nonpos(zero - half * a * a);
-    half * (x + a) - half * a * r
+    let mut q = F32x4::splat(Q[0]);
+    for c in &Q[1..] {
+        q = F32x4::splat(*c).mul_add(q, z2);
+    }
+    let half_x = x * F32x4::splat(0.5);
+    let r = half_x
+        .mul_add(half_x, z * p / q)
+        .zero_unless_ge(x, F32x4::splat(-10.0));
+    // r + (x - r) is x exactly (x - r is exact: r is within a factor 2 of x there).
+    r + (x - r).zero_unless_ge(x, F32x4::splat(10.0))
 }
 
 #[cfg(test)]
