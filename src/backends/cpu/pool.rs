@@ -4,13 +4,18 @@
 //!   default) or owns a `rayon::ThreadPool` of the size asked for (tests and benchmarks make
 //!   devices with 1, 2 or 4 threads side by side).
 //! - On wasm32 the global pool is the only one: the threaded build starts it from JS
-//!   (wasm-bindgen-rayon's `initThreadPool(n)`, Web Workers on shared memory); in a build
+//!   (`initThreadPool(n)`, Web Workers on shared memory; `src/threads.rs`); in a build
 //!   without atomics rayon-core falls back to a pool of one: the calling thread.
 //!
 //! Kernels get a [`Par`] and call [`Par::for_ranges`] over their output rows or tiles. Every
 //! range is computed exactly as one thread would compute it (each output element by the same
 //! code, with the same reduction order), so results are bit-identical across thread counts;
 //! ranges are disjoint, so each output byte has one writer.
+//!
+//! The CPU backend runs a split's nodes inside [`Pool::team`]: the pool's other threads join
+//! once and spin between nodes, and each `for_ranges` becomes a job whose pieces the team
+//! claims from one atomic word (no wake-up per node). Outside a team `for_ranges` goes
+//! through rayon's parallel iterator.
 
 use std::cell::Cell;
 use std::ops::Range;
