@@ -358,3 +358,39 @@ fn random_graphs_match_the_reference() {
         "the generator must exercise splits: {multi_split}, {copies}"
     );
 }
+
+/// The profiler, on a 2-thread CPU device: a profiled run computes the split as one call (its
+/// threads a team across it) and the CPU records each node once, under its op and shapes.
+#[test]
+fn a_profiled_run_records_each_cpu_node_once() {
+    use webtensor::backend::profile;
+    let mut g = Graph::new();
+    let (x, _) = mlp(&mut g);
+    let dev: Rc<dyn Device> = Rc::new(CpuDevice::with_threads(KernelSet::Fast, Some(2)).unwrap());
+    let sched = Scheduler::new(vec![dev]).unwrap();
+    let plan = sched.plan(&g, &PlanOptions::default()).unwrap();
+    let w: HashMap<TensorId, Vec<u8>> = g
+        .iter()
+        .filter(|(_, t)| t.role == webtensor::graph::Role::Weight)
+        .map(|(id, t)| (id, vec![0u8; t.nbytes()]))
+        .collect();
+    let mut session = Session::new(&sched, &g, plan, &HashMap::new()).unwrap();
+    session.set_weights(&w).unwrap();
+    let input = HashMap::from([(x, vec![0u8; 32 * 4 * 4])]);
+    profile::start();
+    for _ in 0..3 {
+        block_on(session.run(&input)).unwrap();
+    }
+    let table = profile::stop();
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    // mlp: two matmuls (different shapes), gelu, add, norm: 5 kinds, each 3 times.
+    assert_eq!(rows.len(), 5, "{table}");
+    for r in &rows {
+        assert!(r.contains("     3×  CPU "), "{table}");
+    }
+    assert!(
+        table.contains("CPU MatMul F32 [32, 48, 1, 1] [32, 4, 1, 1]"),
+        "{table}"
+    );
+    assert!(!profile::enabled());
+}

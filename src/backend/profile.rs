@@ -7,6 +7,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use crate::graph::{Graph, Tensor};
+
 thread_local! {
     static ON: Cell<bool> = const { Cell::new(false) };
     static ROWS: RefCell<HashMap<String, (f64, u64)>> = RefCell::new(HashMap::new());
@@ -31,6 +33,18 @@ pub fn record(key: impl FnOnce() -> String, ms: f64) {
         e.0 += ms;
         e.1 += 1;
     });
+}
+
+/// The profile row of node `t` of `graph` on device `device`: device, op, source dtype and
+/// operand shapes.
+pub fn node_key(device: &str, graph: &Graph, t: &Tensor) -> String {
+    let shapes: Vec<String> = t
+        .src
+        .iter()
+        .map(|&s| format!("{:?}", graph.tensor(s).ne))
+        .collect();
+    let dtype = t.src.first().map_or(t.dtype, |&s| graph.tensor(s).dtype);
+    format!("{device} {:?} {dtype:?} {}", t.op.kind(), shapes.join(" "))
 }
 
 /// Stops recording; returns the rows, most time first, as a table.

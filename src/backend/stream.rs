@@ -49,6 +49,13 @@ pub trait BackendImpl {
     ) -> Result<Option<Box<dyn PreparedImpl>>> {
         Ok(None)
     }
+    /// (optional) Whether `compute` completes each node before starting the next and, while
+    /// the profiler records, adds each node's time itself ([`profile::node_key`] rows); then
+    /// a profiled run computes a split as one call, as an unprofiled run does (the CPU: its
+    /// threads stay a team across the split). Default: no, the stream times node by node.
+    fn records_node_times(&self) -> bool {
+        false
+    }
 }
 
 /// A split as a backend prepared it: the device's prepared form, or (the default) just the
@@ -137,13 +144,19 @@ impl Backend {
     }
 
     /// Runs `nodes` one at a time, each waited for, adding each node's time to the profile
-    /// (GPU work included: the clock stops when the device says the node completed).
+    /// (GPU work included: the clock stops when the device says the node completed); or all
+    /// at once where the backend times its nodes itself
+    /// ([`BackendImpl::records_node_times`]).
     pub async fn compute_profiled(
         &self,
         graph: &Graph,
         nodes: &[TensorId],
         mem: &TensorMemory,
     ) -> Result<()> {
+        if self.imp.records_node_times() {
+            self.imp.compute(graph, nodes, mem)?;
+            return self.imp.synchronize().await;
+        }
         for &id in nodes {
             let t = graph.get(id)?;
             if t.op.is_noop() {
@@ -153,24 +166,7 @@ impl Backend {
             self.imp.compute(graph, &[id], mem)?;
             self.imp.synchronize().await?;
             let ms = crate::clock::now_ms() - t0;
-            profile::record(
-                || {
-                    let shapes: Vec<String> = t
-                        .src
-                        .iter()
-                        .map(|&s| format!("{:?}", graph.tensor(s).ne))
-                        .collect();
-                    let dtype = t.src.first().map_or(t.dtype, |&s| graph.tensor(s).dtype);
-                    format!(
-                        "{} {:?} {:?} {}",
-                        self.name(),
-                        t.op.kind(),
-                        dtype,
-                        shapes.join(" ")
-                    )
-                },
-                ms,
-            );
+            profile::record(|| profile::node_key(self.name(), graph, t), ms);
         }
         Ok(())
     }

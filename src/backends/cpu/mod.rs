@@ -14,8 +14,8 @@ pub use view::TensorView;
 use std::rc::Rc;
 
 use crate::backend::{
-    BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture, Support,
-    TensorMemory,
+    profile, BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture,
+    Support, TensorMemory,
 };
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Op, TensorId};
@@ -231,17 +231,22 @@ impl BackendImpl for CpuBackend {
     fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {
         Box::pin(std::future::ready(Ok(())))
     }
+    fn records_node_times(&self) -> bool {
+        true
+    }
 }
 
 impl CpuBackend {
     fn compute_nodes(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
         let mut src = Vec::with_capacity(3);
         let par = self.device.pool.par();
+        let profiling = profile::enabled();
         for &id in nodes {
             let t = graph.get(id)?;
             if t.op.is_noop() {
                 continue;
             }
+            let t0 = profiling.then(crate::clock::now_ms);
             let dst = self.view(graph, mem, id)?;
             src.clear();
             for &s in &t.src {
@@ -255,6 +260,10 @@ impl CpuBackend {
             }
             if !done {
                 kernels::compute(par, self.device.kernels, &t.op, &dst, &src)?;
+            }
+            if let Some(t0) = t0 {
+                let ms = crate::clock::now_ms() - t0;
+                profile::record(|| profile::node_key(self.device.name(), graph, t), ms);
             }
         }
         Ok(())
