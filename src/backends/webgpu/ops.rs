@@ -71,12 +71,13 @@ impl RowThreads {
     /// One workgroup per row.
     pub(super) const ALL: Self = Self(WG as u32);
 
-    /// For rows of `n` elements ([`set_row_threads`] overrides it). On a software adapter one thread per row: it runs a barrier
-    /// by switching between all of a workgroup's invocations, so the 20 of a softmax or norm
-    /// over 256 threads cost far more than a serial row (SwiftShader in Chromium, MiniLM
-    /// f32 at 32 tokens: the attention softmax, 384 rows of 32, took 230 ms a call with
-    /// 256 threads a row). On a GPU about one element per thread, from a warp to `WG`
-    /// (short rows no longer leave most of a 256-thread workgroup idle).
+    /// For rows of `n` elements ([`set_row_threads`] overrides it). On a software adapter
+    /// one thread per row: it runs a barrier by switching between all of a workgroup's
+    /// invocations, so the 20 of a softmax or norm over 256 threads cost far more than a
+    /// serial row (SwiftShader in Chromium, MiniLM f32 at 32 tokens: the attention softmax,
+    /// 384 rows of 32, took 230 ms a call with 256 threads a row). On a GPU about one element
+    /// per thread, from a warp to `WG` (short rows no longer leave most of a 256-thread
+    /// workgroup idle).
     pub(super) fn for_rows(n: usize, software: bool) -> Self {
         if let Some(t) = ROW_THREADS.with(|c| c.get()) {
             return Self(t);
@@ -84,7 +85,7 @@ impl RowThreads {
         if software {
             Self::ONE
         } else {
-            Self((n.next_power_of_two().min(WG) as u32).clamp(32, Self::ALL.0))
+            Self((n.min(WG).next_power_of_two() as u32).clamp(32, Self::ALL.0))
         }
     }
 
@@ -424,6 +425,9 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
     let n = t.numel();
     let nrows = srcs[0].nrows();
     let software = software_adapter(&ctx.info);
+    // Row kernels: threads per row from the row length, and their grid.
+    let tpr = RowThreads::for_rows(srcs[0].ne[0], software);
+    let row_grid = || grid(ctx, tpr.groups(nrows), true);
     params.u[1] = to_u32(n, "element count")?;
     let (key, b, groups): (PipelineKey, Option<Option<TensorId>>, [u32; 3]) = match t.op {
         Op::Leaf | Op::View => return Ok(None),
@@ -460,40 +464,26 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             params.u[1] = to_u32(nrows, "row count")?;
             params.u[2] = u32::from(srcs.len() > 1);
             params.f[0] = scale;
-            let tpr = RowThreads::for_rows(t.ne[0], software);
-            (
-                (Kernel::SoftMax(tpr), DType::F32),
-                Some(b),
-                grid(ctx, tpr.groups(nrows), true)?,
-            )
+            ((Kernel::SoftMax(tpr), DType::F32), Some(b), row_grid()?)
         }
         Op::Norm { eps } | Op::RmsNorm { eps } => {
             need(srcs[0], &[DType::F32], "norm input")?;
             params.u[0] = u32::from(matches!(t.op, Op::RmsNorm { .. }));
             params.u[1] = to_u32(nrows, "row count")?;
             params.f[0] = eps;
-            let tpr = RowThreads::for_rows(t.ne[0], software);
             // b: a fused residual (fuse.rs), otherwise a dummy.
-            (
-                (Kernel::Norm(tpr), DType::F32),
-                Some(None),
-                grid(ctx, tpr.groups(nrows), true)?,
-            )
+            ((Kernel::Norm(tpr), DType::F32), Some(None), row_grid()?)
         }
         Op::SumRows | Op::Mean => {
             need(srcs[0], &[DType::F32], "reduction input")?;
             params.u[0] = u32::from(matches!(t.op, Op::Mean));
             params.u[1] = to_u32(nrows, "row count")?;
-            let tpr = RowThreads::for_rows(srcs[0].ne[0], software);
-            let g = grid(ctx, tpr.groups(nrows), true)?;
-            ((Kernel::SumRows(tpr), DType::F32), None, g)
+            ((Kernel::SumRows(tpr), DType::F32), None, row_grid()?)
         }
         Op::Argmax => {
             need(srcs[0], &[DType::F32], "argmax input")?;
             params.u[1] = to_u32(nrows, "row count")?;
-            let tpr = RowThreads::for_rows(srcs[0].ne[0], software);
-            let g = grid(ctx, tpr.groups(nrows), true)?;
-            ((Kernel::Argmax(tpr), DType::F32), None, g)
+            ((Kernel::Argmax(tpr), DType::F32), None, row_grid()?)
         }
         Op::Rope(rp) => {
             need(srcs[0], &[DType::F32], "rope input")?;
