@@ -60,6 +60,10 @@ put("gguf", "align64.gguf", gguf([kv("general.alignment", 4, struct.pack("<I", 6
 put("gguf", "vocab.gguf", gguf([kv("general.architecture", 8, s("bert")), kv("tokenizer.ggml.model", 8, s("bert")),
     kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, 6) + b"".join(s(t) for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "##s"]))], []))
 put("gguf", "empty.gguf", gguf([], []))
+# A 1 GiB alignment and no tensors: no data section, so nothing to pad (the writer once
+# padded the header to the alignment and ran out of memory on this).
+put("gguf", "align_huge_no_tensors.gguf",
+    b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv("general.alignment", 4, struct.pack("<I", 1 << 30)))
 
 texts = ["Hello, world! UNwanted running.", "Café 你好 naïve résumé", "[CLS] hello [SEP][MASK][PAD]",
          "tabs\tand\nnewlines\r\n and \u200b zero width", "a" * 120 + " ab abc ##b", "emoji 😀 and \ufffd replacement"]

@@ -825,7 +825,11 @@ impl GgufWriter {
             out.extend_from_slice(&(offset as u64).to_le_bytes());
             offset = (offset + t.nbytes).next_multiple_of(alignment);
         }
-        out.resize(out.len().next_multiple_of(alignment), 0);
+        // No tensors, no data section to align: a file may name any power-of-two
+        // alignment (up to 2^31) without the writer padding to it.
+        if !self.tensors.is_empty() {
+            out.resize(out.len().next_multiple_of(alignment), 0);
+        }
         for (_, bytes) in &self.tensors {
             out.extend_from_slice(bytes);
             out.resize(out.len().next_multiple_of(alignment), 0);
@@ -941,6 +945,19 @@ mod tests {
             w2.add_tensor(&t.name, t.dtype, &t.ne, d).unwrap();
         }
         assert_eq!(w2.to_bytes(), bytes);
+    }
+
+    #[test]
+    fn a_huge_alignment_without_tensors_writes_no_padding() {
+        // Found by the fuzzer: a 1 GiB alignment in a file with no tensors parses (no
+        // data section), and rewriting it must not pad the header to 1 GiB.
+        let mut w = GgufWriter::new();
+        w.set(ALIGNMENT_KEY, Value::U32(1 << 30)).unwrap();
+        let bytes = w.to_bytes();
+        assert!(bytes.len() < 100, "{} bytes", bytes.len());
+        let g = Gguf::parse(&bytes).unwrap();
+        assert_eq!(g.alignment(), 1 << 30);
+        assert!(g.tensors().is_empty());
     }
 
     #[test]
