@@ -6,6 +6,7 @@
 
 mod buffer;
 mod exec;
+pub mod fuse;
 pub mod profile;
 mod registry;
 mod restrict;

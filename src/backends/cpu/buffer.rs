@@ -174,7 +174,7 @@ impl BufferImpl for CpuBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backends::cpu::kernels::{self, gemm};
+    use crate::backends::cpu::kernels;
     use crate::backends::cpu::{Par, Pool};
     use crate::graph::{DType, Graph};
     use crate::testing::Rng;
@@ -217,13 +217,21 @@ mod tests {
         assert!(cpu(&wbuf).packed_bytes() >= m * k * 4);
         // Natively the packed product also runs on two threads: the same bytes.
         let pool = Pool::new(Some(if cfg!(target_arch = "wasm32") { 1 } else { 2 })).unwrap();
-        assert!(gemm::matmul(Par::SERIAL, &view(&d1, y), &wv, &xv));
-        assert!(kernels::matmul_prepacked(
+        assert!(kernels::matmul_fused(
+            Par::SERIAL,
+            &view(&d1, y),
+            &wv,
+            &xv,
+            None,
+            None
+        ));
+        assert!(kernels::matmul_fused(
             pool.par(),
             &view(&d2, y),
             &wv,
             &xv,
-            &pre
+            Some(&pre),
+            None
         ));
         assert_eq!(cpu(&d1).bytes(), cpu(&d2).bytes());
         assert!(cpu(&d1).bytes().iter().any(|&b| b != 0));
@@ -296,12 +304,13 @@ mod tests {
             };
             fast(Par::SERIAL).unwrap();
             for (i, par) in [(1, Par::SERIAL), (2, pool.par())] {
-                assert!(kernels::matmul_prepacked(
+                assert!(kernels::matmul_fused(
                     par,
                     &view(&outs[i], y),
                     &wv,
                     &xv,
-                    &pre
+                    Some(&pre),
+                    None
                 ));
                 assert_eq!(
                     cpu(&outs[0]).bytes(),

@@ -11,11 +11,12 @@ pub use kernels::KernelSet;
 pub use pool::{Par, Pool};
 pub use view::TensorView;
 
+use std::ops::Range;
 use std::rc::Rc;
 
 use crate::backend::{
-    profile, BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture,
-    Support, TensorMemory,
+    fuse, profile, BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind,
+    LocalBoxFuture, Support, TensorMemory,
 };
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Op, TensorId};
@@ -241,31 +242,106 @@ impl CpuBackend {
         let mut src = Vec::with_capacity(3);
         let par = self.device.pool.par();
         let profiling = profile::enabled();
+        let mut compute = Vec::with_capacity(nodes.len());
         for &id in nodes {
-            let t = graph.get(id)?;
-            if t.op.is_noop() {
-                continue;
+            if !graph.get(id)?.op.is_noop() {
+                compute.push(id);
             }
+        }
+        // Matmul chains run as one kernel (backend::fuse), from use counts taken once a call.
+        let fast = self.device.kernels == KernelSet::Fast;
+        let uses = (fast && compute.iter().any(|&id| graph.tensor(id).op == Op::MatMul))
+            .then(|| fuse::use_counts(graph));
+        let mut i = 0;
+        while i < compute.len() {
+            let t = graph.tensor(compute[i]);
             let t0 = profiling.then(crate::clock::now_ms);
-            let dst = self.view(graph, mem, id)?;
-            src.clear();
-            for &s in &t.src {
-                src.push(self.view(graph, mem, s)?);
-            }
-            let mut done = false;
-            if let (Op::MatMul, KernelSet::Fast, [a, b]) = (t.op, self.device.kernels, &src[..]) {
-                if let Some(pre) = self.packed_weights(graph, mem, t.src[0], a, b)? {
-                    done = kernels::matmul_prepacked(par, &dst, a, b, &pre);
+            let done = match (t.op, fast) {
+                (Op::MatMul, true) => {
+                    self.matmul(graph, mem, &compute[i..], uses.as_deref(), par)?
                 }
-            }
-            if !done {
+                _ => 0,
+            };
+            if done == 0 {
+                let dst = self.view(graph, mem, compute[i])?;
+                src.clear();
+                for &s in &t.src {
+                    src.push(self.view(graph, mem, s)?);
+                }
                 kernels::compute(par, self.device.kernels, &t.op, &dst, &src)?;
             }
             if let Some(t0) = t0 {
                 let ms = crate::clock::now_ms() - t0;
-                profile::record(|| profile::node_key(self.device.name(), graph, t), ms);
+                let fused = &compute[i + 1..i + done.max(1)];
+                profile::record(
+                    || {
+                        let mut key = profile::node_key(self.device.name(), graph, t);
+                        for &f in fused {
+                            key.push_str(&format!(" + {:?}", graph.tensor(f).op.kind()));
+                        }
+                        key
+                    },
+                    ms,
+                );
             }
+            i += done.max(1);
         }
         Ok(())
+    }
+
+    /// Runs the matmul `nodes[0]` with the nodes after it that [`fuse::matmul_chain`] finds
+    /// fused into its store, or alone when there are none or the kernel cannot take them;
+    /// returns how many nodes it computed (0: no fast kernel took it; the caller runs the
+    /// reference).
+    fn matmul(
+        &self,
+        graph: &Graph,
+        mem: &TensorMemory,
+        nodes: &[TensorId],
+        uses: Option<&[u32]>,
+        par: Par,
+    ) -> Result<usize> {
+        let t = graph.tensor(nodes[0]);
+        let [ia, ib] = t.src[..] else {
+            return Ok(0);
+        };
+        if t.ne.contains(&0) {
+            return Ok(0);
+        }
+        let (a, b) = (self.view(graph, mem, ia)?, self.view(graph, mem, ib)?);
+        let pre = self.packed_weights(graph, mem, ia, &a, &b)?;
+        let pre = pre.as_deref();
+        if let Some(c) = uses.and_then(|u| fuse::matmul_chain(graph, nodes, u)) {
+            // The chain's output must not overlap the operands the GEMM is still reading
+            // (the memory planner may reuse the bytes of one it frees after the matmul).
+            let out = self.span(graph, mem, c.out)?;
+            let free = [ia, ib]
+                .into_iter()
+                .map(|s| self.span(graph, mem, s))
+                .collect::<Result<Vec<_>>>()?
+                .iter()
+                .all(|s| s.end <= out.start || out.end <= s.start);
+            let bias = self.view(graph, mem, c.bias)?;
+            if let (true, Some(ep)) = (free, kernels::Epilogue::new(&bias, c.act)) {
+                let dst = self.view(graph, mem, c.out)?;
+                if kernels::matmul_fused(par, &dst, &a, &b, pre, Some(&ep)) {
+                    return Ok(c.len);
+                }
+            }
+        }
+        let dst = self.view(graph, mem, nodes[0])?;
+        Ok(usize::from(kernels::matmul_fused(
+            par, &dst, &a, &b, pre, None,
+        )))
+    }
+
+    /// The host addresses tensor `id` spans.
+    fn span(&self, graph: &Graph, mem: &TensorMemory, id: TensorId) -> Result<Range<usize>> {
+        let (buf, off) = mem.locate(graph, id)?;
+        let base = buf
+            .downcast::<CpuBuffer>()
+            .map_or(0, |c| c.base_ptr() as usize)
+            + off;
+        Ok(base..base + graph.tensor(id).nbytes())
     }
 }

@@ -399,7 +399,7 @@ impl Encoded {
                 compute.push(id);
             }
         }
-        let uses = fuse::enabled().then(|| fuse::use_counts(graph));
+        let uses = fuse::enabled().then(|| crate::backend::fuse::use_counts(graph));
         let mut bound: Vec<Bound<'_>> = Vec::new();
         let (mut k, mut fused) = (0, 0);
         'nodes: while k < compute.len() {

@@ -6,11 +6,8 @@
 //! - matmul → add(bias row vector) [→ gelu | gelu_erf | silu | relu];
 //! - [add(residual) →] norm | rms_norm → mul(weight row vector) [→ add(bias row vector)].
 //!
-//! A chain fuses only if its nodes are consecutive compute nodes of the split (nothing runs
-//! between them, so no other node can see the skipped intermediates or the early-written
-//! output) and every intermediate is f32, computed, not a view, not a graph output, and read
-//! by nothing but the next node of the chain (no other node, split or view reads it).
-//! Row vectors are f32 of shape `[ne0, 1, 1, 1]`, contiguous. Binding the fused dispatch can
+//! When a chain may fuse at all is the graph's business ([`crate::backend::fuse`], shared
+//! with the CPU's GEMM epilogue). Binding the fused dispatch can
 //! still fail (the output overlapping an operand, operands too far apart to share a binding):
 //! `backend.rs` then runs the nodes one by one.
 
@@ -19,7 +16,8 @@ use std::cell::Cell;
 use super::context::Ctx;
 use super::ops::{self, NodePlan};
 use super::shader::{takes_epilogue, EP_BIAS, EP_RESID, EP_SCALE};
-use crate::graph::{BinaryOp, DType, Graph, Op, Role, Tensor, TensorId, UnaryOp};
+use crate::backend::fuse::{self, binary_after, row_vector, skippable};
+use crate::graph::{BinaryOp, DType, Graph, Op, TensorId, UnaryOp};
 
 thread_local! {
     static FUSION: Cell<bool> = const { Cell::new(true) };
@@ -36,23 +34,6 @@ pub(super) fn enabled() -> bool {
     FUSION.with(|c| c.get())
 }
 
-/// How many times each tensor is read: as an operand of a node (each occurrence), or through
-/// a view of it.
-pub(super) fn use_counts(graph: &Graph) -> Vec<u32> {
-    let mut uses = vec![0u32; graph.len()];
-    for (_, t) in graph.iter() {
-        for s in &t.src {
-            if let Some(u) = uses.get_mut(s.0) {
-                *u += 1;
-            }
-        }
-        if let Some(u) = t.view_of.and_then(|root| uses.get_mut(root.0)) {
-            *u += 1;
-        }
-    }
-    uses
-}
-
 /// One fused dispatch: `plan` computes `out` (the chain's last node) from the first node's
 /// operands, with `scale` and `bias` bound for the epilogue (binding 4).
 #[derive(Clone)]
@@ -65,39 +46,13 @@ pub(super) struct Fused {
     pub len: usize,
 }
 
-/// An intermediate the chain may skip: only `next` reads it (see the module docs).
-fn skippable(graph: &Graph, uses: &[u32], id: TensorId, next: &Tensor) -> bool {
-    let t = graph.tensor(id);
-    uses.get(id.0) == Some(&1)
-        && next.src.contains(&id)
-        && !t.is_output
-        && t.view_of.is_none()
-        && t.role == Role::Compute
-        && t.dtype == DType::F32
-}
-
-/// Whether `id` is an f32 contiguous row vector of `n` elements.
-fn row_vector(graph: &Graph, id: TensorId, n: usize) -> bool {
-    let t = graph.tensor(id);
-    t.dtype == DType::F32 && t.ne == [n, 1, 1, 1] && t.nb[0] == 4
-}
-
-/// The other operand of `node` if it is `op` with `first` as operand 0.
-fn binary_after(node: &Tensor, op: BinaryOp, first: TensorId) -> Option<TensorId> {
-    match (&node.op, node.src.as_slice()) {
-        (Op::Binary(o), &[a, b]) if *o == op && a == first => Some(b),
-        _ => None,
-    }
-}
-
-/// The activation code of `act.wgsl` for a unary op it implements.
-fn act_code(op: &Op) -> Option<u32> {
+/// The activation code of `act.wgsl` for a unary op.
+fn act_code(op: UnaryOp) -> u32 {
     match op {
-        Op::Unary(UnaryOp::Gelu) => Some(1),
-        Op::Unary(UnaryOp::GeluErf) => Some(2),
-        Op::Unary(UnaryOp::Silu) => Some(3),
-        Op::Unary(UnaryOp::Relu) => Some(4),
-        _ => None,
+        UnaryOp::Gelu => 1,
+        UnaryOp::GeluErf => 2,
+        UnaryOp::Silu => 3,
+        UnaryOp::Relu => 4,
     }
 }
 
@@ -125,39 +80,24 @@ pub(super) fn chains(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], uses: &[u32])
     }
 }
 
-/// matmul → add(bias) [→ activation].
+/// matmul → add(bias) [→ activation] (found by [`crate::backend::fuse::matmul_chain`]).
 fn matmul_chain(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], uses: &[u32]) -> Option<Fused> {
-    let (&mm, &add) = (nodes.first()?, nodes.get(1)?);
-    let (tm, ta) = (graph.tensor(mm), graph.tensor(add));
-    let bias = binary_after(ta, BinaryOp::Add, mm)?;
-    if !skippable(graph, uses, mm, ta) || !row_vector(graph, bias, tm.ne[0]) {
-        return None;
-    }
-    let mut plan = ops::plan(ctx, graph, mm).ok()??;
+    let c = fuse::matmul_chain(graph, nodes, uses)?;
+    let mut plan = ops::plan(ctx, graph, c.matmul).ok()??;
     if !takes_epilogue(plan.key.0) {
         return None;
     }
-    let (mut out, mut len, mut act) = (add, 2, 0);
-    if let Some(&u) = nodes.get(2) {
-        let tu = graph.tensor(u);
-        if let Some(code) = act_code(&tu.op) {
-            if skippable(graph, uses, add, tu) {
-                (out, len, act) = (u, 3, code);
-            }
-        }
-    }
-    let to = graph.tensor(out);
-    // The epilogue finds an element's row index from its flat offset: contiguous only.
-    if to.dtype != DType::F32 || to.ne != tm.ne || to.nb != tm.nb || !to.is_contiguous() {
-        return None;
-    }
+    let act = match c.act {
+        Some(op) => act_code(op),
+        None => 0,
+    };
     plan.params.e = [0, 0, act, EP_BIAS];
     Some(Fused {
-        out,
+        out: c.out,
         plan,
         scale: None,
-        bias: Some(bias),
-        len,
+        bias: Some(c.bias),
+        len: c.len,
     })
 }
 

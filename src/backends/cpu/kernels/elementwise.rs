@@ -6,6 +6,8 @@
 //! scratch) before writing the same position, and works on raw pointers, never slices that
 //! would claim exclusive access.
 
+use std::ops::Range;
+
 use super::reference::unary_fn;
 use super::simd::{self, exp, exp_nonpos, F32x4};
 use super::{for_rows, for_rows_with, packed_f32};
@@ -145,22 +147,103 @@ pub fn scale(par: Par, dst: &TensorView, a: &TensorView, s: f32) -> bool {
     map_with(par, COST_BINARY, dst, a, |x| x * vs, |x| x * s)
 }
 
+#[inline(always)]
+fn relu_v(x: F32x4) -> F32x4 {
+    x.max(F32x4::splat(0.0))
+}
+
+#[inline(always)]
+fn silu_v(x: F32x4) -> F32x4 {
+    x / (F32x4::splat(1.0) + exp(F32x4::splat(0.0) - x))
+}
+
+/// GELU (tanh): 0.5 x (1 + tanh u) = x - x / (e^(2u) + 1), u = sqrt(2/pi) (x + 0.044715 x^3).
+#[inline(always)]
+fn gelu_tanh_v(x: F32x4) -> F32x4 {
+    let c = F32x4::splat(2.0 * 0.797_884_6);
+    let c3 = F32x4::splat(2.0 * 0.797_884_6 * 0.044715);
+    x - x / (exp(x * (c + c3 * x * x)) + F32x4::splat(1.0))
+}
+
 /// Element-wise function over packed rows, in SIMD: ReLU, SiLU and GELU (tanh) with a vector
 /// `exp`, GELU (erf) with a vector erf ([`simd::gelu_erf`]).
 pub fn unary(par: Par, op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
     let f = unary_fn(op);
-    let (zero, one) = (F32x4::splat(0.0), F32x4::splat(1.0));
     match op {
-        UnaryOp::Relu => map_with(par, COST_BINARY, dst, a, |x| x.max(zero), f),
-        UnaryOp::Silu => map_with(par, COST_UNARY, dst, a, |x| x / (one + exp(zero - x)), f),
-        UnaryOp::Gelu => {
-            // 0.5 x (1 + tanh u) = x - x / (e^(2u) + 1), u = sqrt(2/pi) (x + 0.044715 x^3).
-            let c = F32x4::splat(2.0 * 0.797_884_6);
-            let c3 = F32x4::splat(2.0 * 0.797_884_6 * 0.044715);
-            let vf = |x: F32x4| x - x / (exp(x * (c + c3 * x * x)) + one);
-            map_with(par, COST_UNARY, dst, a, vf, f)
-        }
+        UnaryOp::Relu => map_with(par, COST_BINARY, dst, a, relu_v, f),
+        UnaryOp::Silu => map_with(par, COST_UNARY, dst, a, silu_v, f),
+        UnaryOp::Gelu => map_with(par, COST_UNARY, dst, a, gelu_tanh_v, f),
         UnaryOp::GeluErf => map_with(par, COST_UNARY, dst, a, simd::gelu_erf, f),
+    }
+}
+
+/// What a matmul does to its output as it stores it, in place of the nodes after it
+/// (`crate::backend::fuse::MatmulChain`): `act(x + bias[m])`, `m` the element's index along
+/// dim 0. The same SIMD functions as the unfused add and [`unary`] nodes, so fusing changes
+/// no result.
+#[derive(Clone, Copy)]
+pub struct Epilogue {
+    bias: *const f32,
+    len: usize,
+    act: Option<UnaryOp>,
+}
+
+// SAFETY: the bias is a weight the caller holds for the whole kernel call and nobody writes
+// while it runs; the epilogue only reads it.
+unsafe impl Send for Epilogue {}
+unsafe impl Sync for Epilogue {}
+
+impl Epilogue {
+    /// Adds `bias` (packed f32, one value per element of dim 0) then applies `act`; `None`
+    /// when `bias` is not such a vector.
+    pub fn new(bias: &TensorView, act: Option<UnaryOp>) -> Option<Self> {
+        let row = bias.ne[1] == 1 && bias.ne[2] == 1 && bias.ne[3] == 1;
+        (packed_f32(bias) && row).then(|| Self {
+            bias: bias.ptr_at([0; 4]) as *const f32,
+            len: bias.ne[0],
+            act,
+        })
+    }
+
+    /// Whether it fits outputs whose rows have `m` elements.
+    pub fn fits(&self, m: usize) -> bool {
+        self.len == m
+    }
+
+    /// Applies it to `n` values at `p`: elements `m0 .. m0 + n` of one output row.
+    ///
+    /// # Safety
+    /// `p` valid for `n` f32 and `m0 + n <= len`.
+    #[inline]
+    pub unsafe fn apply(&self, p: *mut f32, m0: usize, n: usize) {
+        debug_assert!(m0 + n <= self.len);
+        unsafe {
+            let b = self.bias.add(m0);
+            match self.act {
+                None => zip_row(p, p, b, n, |x, y| x + y, |x, y| x + y),
+                Some(op) => {
+                    let s = unary_fn(op);
+                    match op {
+                        UnaryOp::Relu => zip_row(p, p, b, n, |x, y| relu_v(x + y), |x, y| s(x + y)),
+                        UnaryOp::Silu => zip_row(p, p, b, n, |x, y| silu_v(x + y), |x, y| s(x + y)),
+                        UnaryOp::Gelu => {
+                            zip_row(p, p, b, n, |x, y| gelu_tanh_v(x + y), |x, y| s(x + y))
+                        }
+                        UnaryOp::GeluErf => {
+                            zip_row(p, p, b, n, |x, y| simd::gelu_erf(x + y), |x, y| s(x + y))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies it to elements `ms` of output rows `rows` (flat rows of `out`).
+    pub fn apply_rows(&self, out: &super::gemm::DstRows, ms: Range<usize>, rows: Range<usize>) {
+        for r in rows {
+            // In range: the caller's rows of `out`, elements `ms` within its dim 0 (= len).
+            unsafe { self.apply(out.row(r).add(ms.start), ms.start, ms.len()) };
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 
+use super::elementwise::Epilogue;
 use super::simd::{f16_at, F32x4};
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -99,12 +100,6 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// `dst = src0 · src1ᵀ` for f32/f16 `a` (or quantized `a` with many rows of `b`) and f32
-/// `b`; `false` when this kernel does not apply.
-pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
-    matmul_with(par, dst, a, b, None)
-}
-
 /// A 2-D f32 weight packed once into the GEMM's A panels (every K slice × M block, as
 /// [`gemm`] would pack them per call): repacking a weight costs about as much as multiplying
 /// it by 8 activation rows, so weights read by many runs keep this copy.
@@ -155,19 +150,22 @@ impl PackedWeights {
     }
 }
 
-/// [`matmul`] with `a` already packed (`pre` made from this `a`); rows too few for the GEMM
-/// take the GEMV as usual.
-pub fn matmul_prepacked(
+/// `dst = src0 · src1ᵀ` for f32/f16 `a` (or quantized `a` with many rows of `b`) and f32
+/// `b`, with `a` already packed if `pre` is given (made from this `a`; rows too few for the
+/// GEMM take the GEMV as usual) and `ep` applied to the output as it is stored; `false` when
+/// this kernel does not apply.
+pub fn matmul_fused(
     par: Par,
     dst: &TensorView,
     a: &TensorView,
     b: &TensorView,
-    pre: &PackedWeights,
+    pre: Option<&PackedWeights>,
+    ep: Option<&Epilogue>,
 ) -> bool {
-    if (pre.m, pre.k) != (a.ne[1], a.ne[0]) {
+    if pre.is_some_and(|p| (p.m, p.k) != (a.ne[1], a.ne[0])) {
         return false;
     }
-    matmul_with(par, dst, a, b, Some(pre))
+    matmul_with(par, dst, a, b, pre, ep)
 }
 
 /// Activation rows from which a packed weight pays off (fewer take the GEMV).
@@ -181,8 +179,12 @@ fn matmul_with(
     a: &TensorView,
     b: &TensorView,
     pre: Option<&PackedWeights>,
+    ep: Option<&Epilogue>,
 ) -> bool {
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
+    if ep.is_some_and(|e| !e.fits(m)) {
+        return false;
+    }
     // Quantized weights go through this f32 GEMM (dequantized while packing) only for many
     // activation rows, as ggml hands them to BLAS; fewer rows take the integer-dot kernel.
     // Weights packed once (dequantized into `pre`) take it from a few rows on; builds with
@@ -233,13 +235,19 @@ fn matmul_with(
             let br = Rows::new(b, i2, i3);
             let out = DstRows::batch(dst, i2, i3);
             if k == 0 {
-                for j in ns {
+                for j in ns.clone() {
                     unsafe { std::ptr::write_bytes(out.row(j).add(ms.start), 0, ms.len()) };
                 }
+                if let Some(ep) = ep {
+                    ep.apply_rows(&out, ms, ns);
+                }
             } else if few {
-                gemv(&out, &ar, &br, ms, n, k, &mut ws);
+                gemv(&out, &ar, &br, ms.clone(), n, k, &mut ws);
+                if let Some(ep) = ep {
+                    ep.apply_rows(&out, ms, 0..n);
+                }
             } else {
-                gemm(&out, &ar, &br, ms, ns, k, pre, &mut ws);
+                gemm(&out, &ar, &br, ms, ns, k, pre, ep, &mut ws);
             }
         }
     });
@@ -411,10 +419,12 @@ unsafe fn micro_tile(kc: usize, a: *const f32, b: *const f32) -> [[F32x4; 2]; NR
     c
 }
 
-/// Writes (or adds, after the first K slice) a tile's valid `mr x nr` part.
+/// Writes (or adds, after the first K slice) a tile's valid `mr x nr` part, then applies
+/// `ep` (given after the last K slice).
 ///
 /// # Safety
 /// Dst rows `n0 .. n0 + nr` must hold `m0 + mr` f32.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn store_tile(
     out: &DstRows,
@@ -424,6 +434,7 @@ unsafe fn store_tile(
     mr: usize,
     nr: usize,
     accumulate: bool,
+    ep: Option<&Epilogue>,
 ) {
     for (j, cj) in c.iter().enumerate().take(nr) {
         let p = unsafe { out.row(n0 + j).add(m0) };
@@ -445,6 +456,9 @@ unsafe fn store_tile(
                     *q = if accumulate { *q + v } else { v };
                 }
             }
+            if let Some(ep) = ep {
+                ep.apply(p, m0, mr);
+            }
         }
     }
 }
@@ -459,6 +473,7 @@ fn gemm(
     ns: Range<usize>,
     k: usize,
     pre: Option<&PackedWeights>,
+    ep: Option<&Epilogue>,
     ws: &mut Workspace,
 ) {
     let Workspace {
@@ -468,6 +483,7 @@ fn gemm(
         let nc = NC.min(ns.end - jc);
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
+            let ep = ep.filter(|_| pc + kc == k);
             pack::<NR>(b, jc, nc, pc, kc, bpack, arow);
             for ic in ms.clone().step_by(MC) {
                 let mc = MC.min(ms.end - ic);
@@ -492,6 +508,7 @@ fn gemm(
                                 MR.min(mc - ir),
                                 NR.min(nc - jr),
                                 pc > 0,
+                                ep,
                             );
                         }
                     }

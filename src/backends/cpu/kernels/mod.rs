@@ -12,6 +12,7 @@
 //! runs instead, so every node always has a kernel.
 
 mod elementwise;
+pub use elementwise::Epilogue;
 pub(crate) mod gemm;
 pub(crate) mod quant;
 pub mod reference;
@@ -63,18 +64,21 @@ impl Prepacked {
     }
 }
 
-/// `dst = a · bᵀ` with `a` prepared in `pre` (made from this `a`); `false` when the kernel
-/// does not apply (the caller runs [`compute`]).
-pub fn matmul_prepacked(
+/// `dst = a · bᵀ` with `a` prepared in `pre` (made from this `a`), if given, and `ep`
+/// applied to the output as it is stored; `false` when no fast kernel applies (the caller
+/// runs [`compute`], and the nodes `ep` stands for, unfused).
+pub fn matmul_fused(
     par: Par,
     dst: &TensorView,
     a: &TensorView,
     b: &TensorView,
-    pre: &Prepacked,
+    pre: Option<&Prepacked>,
+    ep: Option<&Epilogue>,
 ) -> bool {
     match pre {
-        Prepacked::F32(p) => gemm::matmul_prepacked(par, dst, a, b, p),
-        Prepacked::Int8(p) => quant::matmul_int8_panels(par, dst, a, b, p),
+        Some(Prepacked::F32(p)) => gemm::matmul_fused(par, dst, a, b, Some(p), ep),
+        Some(Prepacked::Int8(p)) => quant::matmul_int8_panels(par, dst, a, b, p, ep),
+        None => gemm::matmul_fused(par, dst, a, b, None, ep) || quant::matmul(par, dst, a, b, ep),
     }
 }
 
@@ -127,7 +131,7 @@ pub fn compute(
 /// caller falls back to the reference, which also reports data-dependent errors).
 fn fast(par: Par, op: &Op, dst: &TensorView, src: &[TensorView]) -> bool {
     match (*op, src) {
-        (Op::MatMul, [a, b]) => gemm::matmul(par, dst, a, b) || quant::matmul(par, dst, a, b),
+        (Op::MatMul, [a, b]) => matmul_fused(par, dst, a, b, None, None),
         (Op::Binary(o), [a, b]) => elementwise::binary(par, o, dst, a, b),
         (Op::Scale(s), [a]) => elementwise::scale(par, dst, a, s),
         (Op::Unary(u), [a]) => elementwise::unary(par, u, dst, a),

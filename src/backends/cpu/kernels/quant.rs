@@ -2,6 +2,7 @@
 //! then every output is a sum over 32-element blocks of `d_w * d_x * (integer dot)`, the
 //! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
 
+use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
     dot_i8x32, dot_q4x32, encode_act, f16_at, F32x4, I32x4, I8x16, I8x32, ACT_OFFSET,
@@ -225,7 +226,13 @@ unsafe fn dot_block(
 }
 
 /// `dst = src0 · src1ᵀ` for Q8_0/Q4_0 `a` and f32 `b`; `false` when this kernel does not apply.
-pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+pub fn matmul(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    ep: Option<&Epilogue>,
+) -> bool {
     let (q4, dot): (bool, RowDot) = match a.dtype {
         DType::Q8_0 => (false, dot_q8_0),
         DType::Q4_0 => (true, dot_q4_0),
@@ -235,11 +242,11 @@ pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> boo
         return false;
     }
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
-    if k % QK != 0 {
+    if k % QK != 0 || ep.is_some_and(|e| !e.fits(m)) {
         return false;
     }
     if INT_GEMM && n >= super::gemm::QUANT_GEMM_MIN_N {
-        return matmul_int8(par, dst, a, b);
+        return matmul_int8(par, dst, a, b, ep);
     }
     let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
     let batches = dst.ne[2] * dst.ne[3];
@@ -268,7 +275,10 @@ pub fn matmul(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> boo
             for m0 in r.clone().step_by(M_BLOCK) {
                 let ms = m0..r.end.min(m0 + M_BLOCK);
                 // In range: weight rows of `a`'s batch, activation rows `0 .. per_run`.
-                unsafe { dot_block(&out, a, ab, ms, &xq, per_run, q4, dot) };
+                unsafe { dot_block(&out, a, ab, ms.clone(), &xq, per_run, q4, dot) };
+                if let Some(ep) = ep {
+                    ep.apply_rows(&out, ms, 0..per_run);
+                }
             }
         });
     }
@@ -493,22 +503,26 @@ fn quantize_rows(
 /// `dst = p · bᵀ` for flat rows `0 .. n` (see [`Batches`]) with the activations already
 /// quantized in `xq`: weight groups cut over threads in pairs (each output is the same
 /// arithmetic whatever the cut, so results do not depend on the thread count).
-fn int8_gemm(par: Par, out: &DstRows, p: &Int8Panels, xq: &QuantRows, n: usize) {
+fn int8_gemm(
+    par: Par,
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    n: usize,
+    ep: Option<&Epilogue>,
+) {
     let groups = p.m.div_ceil(GROUP);
     let min_groups = super::gemm::MIN_PAR_MACS.div_ceil((n * p.k * GROUP).max(1));
     par.for_ranges(groups, min_groups, 2, |r| {
         for jc in (0..n).step_by(COL_BLOCK) {
             for g in (r.start..r.end).step_by(GROUP_RUN) {
+                let (groups, cols) = (g..r.end.min(g + GROUP_RUN), jc..n.min(jc + COL_BLOCK));
                 // In range: groups and activation rows as checked by the callers.
-                unsafe {
-                    int8_block(
-                        out,
-                        p,
-                        xq,
-                        g..r.end.min(g + GROUP_RUN),
-                        jc..n.min(jc + COL_BLOCK),
-                    )
-                };
+                unsafe { int8_block(out, p, xq, groups.clone(), cols.clone()) };
+                if let Some(ep) = ep {
+                    let ms = groups.start * GROUP..p.m.min(groups.end * GROUP);
+                    ep.apply_rows(out, ms, cols);
+                }
             }
         }
     });
@@ -561,7 +575,11 @@ pub fn matmul_int8_panels(
     a: &TensorView,
     b: &TensorView,
     p: &Int8Panels,
+    ep: Option<&Epilogue>,
 ) -> bool {
+    if ep.is_some_and(|e| !e.fits(p.m)) {
+        return false;
+    }
     if !p.fits(a)
         || a.ne[2] != 1
         || a.ne[3] != 1
@@ -580,13 +598,19 @@ pub fn matmul_int8_panels(
     let count = b.ne[1] * dst.ne[2] * dst.ne[3];
     let mut xq = QuantRows::default();
     quantize_rows(par, b, rows, count, p.k, &mut xq);
-    int8_gemm(par, &DstRows { v: dst, rows }, p, &xq, count);
+    int8_gemm(par, &DstRows { v: dst, rows }, p, &xq, count, ep);
     true
 }
 
 /// The int8 GEMM on weights packed for this call (each batch of `a` once); `a` Q8_0/Q4_0
 /// with packed rows of whole blocks, `b` f32, `dst` packed f32 (checked by the caller).
-fn matmul_int8(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+fn matmul_int8(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    ep: Option<&Epilogue>,
+) -> bool {
     let (n, k) = (b.ne[1], a.ne[0]);
     let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
     let mut xq = QuantRows::default();
@@ -607,7 +631,7 @@ fn matmul_int8(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bo
                 first: i2 + dst.ne[2] * i3,
             };
             quantize_rows(par, b, rows, n, k, &mut xq);
-            int8_gemm(par, &DstRows { v: dst, rows }, &p, &xq, n);
+            int8_gemm(par, &DstRows { v: dst, rows }, &p, &xq, n, ep);
             packed = Some((ab, p));
         }
     }
