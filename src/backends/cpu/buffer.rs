@@ -180,11 +180,17 @@ mod tests {
     use crate::testing::Rng;
 
     /// A weight packed once gives the same product as packing per call (sizes crossing the
-    /// K slice and M block edges), and any write to the buffer drops the packed copy.
+    /// K slice and M block edges; natively on 2 threads cut along n, and for a weight of
+    /// 8 M blocks along m), and any write to the buffer drops the packed copy.
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn packed_weights_match_and_are_dropped_on_write() {
-        let (m, k, n) = (300, 600, 9);
+        for m in [300, 1000] {
+            packed_weights_match(m, 600, 9);
+        }
+    }
+
+    fn packed_weights_match(m: usize, k: usize, n: usize) {
         let mut g = Graph::new();
         let w = g.weight("w", DType::F32, &[k, m]).unwrap();
         let x = g.input("x", DType::F32, &[k, n]).unwrap();

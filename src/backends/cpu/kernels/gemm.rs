@@ -209,9 +209,15 @@ fn matmul_with(
     // computed by the same code in the same order whatever the cut.
     let threads = par.pieces(batches * m * n * k.max(1), MIN_PAR_MACS);
     let few = n <= GEMV_MAX_N;
+    // Each thread reads all of the operand along the dim not cut, so cut the longer one:
+    // for a weight of more rows than there are activations (MiniLM's FFN up, 1536 × 384 by
+    // 128 tokens: 2.4 MB of panels) a cut along n has every thread stream the whole weight.
+    // A packed weight is cut in whole MC blocks, so only where they share out evenly.
+    let m_blocks = m.div_ceil(MC);
+    let even_m = m_blocks.div_ceil(threads) * threads * 8 <= m_blocks * 9;
     let split_n = !few
         && if pre.is_some() {
-            n >= threads * NR
+            n >= threads * NR && !(m > n && even_m)
         } else {
             n >= m
         };
