@@ -5,9 +5,9 @@
 // MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu:2,..." picks the runs (runner:weights:device[:threads],
 // threads default 1; the runner "webtensor" is the build the package's loader picks,
 // "webtensor@BUILD" one of its four builds forced (simd128, simd128-relaxed, threads,
-// threads-relaxed), "webtensor-X" a single build in bench/.pkg-web-X, e.g. an older commit's,
-// "webtensor+X" the whole package (loader and builds) in bench/.pkg-X, e.g. for threaded
-// before/after figures);
+// threads-relaxed), "webtensor+X" the whole package (loader and builds) in bench/.pkg-X, e.g.
+// an older commit's for same-run before/after figures (build it with `WEBTENSOR_BUILDS=<one
+// build> scripts/build-pkg.sh bench/.pkg-X --release --features bench` in that commit's tree);
 // BENCH_REPS the repetitions;
 // MINILM_ROUNDS (default 3) rounds over all runs, interleaved, each figure the median over the
 // rounds of the per-round medians (this machine has noisy stretches of seconds);
@@ -45,12 +45,8 @@ try {
     const context = await browser.newContext();
     const page = await context.newPage();
     page.on('console', (m) => console.log(`  ${m.text()}`));
-    // "webtensor-X" runs the package built into bench/.pkg-web-X (relaxed: the relaxed-SIMD
-    // build; any other, e.g. an older commit's build, for same-run before/after figures).
-    const build = runner.match(/^webtensor-(.+)$/), forced = runner.match(/^webtensor@(.+)$/);
-    const pkgdir = runner.match(/^webtensor\+(.+)$/);
+    const forced = runner.match(/^webtensor@(.+)$/), pkgdir = runner.match(/^webtensor\+(.+)$/);
     const q = new URLSearchParams({ runner: runner.startsWith('webtensor') ? 'webtensor' : runner, type, device, reps, threads });
-    if (build) q.set('pkg', `.pkg-web-${build[1]}`);
     if (forced) q.set('build', forced[1]);
     if (pkgdir) q.set('pkgdir', `.pkg-${pkgdir[1]}`);
     if (process.env.MINILM_PROFILE) q.set('profile', process.env.MINILM_PROFILE);

@@ -7,12 +7,15 @@ var<workgroup> red_i: array<u32, WG>;
 // wg_argmax's index of a thread that saw no element.
 const NONE: u32 = 0xffffffffu;
 
-fn wg_sum(v: f32, lane: u32) -> f32 {
+// The sum (`is_max` false) or the maximum (true) of the row's threads' values.
+fn wg_reduce(v: f32, lane: u32, is_max: bool) -> f32 {
     red[seg + lane] = v;
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s = s >> 1u) {
         if (lane < s) {
-            red[seg + lane] = red[seg + lane] + red[seg + lane + s];
+            let a = red[seg + lane];
+            let b = red[seg + lane + s];
+            red[seg + lane] = select(a + b, max(a, b), is_max);
         }
         workgroupBarrier();
     }
@@ -21,18 +24,12 @@ fn wg_sum(v: f32, lane: u32) -> f32 {
     return r;
 }
 
+fn wg_sum(v: f32, lane: u32) -> f32 {
+    return wg_reduce(v, lane, false);
+}
+
 fn wg_max(v: f32, lane: u32) -> f32 {
-    red[seg + lane] = v;
-    workgroupBarrier();
-    for (var s = TPR / 2u; s > 0u; s = s >> 1u) {
-        if (lane < s) {
-            red[seg + lane] = max(red[seg + lane], red[seg + lane + s]);
-        }
-        workgroupBarrier();
-    }
-    let r = red[seg];
-    workgroupBarrier();
-    return r;
+    return wg_reduce(v, lane, true);
 }
 
 // The index of the row's maximum from each thread's best (value v, index i; i = NONE when

@@ -40,7 +40,7 @@ impl SentenceEmbedder {
     /// `await SentenceEmbedder.load("models/minilm-q8_0.gguf", { devices: "auto", onProgress })`
     /// fetches a URL first (js/engine.js, through the model cache).
     pub async fn load(
-        #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] source: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "EmbedderOptions")] options: JsValue,
     ) -> Result<SentenceEmbedder, JsError> {
         let (choice, cost_model, progress) = runtime_options(&options, true)?;

@@ -210,6 +210,29 @@ impl Epilogue {
         self.len == m
     }
 
+    /// The bias of elements `m0 .. m0 + 4 * N`, as vectors.
+    ///
+    /// # Safety
+    /// `m0 + 4 * N <= len`.
+    #[inline(always)]
+    pub unsafe fn bias_vecs<const N: usize>(&self, m0: usize) -> [F32x4; N] {
+        debug_assert!(m0 + 4 * N <= self.len);
+        std::array::from_fn(|i| unsafe { F32x4::load(self.bias.add(m0 + 4 * i)) })
+    }
+
+    /// `act(x + bias)` for four values whose bias is `bias`.
+    #[inline(always)]
+    pub fn vec(&self, x: F32x4, bias: F32x4) -> F32x4 {
+        let x = x + bias;
+        match self.act {
+            None => x,
+            Some(UnaryOp::Relu) => relu_v(x),
+            Some(UnaryOp::Silu) => silu_v(x),
+            Some(UnaryOp::Gelu) => gelu_tanh_v(x),
+            Some(UnaryOp::GeluErf) => simd::gelu_erf(x),
+        }
+    }
+
     /// Applies it to `n` values at `p`: elements `m0 .. m0 + n` of one output row.
     ///
     /// # Safety

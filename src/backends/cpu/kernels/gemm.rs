@@ -442,6 +442,10 @@ unsafe fn store_tile(
     accumulate: bool,
     ep: Option<&Epilogue>,
 ) {
+    // A full tile's epilogue works on the registers, its bias loaded once for the tile.
+    let full_ep = ep
+        .filter(|_| mr == MR)
+        .map(|e| (e, unsafe { e.bias_vecs::<2>(m0) }));
     for (j, cj) in c.iter().enumerate().take(nr) {
         let p = unsafe { out.row(n0 + j).add(m0) };
         unsafe {
@@ -450,6 +454,9 @@ unsafe fn store_tile(
                 if accumulate {
                     v0 = v0 + F32x4::load(p);
                     v1 = v1 + F32x4::load(p.add(4));
+                }
+                if let Some((e, [b0, b1])) = full_ep {
+                    (v0, v1) = (e.vec(v0, b0), e.vec(v1, b1));
                 }
                 v0.store(p);
                 v1.store(p.add(4));
@@ -462,7 +469,7 @@ unsafe fn store_tile(
                     *q = if accumulate { *q + v } else { v };
                 }
             }
-            if let Some(ep) = ep {
+            if let (Some(ep), false) = (ep, mr == MR) {
                 ep.apply(p, m0, mr);
             }
         }
