@@ -315,12 +315,11 @@ impl CpuBackend {
             // The chain's output must not overlap the operands the GEMM is still reading
             // (the memory planner may reuse the bytes of one it frees after the matmul).
             let out = self.span(graph, mem, c.out)?;
-            let free = [ia, ib]
-                .into_iter()
-                .map(|s| self.span(graph, mem, s))
-                .collect::<Result<Vec<_>>>()?
-                .iter()
-                .all(|s| s.end <= out.start || out.end <= s.start);
+            let mut free = true;
+            for s in [ia, ib] {
+                let s = self.span(graph, mem, s)?;
+                free &= s.end <= out.start || out.end <= s.start;
+            }
             let bias = self.view(graph, mem, c.bias)?;
             if let (true, Some(ep)) = (free, kernels::Epilogue::new(&bias, c.act)) {
                 let dst = self.view(graph, mem, c.out)?;

@@ -7,9 +7,9 @@
 //! - [add(residual) →] norm | rms_norm → mul(weight row vector) [→ add(bias row vector)].
 //!
 //! When a chain may fuse at all is the graph's business ([`crate::backend::fuse`], shared
-//! with the CPU's GEMM epilogue). Binding the fused dispatch can
-//! still fail (the output overlapping an operand, operands too far apart to share a binding):
-//! `backend.rs` then runs the nodes one by one.
+//! with the CPU's GEMM epilogue). Binding the fused dispatch can still fail (the output
+//! overlapping an operand, operands too far apart to share a binding): `backend.rs` then runs
+//! the nodes one by one.
 
 use std::cell::Cell;
 

@@ -205,7 +205,8 @@ impl Epilogue {
         })
     }
 
-    /// Whether it fits outputs whose rows have `m` elements.
+    /// Whether it fits outputs whose rows have `m` elements (`kernels::matmul_fused` checks
+    /// it once for every matmul kernel).
     pub fn fits(&self, m: usize) -> bool {
         self.len == m
     }
@@ -240,25 +241,9 @@ impl Epilogue {
     #[inline]
     pub unsafe fn apply(&self, p: *mut f32, m0: usize, n: usize) {
         debug_assert!(m0 + n <= self.len);
-        unsafe {
-            let b = self.bias.add(m0);
-            match self.act {
-                None => zip_row(p, p, b, n, |x, y| x + y, |x, y| x + y),
-                Some(op) => {
-                    let s = unary_fn(op);
-                    match op {
-                        UnaryOp::Relu => zip_row(p, p, b, n, |x, y| relu_v(x + y), |x, y| s(x + y)),
-                        UnaryOp::Silu => zip_row(p, p, b, n, |x, y| silu_v(x + y), |x, y| s(x + y)),
-                        UnaryOp::Gelu => {
-                            zip_row(p, p, b, n, |x, y| gelu_tanh_v(x + y), |x, y| s(x + y))
-                        }
-                        UnaryOp::GeluErf => {
-                            zip_row(p, p, b, n, |x, y| simd::gelu_erf(x + y), |x, y| s(x + y))
-                        }
-                    }
-                }
-            }
-        }
+        let s = self.act.map(unary_fn);
+        let scalar = |x: f32, y: f32| s.map_or(x + y, |f| f(x + y));
+        unsafe { zip_row(p, p, self.bias.add(m0), n, |x, y| self.vec(x, y), scalar) }
     }
 
     /// Applies it to elements `ms` of output rows `rows` (flat rows of `out`).

@@ -182,9 +182,6 @@ fn matmul_with(
     ep: Option<&Epilogue>,
 ) -> bool {
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
-    if ep.is_some_and(|e| !e.fits(m)) {
-        return false;
-    }
     // Quantized weights go through this f32 GEMM (dequantized while packing) only for many
     // activation rows, as ggml hands them to BLAS; fewer rows take the integer-dot kernel.
     // Weights packed once (dequantized into `pre`) take it from a few rows on; builds with
@@ -524,9 +521,9 @@ unsafe fn store_tile(
                     let q = p.add(i);
                     *q = if accumulate { *q + v } else { v };
                 }
-            }
-            if let (Some(ep), false) = (ep, mr == MR) {
-                ep.apply(p, m0, mr);
+                if let Some(ep) = ep {
+                    ep.apply(p, m0, mr);
+                }
             }
         }
     }

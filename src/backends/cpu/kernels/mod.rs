@@ -66,7 +66,8 @@ impl Prepacked {
 
 /// `dst = a · bᵀ` with `a` prepared in `pre` (made from this `a`), if given, and `ep`
 /// applied to the output as it is stored; `false` when no fast kernel applies (the caller
-/// runs [`compute`], and the nodes `ep` stands for, unfused).
+/// runs [`compute`], and the nodes `ep` stands for, unfused). The one place that checks `ep`
+/// fits `a`'s rows, for every kernel below.
 pub fn matmul_fused(
     par: Par,
     dst: &TensorView,
@@ -75,6 +76,9 @@ pub fn matmul_fused(
     pre: Option<&Prepacked>,
     ep: Option<&Epilogue>,
 ) -> bool {
+    if ep.is_some_and(|e| !e.fits(a.ne[1])) {
+        return false;
+    }
     match pre {
         Some(Prepacked::F32(p)) => gemm::matmul_fused(par, dst, a, b, Some(p), ep),
         Some(Prepacked::Int8(p)) => quant::matmul_int8_panels(par, dst, a, b, p, ep),
