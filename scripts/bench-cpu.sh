@@ -13,16 +13,16 @@ bash scripts/setup.sh >/dev/null
 source scripts/.env.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
 ( cd bench && { [ -d node_modules/onnxruntime-web ] || npm ci --no-audit --no-fund; } )
-run_pass() {  # $1 = label, $2 = extra target features, $3 = JSON suffix, $4 = node flags
-  local label=$1 feat=$2 node_flags=${4:-}
-  echo "== building ($label)"
+run_pass() {  # $1 = build (scripts/build-pkg.sh's name), $2 = extra target features, $3 = JSON suffix, $4 = node flags
+  local build=$1 feat=$2 node_flags=${4:-}
+  echo "== building ($build)"
   RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target nodejs --out-dir bench/.pkg-node -- --features bench >/dev/null 2>&1
-  RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target web --out-dir bench/.pkg-web -- --features bench >/dev/null 2>&1
-  echo "== Node ($label)"; node $node_flags bench/node.mjs "target/bench/cpu-matmul-node$3.json"
-  echo "== Chromium ($label)"; BENCH_QUERY=pkg=.pkg-web node bench/browser.mjs "target/bench/cpu-matmul-chromium$3.json"
+  WEBTENSOR_BUILDS=$build bash scripts/build-pkg.sh bench/.pkg-cpu --release --features bench >/dev/null 2>&1
+  echo "== Node ($build)"; node $node_flags bench/node.mjs "target/bench/cpu-matmul-node$3.json"
+  echo "== Chromium ($build)"; BENCH_QUERY="pkgdir=.pkg-cpu&build=$build" node bench/browser.mjs "target/bench/cpu-matmul-chromium$3.json"
 }
-run_pass "simd128" "" ""
+run_pass simd128 "" ""
 if [ "${BENCH_RELAXED:-0}" = 1 ]; then
   # Node 20 still keeps relaxed SIMD behind a flag; Chromium ships it.
-  run_pass "simd128 + relaxed-simd" ",+relaxed-simd" "-relaxed" "--experimental-wasm-relaxed-simd"
+  run_pass simd128-relaxed ",+relaxed-simd" "-relaxed" "--experimental-wasm-relaxed-simd"
 fi

@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use super::elementwise::Epilogue;
 use super::simd::{f16_at, F32x4};
-use crate::backends::cpu::pool::Par;
+use crate::backends::cpu::pool::{Par, PIECES_PER_THREAD};
 use crate::backends::cpu::TensorView;
 use crate::graph::{row_to_f32, DType};
 
@@ -225,9 +225,19 @@ fn matmul_with(
         (false, false, true) => (m, MC),
         (false, false, false) => (m, MR),
     };
-    let tiles = threads.div_ceil(batches).min(len.div_ceil(align)).max(1);
+    // The GEMV's rows are cut finer than one piece a thread (claimed as threads come free):
+    // they cost nothing to cut. A GEMM tile repacks the operand it shares with the others.
+    let per_thread = if few && threads > 1 {
+        PIECES_PER_THREAD
+    } else {
+        1
+    };
+    let tiles = (threads * per_thread)
+        .div_ceil(batches)
+        .min(len.div_ceil(align))
+        .max(1);
     let tasks = batches * tiles;
-    par.for_ranges(tasks, tasks.div_ceil(threads), 1, |r| {
+    par.for_ranges(tasks, tasks.div_ceil(threads * per_thread), 1, |r| {
         let mut ws = Workspace::default();
         for task in r {
             let (batch, tile) = (task / tiles, task % tiles);
