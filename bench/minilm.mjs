@@ -5,7 +5,8 @@
 // MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu:2,..." picks the runs (runner:weights:device[:threads],
 // threads default 1; the runner "webtensor" is the build the package's loader picks,
 // "webtensor@BUILD" one of its four builds forced (simd128, simd128-relaxed, threads,
-// threads-relaxed), "webtensor+X" the whole package (loader and builds) in bench/.pkg-X, e.g.
+// threads-relaxed), "webtensor+X" the whole package (loader and builds) in bench/.pkg-X (and
+// "webtensor+X@BUILD" one build of it), e.g.
 // an older commit's for same-run before/after figures (build it with `WEBTENSOR_BUILDS=<one
 // build> scripts/build-pkg.sh bench/.pkg-X --release --features bench` in that commit's tree);
 // BENCH_REPS the repetitions;
@@ -45,10 +46,10 @@ try {
     const context = await browser.newContext();
     const page = await context.newPage();
     page.on('console', (m) => console.log(`  ${m.text()}`));
-    const forced = runner.match(/^webtensor@(.+)$/), pkgdir = runner.match(/^webtensor\+(.+)$/);
+    const [, pkgdir, forced] = runner.match(/^webtensor(?:\+([^@]+))?(?:@(.+))?$/) || [];
     const q = new URLSearchParams({ runner: runner.startsWith('webtensor') ? 'webtensor' : runner, type, device, reps, threads });
-    if (forced) q.set('build', forced[1]);
-    if (pkgdir) q.set('pkgdir', `.pkg-${pkgdir[1]}`);
+    if (forced) q.set('build', forced);
+    if (pkgdir) q.set('pkgdir', `.pkg-${pkgdir}`);
     if (process.env.MINILM_PROFILE) q.set('profile', process.env.MINILM_PROFILE);
     console.log(`round ${round + 1}: ${runner} ${type} ${device} ${threads} thread(s)`);
     await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
