@@ -33,8 +33,7 @@ pub struct Pool {
     threads: usize,
     /// Split every node that can be split (see [`Par::eager`]).
     eager: bool,
-    /// Natively, a pool of the size asked for (`None`: the global pool).
-    #[cfg(not(target_arch = "wasm32"))]
+    /// Natively, a pool of the size asked for (`None`: the global pool, always on wasm).
     own: Option<rayon::ThreadPool>,
 }
 
@@ -50,7 +49,6 @@ impl Pool {
         Self {
             threads: Self::available(),
             eager: false,
-            #[cfg(not(target_arch = "wasm32"))]
             own: None,
         }
     }
@@ -75,6 +73,7 @@ impl Pool {
             Ok(Self {
                 threads: n,
                 eager: false,
+                own: None,
             })
         }
         #[cfg(not(target_arch = "wasm32"))]
@@ -129,15 +128,11 @@ impl Pool {
         }
         let team = Team::default();
         let threads = self.threads;
-        #[cfg(not(target_arch = "wasm32"))]
-        let out = match &self.own {
+        // A panicked piece has already panicked the leader in `Team::run`.
+        match &self.own {
             Some(pool) => pool.in_place_scope(|s| lead(s, &team, threads, body)),
             None => rayon::in_place_scope(|s| lead(s, &team, threads, body)),
-        };
-        #[cfg(target_arch = "wasm32")]
-        let out = rayon::in_place_scope(|s| lead(s, &team, threads, body));
-        // A panicked piece has already panicked the leader in `Team::run`.
-        out
+        }
     }
 
     /// The handle kernels split work with.
@@ -145,10 +140,7 @@ impl Pool {
         Par {
             threads: self.threads,
             eager: self.eager,
-            #[cfg(not(target_arch = "wasm32"))]
             pool: self.own.as_ref(),
-            #[cfg(target_arch = "wasm32")]
-            pool: std::marker::PhantomData,
         }
     }
 }
@@ -159,10 +151,7 @@ pub struct Par<'a> {
     threads: usize,
     /// Split whatever has two items (thresholds off: the threshold benchmark's baseline).
     eager: bool,
-    #[cfg(not(target_arch = "wasm32"))]
     pool: Option<&'a rayon::ThreadPool>,
-    #[cfg(target_arch = "wasm32")]
-    pool: std::marker::PhantomData<&'a ()>,
 }
 
 impl Par<'static> {
@@ -170,10 +159,7 @@ impl Par<'static> {
     pub const SERIAL: Par<'static> = Par {
         threads: 1,
         eager: false,
-        #[cfg(not(target_arch = "wasm32"))]
         pool: None,
-        #[cfg(target_arch = "wasm32")]
-        pool: std::marker::PhantomData,
     };
 }
 
@@ -239,11 +225,10 @@ impl Par<'_> {
                 .into_par_iter()
                 .for_each(|p| f(piece(n, align, pieces, p)))
         };
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some(pool) = self.pool {
-            return pool.install(run);
+        match self.pool {
+            Some(pool) => pool.install(run),
+            None => run(),
         }
-        run()
     }
 }
 

@@ -411,7 +411,8 @@ fn gemv(
     }
     ws.arow.resize(k, 0.0);
     let mut ms = ms;
-    if a.is_f32_packed() {
+    let packed = a.is_f32_packed();
+    if packed {
         while ms.start + 4 <= ms.end {
             let i = ms.start;
             let rows = [i, i + 1, i + 2, i + 3].map(|r| a.ptr(r, 0) as *const f32);
@@ -427,7 +428,7 @@ fn gemv(
         }
     }
     for i in ms {
-        let ap = if a.is_f32_packed() {
+        let ap = if packed {
             a.ptr(i, 0) as *const f32
         } else {
             a.load(i, 0, &mut ws.arow);
