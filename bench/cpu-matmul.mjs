@@ -10,7 +10,10 @@ export const CASES = [
   { name: 'f32 gemm 1024³', w: 'f32', m: 1024, n: 1024, k: 1024 },
   { name: 'q8_0 gemm 1024³', w: 'q8_0', m: 1024, n: 1024, k: 1024 },
   { name: 'q4_0 gemm 1024³', w: 'q4_0', m: 1024, n: 1024, k: 1024 },
-  // MiniLM's feed-forward up-projection (1536 outputs, k 384) at 128 tokens and at 16 × 32.
+  // MiniLM's attention projections (384 × 384) and feed-forward up-projection (1536 outputs,
+  // k 384) at 128 tokens, the latter also at 16 × 32.
+  { name: 'f32 gemm 384×128×384', w: 'f32', m: 384, n: 128, k: 384 },
+  { name: 'q8_0 gemm 384×128×384', w: 'q8_0', m: 384, n: 128, k: 384 },
   { name: 'f32 gemm 1536×128×384', w: 'f32', m: 1536, n: 128, k: 384 },
   { name: 'q8_0 gemm 1536×128×384', w: 'q8_0', m: 1536, n: 128, k: 384 },
   { name: 'f32 gemm 1536×512×384', w: 'f32', m: 1536, n: 512, k: 384 },
