@@ -121,11 +121,26 @@ impl Pool {
     /// being woken for the next (a wake-up costs tens of microseconds in a browser, as much
     /// as a small node's work). The team ends with `body`; while it lasts the other threads
     /// busy-wait, so it spans one graph split's CPU nodes and nothing else. With one thread,
-    /// or inside a team already, `body` just runs.
+    /// or inside a team already, `body` just runs. In the threaded wasm build the team is
+    /// the crew (see `crew`), whose members stay between computes.
     pub fn team<R>(&self, body: impl FnOnce() -> R) -> R {
         if self.threads <= 1 || TEAM.with(|t| t.get().is_some()) {
             return body();
         }
+        self.lead_team(body)
+    }
+
+    /// [`Pool::team`]'s start: the wasm crew (see `crew`).
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    fn lead_team<R>(&self, body: impl FnOnce() -> R) -> R {
+        let _lead = Lead::new(crew::join(self.threads));
+        body()
+    }
+
+    /// [`Pool::team`]'s start: a rayon scope whose spawned jobs serve the team until `body`
+    /// ends.
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
+    fn lead_team<R>(&self, body: impl FnOnce() -> R) -> R {
         let team = Team::default();
         let threads = self.threads;
         // A panicked piece has already panicked the leader in `Team::run`.
@@ -235,6 +250,7 @@ impl Par<'_> {
 /// The team's start in `scope`: `threads - 1` threads serve `team` while the calling thread
 /// runs `body`. The team ends however `body` ends (a panic must not leave threads serving,
 /// the scope waiting for them).
+#[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
 fn lead<'s, R>(
     scope: &rayon::Scope<'s>,
     team: &'s Team,
@@ -275,7 +291,6 @@ struct Job<'a> {
 }
 
 /// The shared state of a team ([`Pool::team`]): the job being run and who took which piece.
-#[derive(Default)]
 struct Team {
     /// `generation << 20 | pieces << 10 | next piece`: one word, so a thread claims a piece
     /// of the job it saw (a compare-exchange fails once the leader has moved on).
@@ -284,13 +299,38 @@ struct Team {
     job: AtomicPtr<()>,
     /// Pieces of the current job finished.
     done: AtomicUsize,
-    /// The team is over: threads stop serving.
+    /// The team is over: threads stop serving (rayon teams; the wasm crew never ends).
+    #[cfg_attr(
+        all(target_arch = "wasm32", target_feature = "atomics"),
+        allow(dead_code)
+    )]
     quit: AtomicBool,
     /// A piece panicked (natively; wasm aborts).
     panicked: AtomicBool,
+    /// Members of the wasm crew parked (see `crew`): a job's announcement wakes them.
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    parked: AtomicUsize,
+}
+
+impl Default for Team {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Team {
+    const fn new() -> Self {
+        Self {
+            claim: AtomicU64::new(0),
+            job: AtomicPtr::new(std::ptr::null_mut()),
+            done: AtomicUsize::new(0),
+            quit: AtomicBool::new(false),
+            panicked: AtomicBool::new(false),
+            #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+            parked: AtomicUsize::new(0),
+        }
+    }
+
     /// The leader: runs job `f` over `pieces` pieces with whoever of the team is serving,
     /// taking pieces itself, and returns when all are done.
     fn run(&self, pieces: usize, f: &(dyn Fn(usize) + Sync)) {
@@ -299,10 +339,15 @@ impl Team {
         self.done.store(0, Ordering::Relaxed);
         self.job
             .store(&job as *const Job<'_> as *mut (), Ordering::Relaxed);
+        // SeqCst with `parked` (a member parks only after seeing no new job; see `crew`).
         self.claim.store(
             generation << (2 * PIECE_BITS) | (pieces as u64) << PIECE_BITS,
-            Ordering::Release,
+            Ordering::SeqCst,
         );
+        #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+        if self.parked.load(Ordering::SeqCst) > 0 {
+            crew::wake();
+        }
         self.take_pieces();
         while self.done.load(Ordering::Acquire) < pieces {
             std::hint::spin_loop();
@@ -347,6 +392,7 @@ impl Team {
 
     /// A team thread's loop: takes pieces of each job as it is announced, spinning between
     /// jobs, until the team is over.
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
     fn serve(&self) {
         let mut seen = 0;
         loop {
@@ -365,8 +411,10 @@ impl Team {
 }
 
 /// Ends its team when dropped.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
 struct End<'a>(&'a Team);
 
+#[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
 impl Drop for End<'_> {
     fn drop(&mut self) {
         self.0.quit.store(true, Ordering::Release);
@@ -386,6 +434,107 @@ impl Lead {
 impl Drop for Lead {
     fn drop(&mut self) {
         TEAM.with(|t| t.set(None));
+    }
+}
+
+/// The threaded wasm build's team: the pool's workers join once, for good, and wait for jobs
+/// between computes, spinning for a while and then parked (`std::thread::park`, a futex on
+/// shared memory), woken by the leader with `unpark` when it announces a job.
+///
+/// Why not a rayon scope per compute, as natively: in Chromium on this project's 2-core test
+/// machine, starting one (`scope.spawn`, rayon waking a sleeping worker through its locks,
+/// which spin on the page's main thread) and ending it (waiting for that worker to run the
+/// job) took 2–14 ms whenever the workers had gone to sleep, i.e. after any pause of a
+/// millisecond or more between computes: a 2-thread embed of one short sentence took 15 ms
+/// against 6 ms on one thread (`bench/wake.html`, `bench/wake2.html`). The cost: the pool's
+/// rayon workers are the crew's from the first parallel compute on, so rayon work outside a
+/// team runs on the calling thread (nothing in webtensor does that; the pool probe uses a
+/// team).
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+mod crew {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+    use std::thread::Thread;
+
+    use super::{Pool, Team, MAX_THREADS};
+
+    /// How long a member spins for the next job before it parks (ms): back-to-back computes
+    /// (a batch of embeds) find it spinning, a page idle for longer finds it parked.
+    const LINGER_MS: f64 = 5.0;
+
+    static TEAM: Team = Team::new();
+    /// Members started (rayon workers handed to the crew).
+    static STARTED: AtomicUsize = AtomicUsize::new(0);
+    /// Members that may take pieces of the current team's jobs (its thread count - 1).
+    static WIDTH: AtomicUsize = AtomicUsize::new(0);
+    /// Each member's thread, for `unpark`.
+    static MEMBERS: [OnceLock<Thread>; MAX_THREADS] = [const { OnceLock::new() }; MAX_THREADS];
+
+    /// The crew's team, with `threads - 1` members taking part (started on first use).
+    pub(super) fn join(threads: usize) -> &'static Team {
+        if STARTED.load(Ordering::Acquire) == 0 {
+            let members = Pool::available().saturating_sub(1);
+            if members > 0
+                && STARTED
+                    .compare_exchange(0, members, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                // Every pool thread but the calling one (index 0: the pool is built with
+                // `use_current_thread`) becomes a member. A broadcast, not `rayon::spawn`:
+                // spawned jobs go to the caller's own queue, from which it could pop one
+                // itself (and never return) while it waits in rayon.
+                rayon::spawn_broadcast(|ctx| {
+                    if ctx.index() > 0 {
+                        member(ctx.index() - 1);
+                    }
+                });
+            }
+        }
+        WIDTH.store(threads - 1, Ordering::SeqCst);
+        &TEAM
+    }
+
+    /// Unparks every parked member (a member not parked keeps the token: its next park
+    /// returns at once).
+    pub(super) fn wake() {
+        for m in MEMBERS.iter().take(STARTED.load(Ordering::Acquire)) {
+            if let Some(t) = m.get() {
+                t.unpark();
+            }
+        }
+    }
+
+    /// Member `i`'s loop, for the life of the page.
+    fn member(i: usize) {
+        let _ = MEMBERS[i].set(std::thread::current());
+        let mut seen = TEAM.claim.load(Ordering::Acquire);
+        let mut spins = 0u32;
+        let mut idle_since = crate::clock::now_ms();
+        loop {
+            let c = TEAM.claim.load(Ordering::Acquire);
+            if c != seen {
+                seen = c;
+                if i < WIDTH.load(Ordering::Acquire) {
+                    TEAM.take_pieces();
+                }
+                spins = 0;
+                idle_since = crate::clock::now_ms();
+                continue;
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 4096 != 0 || crate::clock::now_ms() - idle_since < LINGER_MS {
+                std::hint::spin_loop();
+                continue;
+            }
+            // Parked only if no job came since `seen` (SeqCst with the leader's announce,
+            // which unparks when it sees `parked`).
+            TEAM.parked.fetch_add(1, Ordering::SeqCst);
+            if TEAM.claim.load(Ordering::SeqCst) == seen {
+                std::thread::park();
+            }
+            TEAM.parked.fetch_sub(1, Ordering::SeqCst);
+            idle_since = crate::clock::now_ms();
+        }
     }
 }
 
