@@ -209,10 +209,11 @@ impl Par<'_> {
         } else {
             min.div_ceil(align).max(1)
         };
-        if self.pieces(units, min_units) <= 1 {
+        let most = units / min_units;
+        if most < 2 || self.threads < 2 {
             return 1;
         }
-        (units / min_units).clamp(1, self.threads * PIECES_PER_THREAD)
+        most.min(self.threads * PIECES_PER_THREAD)
     }
 
     /// Calls `f` on disjoint ranges covering `0..n` (in units of `align` items: every range
@@ -444,9 +445,8 @@ impl Drop for Lead {
 /// Why not a rayon scope per compute, as natively: in Chromium on this project's 2-core test
 /// machine, starting one (`scope.spawn`, rayon waking a sleeping worker through its locks,
 /// which spin on the page's main thread) and ending it (waiting for that worker to run the
-/// job) took 2–14 ms whenever the workers had gone to sleep, i.e. after any pause of a
-/// millisecond or more between computes: a 2-thread embed of one short sentence took 15 ms
-/// against 6 ms on one thread (`bench/wake.html`, `bench/wake2.html`). The cost: the pool's
+/// job) cost 1–8 ms (medians) whenever the workers had gone to sleep, i.e. after a pause of
+/// a millisecond or more between computes (`bench/wake.html`). The cost: the pool's
 /// rayon workers are the crew's from the first parallel compute on, so rayon work outside a
 /// team runs on the calling thread (nothing in webtensor does that; the pool probe uses a
 /// team).
@@ -494,10 +494,13 @@ mod crew {
         &TEAM
     }
 
-    /// Unparks every parked member (a member not parked keeps the token: its next park
+    /// Unparks the members taking part (one not parked keeps the token: its next park
     /// returns at once).
     pub(super) fn wake() {
-        for m in MEMBERS.iter().take(STARTED.load(Ordering::Acquire)) {
+        let width = WIDTH
+            .load(Ordering::Acquire)
+            .min(STARTED.load(Ordering::Acquire));
+        for m in MEMBERS.iter().take(width) {
             if let Some(t) = m.get() {
                 t.unpark();
             }
@@ -514,11 +517,12 @@ mod crew {
             let c = TEAM.claim.load(Ordering::Acquire);
             if c != seen {
                 seen = c;
+                // A member beyond the team's width takes nothing and stays idle (it parks).
                 if i < WIDTH.load(Ordering::Acquire) {
                     TEAM.take_pieces();
+                    spins = 0;
+                    idle_since = crate::clock::now_ms();
                 }
-                spins = 0;
-                idle_since = crate::clock::now_ms();
                 continue;
             }
             spins = spins.wrapping_add(1);
