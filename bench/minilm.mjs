@@ -13,7 +13,7 @@
 // MINILM_ROUNDS (default 3) rounds over all runs, interleaved, each figure the median over the
 // rounds of the per-round medians (this machine has noisy stretches of seconds);
 // MINILM_PROFILE=1 also prints where webtensor's time goes at 128 tokens, per op (=8 or =32: at
-// that many tokens).
+// that many tokens, =16x32: the batch of 16 × 32).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -38,7 +38,9 @@ const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking',
     '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run',
-    '--enable-precise-memory-info', '--js-flags=--expose-gc'],
+    '--enable-precise-memory-info',
+    // BENCH_JS_FLAGS="--no-liftoff" adds V8 flags (e.g. to pin V8's wasm tiers).
+    `--js-flags=--expose-gc ${process.env.BENCH_JS_FLAGS || ''}`.trim()],
 });
 const perRound = [];
 try {

@@ -173,20 +173,23 @@ fn stored_weights_are_shared_by_programs() {
     ));
     let rt = block_on(Runtime::with_devices(vec![gpu, cpu()], false, vec![])).unwrap();
     let (w, b) = ([1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [10.0f32, 20.0]);
-    let mut src = bytes(&w);
+    // The weight's two rows lie apart in the source, the bias between them: the stored weight
+    // joins its ranges in order (as a BERT layer's Q, K and V are stored as one).
+    let mut src = bytes(&w[..3]);
     src.extend(bytes(&b));
+    src.extend(bytes(&w[3..]));
     let specs = [
         WeightSpec {
             device: 0,
             dtype: DType::F32,
             ne: vec![3, 2],
-            range: 0..24,
+            ranges: vec![0..12, 20..32],
         },
         WeightSpec {
             device: 0,
             dtype: DType::F32,
             ne: vec![2],
-            range: 24..32,
+            ranges: std::iter::once(12..20).collect(),
         },
     ];
     let mut seen = Vec::new();

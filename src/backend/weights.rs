@@ -49,8 +49,17 @@ pub struct WeightSpec {
     pub dtype: DType,
     /// Shape, innermost first.
     pub ne: Vec<usize>,
-    /// Its bytes in the source.
-    pub range: std::ops::Range<usize>,
+    /// Its bytes in the source, in order: one range, or several for a weight made of the
+    /// source's tensors joined along their outermost dim (a BERT layer's Q, K and V
+    /// projections stored as one QKV weight).
+    pub ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl WeightSpec {
+    /// Bytes the spec reads from the source.
+    pub fn source_len(&self) -> usize {
+        self.ranges.iter().map(|r| r.len()).sum()
+    }
 }
 
 /// A copy of a stored weight on another device: allocated when a plan first needs it there,
@@ -182,15 +191,15 @@ pub fn store_weights(
             .get(s.device)
             .ok_or_else(|| Error::NoDevice(format!("weight {i} is for device {}", s.device)))?;
         let t = &weight_tensor(s.dtype, &s.ne)?;
-        if s.range.len() != t.nbytes() || s.range.end > src.len() {
+        if s.source_len() != t.nbytes() || s.ranges.iter().any(|r| r.end > src.len()) {
             return Err(Error::InvalidArgument(format!(
-                "weight {i} ({:?} {:?}) needs {} bytes, its range {:?} holds {} of a \
+                "weight {i} ({:?} {:?}) needs {} bytes, its ranges {:?} hold {} of a \
                  {}-byte source",
                 s.dtype,
                 s.ne,
                 t.nbytes(),
-                s.range,
-                s.range.len(),
+                s.ranges,
+                s.source_len(),
                 src.len()
             )));
         }
@@ -224,20 +233,23 @@ pub fn store_weights(
         }
         buffers.push(bufs);
     }
-    let total: usize = specs.iter().map(|s| s.range.len()).sum();
+    let total: usize = specs.iter().map(WeightSpec::source_len).sum();
     let mut done = 0;
     let mut stage = vec![0u8; STORE_CHUNK.min(total)];
     let mut out = Vec::with_capacity(specs.len());
     for (s, &(b, off, nbytes)) in specs.iter().zip(&placed) {
         let buffer = buffers[s.device][b].clone();
-        let mut at = 0;
-        while at < s.range.len() {
-            let n = (s.range.len() - at).min(STORE_CHUNK);
-            src.read_into(s.range.start + at, &mut stage[..n])?;
-            buffer.write(off + at, &stage[..n])?;
-            at += n;
-            done += n;
-            progress(done, total);
+        let mut to = off;
+        for range in &s.ranges {
+            let mut at = range.start;
+            while at < range.end {
+                let n = (range.end - at).min(STORE_CHUNK);
+                src.read_into(at, &mut stage[..n])?;
+                buffer.write(to, &stage[..n])?;
+                (at, to) = (at + n, to + n);
+                done += n;
+                progress(done, total);
+            }
         }
         out.push(StoredWeight(Rc::new(WeightData {
             owner,

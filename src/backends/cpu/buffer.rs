@@ -180,13 +180,14 @@ mod tests {
     use crate::testing::Rng;
 
     /// A weight packed once gives the same product as packing per call (sizes crossing the
-    /// K slice and M block edges; natively on 2 threads cut along n, and for a weight of
-    /// 8 M blocks along m), and any write to the buffer drops the packed copy.
+    /// K slice and M block edges; natively on 2 threads, cut along m inside an M block for
+    /// weights of more rows than there are activations, else along n), and any write to the
+    /// buffer drops the packed copy.
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn packed_weights_match_and_are_dropped_on_write() {
-        for m in [300, 1000] {
-            packed_weights_match(m, 600, 9);
+        for (m, n) in [(300, 9), (1000, 9), (100, 130)] {
+            packed_weights_match(m, 600, n);
         }
     }
 

@@ -144,9 +144,12 @@ impl PackedWeights {
         self.data.len() * 4
     }
 
+    /// The panels of K slice `pc` from row `ic` (a multiple of `MR`) to the end of its M
+    /// block: a block's panels lie one after another, `MR` rows each.
     fn block(&self, pc: usize, ic: usize) -> &[f32] {
         let i = (pc / KC) * self.m.div_ceil(MC) + ic / MC;
-        &self.data[self.offsets[i]..]
+        let kc = KC.min(self.k - pc);
+        &self.data[self.offsets[i] + (ic % MC) / MR * kc * MR..]
     }
 }
 
@@ -209,22 +212,9 @@ fn matmul_with(
     // Each thread reads all of the operand along the dim not cut, so cut the longer one:
     // for a weight of more rows than there are activations (MiniLM's FFN up, 1536 × 384 by
     // 128 tokens: 2.4 MB of panels) a cut along n has every thread stream the whole weight.
-    // A packed weight is cut in whole MC blocks, so only where they share out evenly.
-    let m_blocks = m.div_ceil(MC);
-    let even_m = m_blocks.div_ceil(threads) * threads * 8 <= m_blocks * 9;
-    let split_n = !few
-        && if pre.is_some() {
-            n >= threads * NR && !(m > n && even_m)
-        } else {
-            n >= m
-        };
-    let (len, align) = match (split_n, few, pre.is_some()) {
-        (true, ..) => (n, NR),
-        (false, true, _) => (m, MR),
-        // Packed weight blocks start at multiples of MC.
-        (false, false, true) => (m, MC),
-        (false, false, false) => (m, MR),
-    };
+    // Both cut on micro-tile bounds (a packed weight's panels are read from any MR row).
+    let split_n = !few && n >= m;
+    let (len, align) = if split_n { (n, NR) } else { (m, MR) };
     // The GEMV's rows are cut finer than one piece a thread (claimed as threads come free):
     // they cost nothing to cut. A GEMM tile repacks the operand it shares with the others.
     let per_thread = if few && threads > 1 {
@@ -562,8 +552,11 @@ fn gemm(
             let kc = KC.min(k - pc);
             let ep = ep.filter(|_| pc + kc == k);
             pack::<NR>(b, jc, nc, pc, kc, bpack, arow);
-            for ic in ms.clone().step_by(MC) {
-                let mc = MC.min(ms.end - ic);
+            // M blocks end on multiples of MC (a packed weight's blocks), the first one
+            // shorter when the cut starts inside one.
+            let mut ic = ms.start;
+            while ic < ms.end {
+                let mc = (MC - ic % MC).min(ms.end - ic);
                 let ablock: &[f32] = match pre {
                     Some(p) => p.block(pc, ic),
                     None => {
@@ -590,6 +583,7 @@ fn gemm(
                         }
                     }
                 }
+                ic += mc;
             }
         }
     }
