@@ -608,8 +608,11 @@ fn rope_cases(v: &mut Vec<OpCase>) {
 fn cpy_cases(v: &mut Vec<OpCase>) {
     use DType::*;
     // (from, to, shape, layout)
-    let list: [(DType, DType, [usize; 4], Layout); 21] = [
+    let list: [(DType, DType, [usize; 4], Layout); 23] = [
         (F32, F16, [65, 3, 2, 1], Layout::Contig),
+        // f32 to f32 rows: memcpy (permuted rows, an offset view) or a strided gather.
+        (F32, F32, [6, 4, 3, 2], Layout::Permuted),
+        (F32, F32, [7, 3, 2, 1], Layout::Offset),
         (F32, Q8_0, [64, 3, 2, 1], Layout::Contig),
         (F32, Q4_0, [96, 5, 1, 1], Layout::Contig),
         (F16, F32, [33, 4, 1, 1], Layout::Contig),

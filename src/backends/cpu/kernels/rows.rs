@@ -140,6 +140,31 @@ pub fn cpy(par: Par, dst: &TensorView, a: &TensorView) -> Option<()> {
         });
         return Some(());
     }
+    // f32 to f32 (the permute copies attention makes): a row is a memcpy, or a gather at
+    // a's element stride, straight from pointers (no per-element index arithmetic).
+    let f32_aligned = |v: &TensorView| {
+        v.dtype == DType::F32
+            && (v.ptr_at([0; 4]) as usize).is_multiple_of(4)
+            && v.nb.iter().all(|n| n.is_multiple_of(4))
+    };
+    if f32_aligned(a) && packed_f32(dst) {
+        let (n, step) = (a.ne[0], a.nb[0] / 4);
+        for_rows(par, a, 1, |i1, i2, i3| {
+            let s = a.ptr_at([0, i1, i2, i3]) as *const f32;
+            let d = dst.ptr_at([0, i1, i2, i3]) as *mut f32;
+            // In range: both views' rows hold `n` elements; dst never aliases a.
+            unsafe {
+                if step == 1 {
+                    std::ptr::copy_nonoverlapping(s, d, n);
+                } else {
+                    for i in 0..n {
+                        *d.add(i) = *s.add(i * step);
+                    }
+                }
+            }
+        });
+        return Some(());
+    }
     let row = || vec![0f32; a.ne[0]];
     for_rows_with(par, a, COST_CONVERT, row, |row, i1, i2, i3| {
         a.load_row(i1, i2, i3, row);
