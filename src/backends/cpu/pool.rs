@@ -301,10 +301,7 @@ struct Team {
     /// Pieces of the current job finished.
     done: AtomicUsize,
     /// The team is over: threads stop serving (rayon teams; the wasm crew never ends).
-    #[cfg_attr(
-        all(target_arch = "wasm32", target_feature = "atomics"),
-        allow(dead_code)
-    )]
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
     quit: AtomicBool,
     /// A piece panicked (natively; wasm aborts).
     panicked: AtomicBool,
@@ -325,6 +322,7 @@ impl Team {
             claim: AtomicU64::new(0),
             job: AtomicPtr::new(std::ptr::null_mut()),
             done: AtomicUsize::new(0),
+            #[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
             quit: AtomicBool::new(false),
             panicked: AtomicBool::new(false),
             #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
