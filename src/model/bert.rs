@@ -600,12 +600,12 @@ fn build_encoder(
             let nb = [4, 4 * hd, 4 * 3 * h, 4 * 3 * h * seq];
             g.view(qkv, &[hd, nh, seq, batch], &nb, 4 * h * i)
         };
+        // Q and K as views [hd, seq, nh, batch]: the matmul reads their rows (hd values
+        // side by side) where they are; V is copied, its rows run along seq.
         let q = heads(g, 0)?;
         let q = g.permute(q, [0, 2, 1, 3])?;
-        let q = g.cont(q)?; // [hd, seq, nh, batch]
         let k = heads(g, 1)?;
         let k = g.permute(k, [0, 2, 1, 3])?;
-        let k = g.cont(k)?; // [hd, seq, nh, batch]
         let v = heads(g, 2)?;
         let v = g.permute(v, [1, 2, 0, 3])?;
         let v = g.cont(v)?; // [seq, hd, nh, batch]
