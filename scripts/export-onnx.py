@@ -244,7 +244,7 @@ def wordpiece_tokenizer(vocab_path):
     return tokenize
 
 
-# bench/minilm.html's filler words: text_of(n) is the same n-token text its textOf() builds.
+# bench/minilm-texts.js's filler words: text_of(n) is the same n-token text its textOf() builds.
 WORDS = "the quick brown fox jumps over a lazy dog while seven happy wizards quietly brew potions".split()
 
 

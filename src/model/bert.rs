@@ -139,39 +139,38 @@ fn joined(g: &Gguf, name: &str) -> Result<(DType, Vec<usize>, Vec<std::ops::Rang
     if let Some(t) = g.tensor(name) {
         return Ok((t.dtype, t.ne.clone(), vec![g.tensor_range(t)]));
     }
-    let (prefix, suffix) = name.rsplit_once('.').map_or(("", name), |(p, _)| {
-        let at = p.rfind('.').map_or(0, |i| i + 1);
-        (&name[..at], &name[at..])
-    });
-    let Some((_, parts)) = JOINED.iter().find(|(j, _)| *j == suffix) else {
+    let Some((prefix, parts)) = JOINED
+        .iter()
+        .find_map(|(j, parts)| Some((name.strip_suffix(j)?, parts)))
+    else {
         return Err(tensor_err(name, "missing"));
     };
-    let mut out: Option<(DType, Vec<usize>, Vec<std::ops::Range<usize>>)> = None;
-    for part in parts.iter().map(|p| format!("{prefix}{p}")) {
+    let mut tensors = Vec::with_capacity(parts.len());
+    for p in parts {
+        let part = format!("{prefix}{p}");
         let t = g.tensor(&part).ok_or_else(|| {
             tensor_err(&part, format!("missing (neither it nor {name} is there)"))
         })?;
-        match &mut out {
-            None => out = Some((t.dtype, t.ne.clone(), vec![g.tensor_range(t)])),
-            Some((dtype, ne, ranges)) => {
-                if t.dtype != *dtype || t.ne != ne[..] {
-                    return Err(tensor_err(
-                        &part,
-                        format!(
-                            "{} {:?}, unlike {} {ne:?} of the other parts of {name}",
-                            t.dtype, t.ne, dtype
-                        ),
-                    ));
-                }
-                ranges.push(g.tensor_range(t));
-            }
+        tensors.push((part, t));
+    }
+    let first = tensors[0].1;
+    for (part, t) in &tensors[1..] {
+        if t.dtype != first.dtype || t.ne != first.ne {
+            return Err(tensor_err(
+                part,
+                format!(
+                    "{} {:?}, unlike {} {:?} of the other parts of {name}",
+                    t.dtype, t.ne, first.dtype, first.ne
+                ),
+            ));
         }
     }
-    let (dtype, mut ne, ranges) = out.ok_or_else(|| tensor_err(name, "missing"))?;
+    let mut ne = first.ne.clone();
     if let Some(outer) = ne.last_mut() {
-        *outer *= ranges.len();
+        *outer *= parts.len();
     }
-    Ok((dtype, ne, ranges))
+    let ranges = tensors.iter().map(|(_, t)| g.tensor_range(t)).collect();
+    Ok((first.dtype, ne, ranges))
 }
 
 impl SentenceEmbedder {
@@ -269,7 +268,7 @@ impl SentenceEmbedder {
         }
         let mut weights = Vec::with_capacity(expected.len());
         for (name, want) in expected {
-            let (dtype, ne, mut ranges) = joined(&g, &name)?;
+            let (dtype, mut ne, mut ranges) = joined(&g, &name)?;
             // token_types: any number of types (0 in `want` matches any count ≥ 1).
             let fits = ne.len() == want.len()
                 && ne
@@ -289,7 +288,6 @@ impl SentenceEmbedder {
                     format!("{dtype}; biases and norms must be f32"),
                 ));
             }
-            let mut ne = ne;
             if name == "token_types.weight" {
                 // Only type 0 is used: keep its row as a vector added to every token.
                 ranges[0].end = ranges[0].start + dtype.row_bytes(h)?;
@@ -719,7 +717,7 @@ mod tests {
                     Some((_, parts)) if !qkv_joined => {
                         let mut one = ne.to_vec();
                         if let Some(outer) = one.last_mut() {
-                            *outer /= 3;
+                            *outer /= parts.len();
                         }
                         for p in parts {
                             add(&format!("blk.{i}.{p}"), &one);

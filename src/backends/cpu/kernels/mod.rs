@@ -98,8 +98,13 @@ pub enum KernelSet {
 /// Whether `v` is f32 with packed rows and every element 4-byte aligned, so fast kernels
 /// may address it as `*f32` (views at odd byte offsets are left to the reference).
 pub(crate) fn packed_f32(v: &TensorView) -> bool {
+    v.nb[0] == 4 && aligned_f32(v)
+}
+
+/// Whether `v` is f32 with every element 4-byte aligned (its rows possibly strided), so a
+/// kernel may address its elements as `*f32` at strides of `nb / 4`.
+pub(crate) fn aligned_f32(v: &TensorView) -> bool {
     v.dtype == crate::graph::DType::F32
-        && v.nb[0] == 4
         && (v.ptr_at([0; 4]) as usize).is_multiple_of(4)
         && v.nb.iter().all(|n| n.is_multiple_of(4))
 }

@@ -1,7 +1,7 @@
 //! Fast row kernels for the ops models run every token: RoPE (one sin/cos table per
 //! position, shared by all heads), row sums/means, and get_rows straight into packed rows.
 
-use super::{for_rows, for_rows_with, packed_f32, MIN_PAR_ELEMS};
+use super::{aligned_f32, for_rows, for_rows_with, packed_f32, MIN_PAR_ELEMS};
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::error::{Error, Result};
@@ -142,12 +142,7 @@ pub fn cpy(par: Par, dst: &TensorView, a: &TensorView) -> Option<()> {
     }
     // f32 to f32 (the permute copies attention makes): a row is a memcpy, or a gather at
     // a's element stride, straight from pointers (no per-element index arithmetic).
-    let f32_aligned = |v: &TensorView| {
-        v.dtype == DType::F32
-            && (v.ptr_at([0; 4]) as usize).is_multiple_of(4)
-            && v.nb.iter().all(|n| n.is_multiple_of(4))
-    };
-    if f32_aligned(a) && packed_f32(dst) {
+    if aligned_f32(a) && packed_f32(dst) {
         let (n, step) = (a.ne[0], a.nb[0] / 4);
         for_rows(par, a, 1, |i1, i2, i3| {
             let s = a.ptr_at([0, i1, i2, i3]) as *const f32;
