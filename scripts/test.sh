@@ -14,6 +14,14 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 T0=$(date +%s)
+# A fresh clone gains nothing from incremental caches (about 1 GiB under target/debug).
+export CARGO_INCREMENTAL=0
+# The run writes about 5 GiB (target/, node_modules, toolchains); a full disk shows up as a
+# linker bus error far into it, so say so up front.
+free_kib=$(df -Pk . | awk 'NR==2 {print $4}')
+if [ "${free_kib:-0}" -lt $((10 * 1024 * 1024)) ]; then
+  echo "WARNING: only $((free_kib / 1024)) MiB free on $(df -P . | awk 'NR==2 {print $6}'); this run needs about 10 GiB" >&2
+fi
 STEPS=()
 step() {  # step NAME CMD...
   local name=$1; shift
