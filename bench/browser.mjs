@@ -1,22 +1,17 @@
-// Browser runner: serves bench/ and runs index.html in headless Chromium (playwright-core,
-// resolved from the repository's node_modules). node bench/browser.mjs [out.json] [page]
+// Browser runner: serves bench/ and runs index.html in headless Chromium (scripts/chromium.mjs).
+//   node bench/browser.mjs [out.json] [page]
 // (page: index.html, the CPU matmul benchmark, or minilm.html; BENCH_QUERY adds URL parameters)
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
+import { launchChromium } from '../scripts/chromium.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
-const require = createRequire(path.resolve(import.meta.dirname, '../package.json'));
-const { chromium } = require('playwright-core');
 // Served from the repository root, so bench pages reach models/ too.
 const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
 const pageName = process.argv[3] || 'index.html';
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--disable-quic', '--no-first-run',
-    // BENCH_CHROMIUM_ARGS="--js-flags=..." adds flags (e.g. to pin V8's wasm tiers).
-    ...(process.env.BENCH_CHROMIUM_ARGS ? process.env.BENCH_CHROMIUM_ARGS.split(' ') : [])],
+const browser = await launchChromium({
+  // BENCH_CHROMIUM_ARGS="--js-flags=..." adds flags (e.g. to pin V8's wasm tiers).
+  args: process.env.BENCH_CHROMIUM_ARGS ? process.env.BENCH_CHROMIUM_ARGS.split(' ') : [],
 });
 try {
   const page = await browser.newPage();

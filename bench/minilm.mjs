@@ -16,11 +16,9 @@
 // that many tokens, =16x32: the batch of 16 × 32).
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
+import { launchChromium } from '../scripts/chromium.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
-const require = createRequire(path.resolve(import.meta.dirname, '../package.json'));
-const { chromium } = require('playwright-core');
 const DEFAULT_RUNS = 'webtensor@simd128:f32:cpu,webtensor:f32:cpu,webtensor:q8_0:cpu,ort:f32:cpu,' +
   'wllama:f32:cpu,wllama:q8_0:cpu';
 const runs = (process.env.MINILM_RUNS || DEFAULT_RUNS).split(',').map((s) => {
@@ -34,11 +32,8 @@ const rounds = Number(process.env.MINILM_ROUNDS || 3);
 const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
 
 const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run',
-    '--enable-precise-memory-info',
+const browser = await launchChromium({
+  args: ['--enable-precise-memory-info',
     // BENCH_JS_FLAGS="--no-liftoff" adds V8 flags (e.g. to pin V8's wasm tiers).
     `--js-flags=--expose-gc ${process.env.BENCH_JS_FLAGS || ''}`.trim()],
 });

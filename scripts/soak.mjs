@@ -21,7 +21,7 @@
 // SOAK_PKG (pkg), CHROMIUM (/usr/bin/chromium).
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './chromium.mjs';
 import { startServer } from './serve.mjs';
 import { installGpuHook } from '../tests/e2e/gpu_hook.mjs';
 
@@ -68,11 +68,7 @@ function slope(xs, ys) {
 }
 
 const server = await startServer(ROOT, 0, { isolate: false });
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--enable-unsafe-webgpu', '--disable-dev-shm-usage', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
-});
+const browser = await launchChromium();
 const results = { embeds: EMBEDS, cycles: CYCLES, phases: {} };
 let notFlat = 0;
 try {

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../../scripts/chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -36,11 +36,7 @@ before(async () => {
   await serve('isolated', {});
   await serve('plain', { isolate: false });
   await serve('csp', { headers: { 'content-security-policy': "worker-src 'none'" } });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
-  });
+  browser = await launchChromium({ webgpu: false });
 });
 
 after(async () => {

@@ -1,0 +1,20 @@
+// The headless Chromium that the page tests (tests/e2e/), the benchmarks (bench/*.mjs) and
+// the soak test drive: Debian's /usr/bin/chromium (CHROMIUM=path for another) through
+// playwright-core, with one set of flags.
+import { chromium } from 'playwright-core';
+
+// No sandbox (CI runs as root), /tmp instead of a small /dev/shm, nothing fetched or synced
+// in the background (no network here, and no stray load beside a benchmark).
+const BASE_ARGS = ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'];
+
+/**
+ * Launches Chromium. `webgpu` (default true): WebGPU on (SwiftShader's software adapter here:
+ * `--enable-unsafe-webgpu`); `args`: more flags.
+ */
+export function launchChromium({ webgpu = true, args = [] } = {}) {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: [...BASE_ARGS, ...(webgpu ? ['--enable-unsafe-webgpu'] : []), ...args],
+  });
+}
