@@ -5,11 +5,14 @@
 # onnxruntime-web (numThreads 1 and 2), tfjs-backend-wasm (threads 1 and 2) and wllama
 # (n_threads 1 and 2):
 #   1. CPU matmul: GEMM 256³/512³/1024³, Q8_0/Q4_0/f32 4096×4096 matvec (bench/index.html);
-#   2. MiniLM: 8/32/128 tokens and 16 × 32 (bench/minilm.html, bench/minilm.mjs).
+#   2. MiniLM: 8/32/128 tokens and 16 × 32 (bench/minilm.html, bench/minilm.mjs);
+#   3. scaling: MiniLM's 2-thread speed-up in each threaded build, 1 and 2 threads alternated
+#      call for call on one page (bench/ab.html): firmer than ratios of separate page loads.
 # Medians per case, then each runtime's thread scaling (1-thread ms / 2-thread ms).
 # Writes target/bench/threads/*.json.
 #   BENCH_REPS=n (default 7)  MINILM_ROUNDS=n (default 3)  BENCH_ONLY=regex (matmul cases)
-#   BENCH_PARTS="matmul minilm"  BENCH_BUILD=0 (use bench/.pkg as built)
+#   BENCH_PARTS="matmul minilm scaling"  BENCH_BUILD=0 (use bench/.pkg as built)
+#   BENCH_PAIRS=n (default 16): pairs a case in the scaling part
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 bash scripts/setup.sh >/dev/null
@@ -17,7 +20,7 @@ bash scripts/setup.sh >/dev/null
 source scripts/.env.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
 ( cd bench && { [ -d node_modules/onnxruntime-web ] && [ -d node_modules/@wllama/wllama ] || npm ci --no-audit --no-fund; } )
-PARTS=${BENCH_PARTS:-matmul minilm}
+PARTS=${BENCH_PARTS:-matmul minilm scaling}
 OUT=target/bench/threads
 mkdir -p "$OUT"
 if [ "${BENCH_BUILD:-1}" = 1 ]; then
@@ -51,4 +54,20 @@ if [[ " $PARTS " == *" minilm "* ]]; then
   done
   runs+="ort:f32:cpu:1,ort:f32:cpu:2,wllama:f32:cpu:1,wllama:f32:cpu:2"
   MINILM_RUNS=$runs node bench/minilm.mjs "$OUT/minilm.json"
+fi
+if [[ " $PARTS " == *" scaling "* ]]; then
+  # MiniLM's 2-thread speed-up call for call (bench/ab.html: 1 and 2 threads alternated on one
+  # page, on two copies of the package, as a package loads once a page): the firmer figure
+  # where separate page loads move by a third.
+  bash scripts/fetch-model.sh >/dev/null
+  rm -rf bench/.pkg-twin && cp -r bench/.pkg bench/.pkg-twin
+  for b in $BUILDS; do
+    [[ "$b" == threads* ]] || continue
+    for dt in f32 q8_0; do
+      echo "== MiniLM 2-thread speed-up call for call (1-thread ms / 2-thread ms, median of ${BENCH_PAIRS:-16} pairs): $b $dt"
+      BENCH_QUERY="a=.pkg&b=.pkg-twin&build=$b&threadsA=1&threadsB=2&type=$dt&pairs=${BENCH_PAIRS:-16}" \
+        node bench/browser.mjs "$OUT/scaling-$b-$dt.json" ab.html | grep -E ' tokens '
+    done
+  done
+  rm -rf bench/.pkg-twin
 fi
