@@ -18,9 +18,9 @@ T0=$(date +%s)
 export CARGO_INCREMENTAL=0
 # The run writes about 5 GiB (target/, node_modules, toolchains); a full disk shows up as a
 # linker bus error far into it, so say so up front.
-free_kib=$(df -Pk . | awk 'NR==2 {print $4}')
+read -r free_kib mount < <(df -Pk . | awk 'NR==2 {print $4, $6}')
 if [ "${free_kib:-0}" -lt $((10 * 1024 * 1024)) ]; then
-  echo "WARNING: only $((free_kib / 1024)) MiB free on $(df -P . | awk 'NR==2 {print $6}'); this run needs about 10 GiB" >&2
+  echo "WARNING: only $((free_kib / 1024)) MiB free on $mount; this run needs about 10 GiB" >&2
 fi
 STEPS=()
 step() {  # step NAME CMD...

@@ -594,9 +594,14 @@ fn build_encoder(
         // [h, seq, batch] → [3h, seq, batch]: each token's Q, K, V side by side.
         let qkv = linear(g, 0, x)?;
         // Part `i` (0 Q, 1 K, 2 V) as heads [hd, nh, seq, batch].
+        let [e, row, tokens, ..] = g.tensor(qkv).nb;
         let heads = |g: &mut Graph, i: usize| {
-            let nb = [4, 4 * hd, 4 * 3 * h, 4 * 3 * h * seq];
-            g.view(qkv, &[hd, nh, seq, batch], &nb, 4 * h * i)
+            g.view(
+                qkv,
+                &[hd, nh, seq, batch],
+                &[e, e * hd, row, tokens],
+                e * h * i,
+            )
         };
         // Q and K as views [hd, seq, nh, batch]: the matmul reads their rows (hd values
         // side by side) where they are; V is copied, its rows run along seq.
