@@ -1,5 +1,6 @@
-// Activations shared by the unary kernel and the fused epilogue: act(x, op) with op 0 none,
-// 1 gelu (tanh), 2 gelu (erf), 3 silu, 4 relu (the unary kernel's u.x codes).
+// Helpers of the unary ops' WGSL expressions (graph/op.rs's table). shader.rs appends the
+// generated `act(x, op)`, one case per table row (codes ACT_*, ACT_NONE: x), for the unary
+// kernel and the fused epilogue.
 
 // erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit, as the CPU reference).
 fn erf_approx(x: f32) -> f32 {
@@ -12,18 +13,15 @@ fn erf_approx(x: f32) -> f32 {
     return select(r - 1.0, 1.0 - r, x >= 0.0);
 }
 
-fn gelu_tanh(x: f32) -> f32 {
-    // tanh saturates long before |u| = 15; clamping avoids exp overflow in some tanh lowerings.
-    let u = clamp(0.7978846 * x * (1.0 + 0.044715 * x * x), -15.0, 15.0);
-    return 0.5 * x * (1.0 + tanh(u));
+// tanh saturates long before |x| = 15; clamping avoids exp overflow in some tanh lowerings.
+fn tanh_safe(x: f32) -> f32 {
+    return tanh(clamp(x, -15.0, 15.0));
 }
 
-fn act(x: f32, op: u32) -> f32 {
-    switch op {
-        case 0u: { return x; }
-        case 1u: { return gelu_tanh(x); }
-        case 2u: { return 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752)); }
-        case 3u: { return x / (1.0 + exp(-x)); }
-        default: { return max(x, 0.0); }
-    }
+fn gelu_tanh(x: f32) -> f32 {
+    return 0.5 * x * (1.0 + tanh_safe(0.7978846 * x * (1.0 + 0.044715 * x * x)));
+}
+
+fn gelu_erf(x: f32) -> f32 {
+    return 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));
 }

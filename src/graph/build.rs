@@ -109,23 +109,6 @@ impl Graph {
         self.node(Op::Binary(op), vec![a, b], DType::F32, ne)
     }
 
-    /// `a + b` (broadcasting `b`).
-    pub fn add(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
-        self.binary(BinaryOp::Add, a, b)
-    }
-    /// `a - b` (broadcasting `b`).
-    pub fn sub(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
-        self.binary(BinaryOp::Sub, a, b)
-    }
-    /// `a * b` (broadcasting `b`).
-    pub fn mul(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
-        self.binary(BinaryOp::Mul, a, b)
-    }
-    /// `a / b` (broadcasting `b`).
-    pub fn div(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
-        self.binary(BinaryOp::Div, a, b)
-    }
-
     /// `a * s`.
     pub fn scale(&mut self, a: TensorId, s: f32) -> Result<TensorId> {
         let ne = self.expect_dtype("scale", a, &[DType::F32])?.ne;
@@ -137,23 +120,51 @@ impl Graph {
         let ne = self.expect_dtype("unary", a, &[DType::F32])?.ne;
         self.node(Op::Unary(op), vec![a], DType::F32, ne)
     }
-    /// GELU (tanh approximation).
-    pub fn gelu(&mut self, a: TensorId) -> Result<TensorId> {
-        self.unary(UnaryOp::Gelu, a)
-    }
-    /// GELU (erf form).
-    pub fn gelu_erf(&mut self, a: TensorId) -> Result<TensorId> {
-        self.unary(UnaryOp::GeluErf, a)
-    }
-    /// SiLU.
-    pub fn silu(&mut self, a: TensorId) -> Result<TensorId> {
-        self.unary(UnaryOp::Silu, a)
-    }
-    /// ReLU.
-    pub fn relu(&mut self, a: TensorId) -> Result<TensorId> {
-        self.unary(UnaryOp::Relu, a)
+
+    /// `a` limited to `[min, max]` (element-wise `min(max(x, min), max)`).
+    pub fn clamp(&mut self, a: TensorId, min: f32, max: f32) -> Result<TensorId> {
+        let ne = self.expect_dtype("clamp", a, &[DType::F32])?.ne;
+        if min.is_nan() || max.is_nan() || min > max {
+            return Err(Error::InvalidArgument(format!(
+                "clamp: bounds [{min}, {max}] are not an interval"
+            )));
+        }
+        self.node(Op::Clamp { min, max }, vec![a], DType::F32, ne)
     }
 
+    /// `a` (`[ne0, rows, ne2, ne3]`, f32 or f16) with row `idx[j]` replaced by row `j` of `b`
+    /// (`[ne0, n, ne2, ne3]`, f32), per batch: `idx` is I32 `[n, c2, c3]`, its dims 1 and 2
+    /// repeated over `b`'s dims 2 and 3 (ggml's `set_rows`, the KV-cache write). Where two
+    /// `j` name one row the last wins; an index outside `a`'s rows is an error on the CPU and
+    /// writes nothing on WebGPU. The result is a new tensor of `a`'s dtype and shape.
+    pub fn set_rows(&mut self, a: TensorId, b: TensorId, idx: TensorId) -> Result<TensorId> {
+        let op = "set_rows";
+        let ta = self.expect_dtype(op, a, &[DType::F32, DType::F16])?;
+        let (dtype, ne) = (ta.dtype, ta.ne);
+        let tb = self.expect_dtype(op, b, &[DType::F32])?;
+        let ti = self.expect_dtype(op, idx, &[DType::I32])?;
+        let fits = tb.ne[0] == ne[0]
+            && tb.ne[2] == ne[2]
+            && tb.ne[3] == ne[3]
+            && ti.ne[0] == tb.ne[1]
+            && ti.ne[1] != 0
+            && ti.ne[2] != 0
+            && tb.ne[2] % ti.ne[1] == 0
+            && tb.ne[3] % ti.ne[2] == 0
+            && ti.ne[3] == 1;
+        if !fits {
+            return Err(shape_err(
+                op,
+                format!(
+                    "rows {} at indices {} do not fit {}",
+                    tb.shape_str(),
+                    ti.shape_str(),
+                    ta.shape_str()
+                ),
+            ));
+        }
+        self.node(Op::SetRows, vec![a, b, idx], dtype, ne)
+    }
     /// `a` (`[k, m, ...]`, f32/f16/q8_0/q4_0) times `b` (`[k, n, ...]`, f32) → `[m, n, ...]`.
     pub fn matmul(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
         let op = "matmul";

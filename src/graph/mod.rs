@@ -13,7 +13,7 @@ pub use dtype::{
     dequantize_q4_0, dequantize_q8_0, quantize_q4_0, quantize_q8_0, row_from_f32, row_to_f32,
     DType, QK,
 };
-pub use op::{BinaryOp, Op, OpKind, RopeMode, RopeParams, UnaryOp};
+pub use op::{erf, BinaryOp, Op, OpKind, RopeMode, RopeParams, UnaryOp, ACT_NONE};
 pub use tensor::{contiguous_strides, Role, Tensor, TensorId, MAX_DIMS};
 
 use crate::error::{Error, Result};

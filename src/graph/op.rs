@@ -1,29 +1,247 @@
 //! The operations a graph node can hold, with their parameters, described in one place.
+//!
+//! The element-wise functions are declared once each, in [`unary_op_table!`] and
+//! [`binary_op_table!`]: a row names the variant, its builder method, its JS name and its
+//! WGSL expression. From those rows come [`UnaryOp`] / [`BinaryOp`], their [`OpKind`]s, the
+//! graph builder methods, the JS bindings (`src/wasm/runtime.rs`), the WebGPU op codes and the
+//! WGSL functions computing them (`backends/webgpu/shader.rs`), and the op suite's cases
+//! (`testing/cases.rs`). The scalar reference of each ([`UnaryOp::apply`],
+//! [`BinaryOp::apply`]) and each device's fast kernel match every variant exhaustively, so a
+//! row added here is a compile error until every device computes it.
 
-/// Element-wise functions of one operand.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum UnaryOp {
-    /// GELU, tanh approximation (ggml's `gelu`).
-    Gelu,
-    /// GELU, exact erf form (BERT's and ggml's `gelu_erf`).
-    GeluErf,
-    /// x * sigmoid(x).
-    Silu,
-    /// max(x, 0).
-    Relu,
+/// The element-wise functions of one operand, one row each:
+/// `Variant: builder_method / jsName, test domain lo..hi, "WGSL expression of x"`.
+/// Calls `$m!` with the rows; see the module doc for what is generated from them.
+#[macro_export]
+macro_rules! unary_op_table {
+    ($m:ident $(, $($pre:tt)*)?) => {
+        $m! {
+            $($($pre)*)?
+            /// GELU, tanh approximation (ggml's `gelu`).
+            Gelu: gelu / gelu, -6.0..6.0, "gelu_tanh(x)";
+            /// GELU, exact erf form (BERT's and ggml's `gelu_erf`).
+            GeluErf: gelu_erf / geluErf, -6.0..6.0, "gelu_erf(x)";
+            /// x * sigmoid(x).
+            Silu: silu / silu, -6.0..6.0, "x / (1.0 + exp(-x))";
+            /// max(x, 0).
+            Relu: relu / relu, -6.0..6.0, "max(x, 0.0)";
+            /// tanh(x).
+            Tanh: tanh / tanh, -6.0..6.0, "tanh_safe(x)";
+            /// 1 / (1 + e^-x).
+            Sigmoid: sigmoid / sigmoid, -6.0..6.0, "1.0 / (1.0 + exp(-x))";
+            /// e^x.
+            Exp: exp / exp, -6.0..6.0, "exp(x)";
+            /// -x.
+            Neg: neg / neg, -6.0..6.0, "-x";
+            /// x².
+            Sqr: sqr / sqr, -6.0..6.0, "x * x";
+            /// √x (NaN below 0).
+            Sqrt: sqrt / sqrt, 0.0..6.0, "sqrt(x)";
+        }
+    };
 }
 
-/// Element-wise functions of two operands; the second broadcasts onto the first.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum BinaryOp {
-    /// a + b
-    Add,
-    /// a - b
-    Sub,
-    /// a * b
-    Mul,
-    /// a / b
-    Div,
+/// The element-wise functions of two operands (the second broadcast onto the first), one row
+/// each: `Variant: builder_method / jsName, "WGSL expression of x and y"`. Calls `$m!` with
+/// the rows, like [`unary_op_table!`].
+#[macro_export]
+macro_rules! binary_op_table {
+    ($m:ident $(, $($pre:tt)*)?) => {
+        $m! {
+            $($($pre)*)?
+            /// a + b
+            Add: add / add, "x + y";
+            /// a - b
+            Sub: sub / sub, "x - y";
+            /// a * b
+            Mul: mul / mul, "x * y";
+            /// a / b
+            Div: div / div, "x / y";
+        }
+    };
+}
+
+macro_rules! define_unary_op {
+    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $lo:literal..$hi:literal, $wgsl:literal;)*) => {
+        /// Element-wise functions of one operand ([`unary_op_table!`]).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum UnaryOp {
+            $($(#[$doc])* $var,)*
+        }
+
+        impl UnaryOp {
+            /// Every unary op, in table order.
+            pub const ALL: &'static [UnaryOp] = &[$(UnaryOp::$var,)*];
+
+            /// Its kind.
+            pub fn kind(self) -> OpKind {
+                match self {
+                    $(UnaryOp::$var => OpKind::$var,)*
+                }
+            }
+
+            /// The graph builder method's name (`gelu_erf`).
+            pub fn method(self) -> &'static str {
+                match self {
+                    $(UnaryOp::$var => stringify!($method),)*
+                }
+            }
+
+            /// The JS `Graph` method's name (`geluErf`).
+            pub fn js_name(self) -> &'static str {
+                match self {
+                    $(UnaryOp::$var => stringify!($js),)*
+                }
+            }
+
+            /// Where the op suite draws its inputs from (`[lo, hi)`).
+            pub fn test_domain(self) -> (f32, f32) {
+                match self {
+                    $(UnaryOp::$var => ($lo, $hi),)*
+                }
+            }
+
+            /// Its WGSL expression of `x` (f32).
+            pub fn wgsl(self) -> &'static str {
+                match self {
+                    $(UnaryOp::$var => $wgsl,)*
+                }
+            }
+
+            /// Its op code on devices that take one (WebGPU's `act`): 1 + its table position;
+            /// 0 is no function ([`ACT_NONE`]).
+            pub fn code(self) -> u32 {
+                self as u32 + 1
+            }
+        }
+
+        impl super::Graph {
+            $(
+                $(#[$doc])*
+                pub fn $method(&mut self, a: super::TensorId) -> crate::error::Result<super::TensorId> {
+                    self.unary(UnaryOp::$var, a)
+                }
+            )*
+        }
+    };
+}
+
+macro_rules! define_binary_op {
+    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $wgsl:literal;)*) => {
+        /// Element-wise functions of two operands; the second broadcasts onto the first
+        /// ([`binary_op_table!`]).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum BinaryOp {
+            $($(#[$doc])* $var,)*
+        }
+
+        impl BinaryOp {
+            /// Every binary op, in table order.
+            pub const ALL: &'static [BinaryOp] = &[$(BinaryOp::$var,)*];
+
+            /// Its kind.
+            pub fn kind(self) -> OpKind {
+                match self {
+                    $(BinaryOp::$var => OpKind::$var,)*
+                }
+            }
+
+            /// The JS `Graph` method's name.
+            pub fn js_name(self) -> &'static str {
+                match self {
+                    $(BinaryOp::$var => stringify!($js),)*
+                }
+            }
+
+            /// Its WGSL expression of `x` and `y` (f32).
+            pub fn wgsl(self) -> &'static str {
+                match self {
+                    $(BinaryOp::$var => $wgsl,)*
+                }
+            }
+
+            /// Its op code on devices that take one (WebGPU's binary kernel): its table position.
+            pub fn code(self) -> u32 {
+                self as u32
+            }
+        }
+
+        impl super::Graph {
+            $(
+                #[doc = concat!("`", stringify!($method), "` of `a` and `b` (broadcasting `b`).")]
+                pub fn $method(&mut self, a: super::TensorId, b: super::TensorId) -> crate::error::Result<super::TensorId> {
+                    self.binary(BinaryOp::$var, a, b)
+                }
+            )*
+        }
+    };
+}
+
+unary_op_table!(define_unary_op);
+binary_op_table!(define_binary_op);
+
+/// The code of "no function" among [`UnaryOp::code`]s (a plain store in a fused epilogue).
+pub const ACT_NONE: u32 = 0;
+
+impl UnaryOp {
+    /// The scalar reference: what every device's kernel is checked against.
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            UnaryOp::Gelu => gelu_tanh(x),
+            UnaryOp::GeluErf => gelu_erf(x),
+            UnaryOp::Silu => x / (1.0 + (-x).exp()),
+            UnaryOp::Relu => x.max(0.0),
+            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Neg => -x,
+            UnaryOp::Sqr => x * x,
+            UnaryOp::Sqrt => x.sqrt(),
+        }
+    }
+}
+
+impl BinaryOp {
+    /// The scalar reference: what every device's kernel is checked against.
+    pub fn apply(self, x: f32, y: f32) -> f32 {
+        match self {
+            BinaryOp::Add => x + y,
+            BinaryOp::Sub => x - y,
+            BinaryOp::Mul => x * y,
+            BinaryOp::Div => x / y,
+        }
+    }
+}
+
+fn gelu_tanh(x: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x * x)).tanh())
+}
+
+fn gelu_erf(x: f32) -> f32 {
+    (0.5 * x as f64 * (1.0 + erf(x as f64 / std::f64::consts::SQRT_2))) as f32
+}
+
+/// erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit), in f64.
+pub fn erf(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        1.0 - r
+    } else {
+        r - 1.0
+    }
 }
 
 /// Which element pairs RoPE rotates.
@@ -57,10 +275,21 @@ pub enum Op {
     View,
     /// `src[0]` rows picked by the I32 indices `src[1]` (embedding lookup); result f32.
     GetRows,
+    /// `src[0]` (f32 or f16) with rows replaced: row `j` of `src[1]` (f32) is written at row
+    /// `src[2][j]` (I32 indices), per batch (ggml's `set_rows`, the KV-cache write); the
+    /// last `j` naming a row wins.
+    SetRows,
     /// `src[0] op src[1]`, `src[1]` broadcast (repeated) to `src[0]`'s shape.
     Binary(BinaryOp),
     /// `src[0] * s`.
     Scale(f32),
+    /// `src[0]` limited to `[min, max]`.
+    Clamp {
+        /// Lower bound.
+        min: f32,
+        /// Upper bound.
+        max: f32,
+    },
     /// `src[0]` (weights, `[k, m]`) times `src[1]` (activations, `[k, n]`) → `[m, n]`, batched
     /// over dims 2 and 3 with `src[0]` broadcast (ggml's `mul_mat`).
     MatMul,
@@ -105,15 +334,17 @@ impl Op {
         self.kind().hash(h);
         let (a, b, n): (f32, f32, usize) = match *self {
             Op::Scale(s) => (s, 0.0, 0),
+            Op::Clamp { min, max } => (min, max, 0),
             Op::SoftMax { scale } => (scale, 0.0, 0),
             Op::Norm { eps } | Op::RmsNorm { eps } => (eps, 0.0, 0),
-            Op::Unary(u) => (0.0, 0.0, u as usize),
             Op::Rope(p) => (p.freq_base, p.freq_scale, p.n_dims * 2 + p.mode as usize),
             Op::Concat { dim } => (0.0, 0.0, dim),
+            // The kind says which function.
+            Op::Unary(_) | Op::Binary(_) => (0.0, 0.0, 0),
             Op::Leaf
             | Op::View
             | Op::GetRows
-            | Op::Binary(_)
+            | Op::SetRows
             | Op::MatMul
             | Op::Cpy
             | Op::SumRows
@@ -127,7 +358,8 @@ impl Op {
 }
 
 /// Defines [`OpKind`] and [`OpKind::ALL`] from one list, so a kind added to the enum is in
-/// `ALL` (and so in the op suite's coverage check) by construction.
+/// `ALL` (and so in the op suite's coverage check) by construction. The unary and binary
+/// kinds come from their tables (`kinds_of_tables`).
 macro_rules! op_kinds {
     ($($(#[$doc:meta])* $kind:ident,)*) => {
         /// Fieldless twin of [`Op`]: for tables, coverage checks and pipeline keys.
@@ -144,52 +376,62 @@ macro_rules! op_kinds {
     };
 }
 
-op_kinds! {
-    /// [`Op::Leaf`].
-    Leaf,
-    /// [`Op::View`].
-    View,
-    /// [`Op::GetRows`].
-    GetRows,
-    /// [`Op::Binary`] with [`BinaryOp::Add`].
-    Add,
-    /// [`Op::Binary`] with [`BinaryOp::Sub`].
-    Sub,
-    /// [`Op::Binary`] with [`BinaryOp::Mul`].
-    Mul,
-    /// [`Op::Binary`] with [`BinaryOp::Div`].
-    Div,
-    /// [`Op::Scale`].
-    Scale,
-    /// [`Op::MatMul`].
-    MatMul,
-    /// [`Op::SoftMax`].
-    SoftMax,
-    /// [`Op::Norm`].
-    Norm,
-    /// [`Op::RmsNorm`].
-    RmsNorm,
-    /// [`Op::Unary`] with [`UnaryOp::Gelu`].
-    Gelu,
-    /// [`Op::Unary`] with [`UnaryOp::GeluErf`].
-    GeluErf,
-    /// [`Op::Unary`] with [`UnaryOp::Silu`].
-    Silu,
-    /// [`Op::Unary`] with [`UnaryOp::Relu`].
-    Relu,
-    /// [`Op::Rope`].
-    Rope,
-    /// [`Op::Cpy`].
-    Cpy,
-    /// [`Op::Concat`].
-    Concat,
-    /// [`Op::SumRows`].
-    SumRows,
-    /// [`Op::Mean`].
-    Mean,
-    /// [`Op::Argmax`].
-    Argmax,
+/// Step 1 of [`OpKind`]: the unary table's variants, then the binary table's.
+macro_rules! kinds_of_tables {
+    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $lo:literal..$hi:literal, $wgsl:literal;)*) => {
+        binary_op_table!(kinds_of_tables_2, [$($var)*]);
+    };
 }
+
+/// Step 2 of [`OpKind`]: the fixed kinds and both tables' variants.
+macro_rules! kinds_of_tables_2 {
+    ([$($u:ident)*] $($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $wgsl:literal;)*) => {
+        op_kinds! {
+            /// [`Op::Leaf`].
+            Leaf,
+            /// [`Op::View`].
+            View,
+            /// [`Op::GetRows`].
+            GetRows,
+            /// [`Op::SetRows`].
+            SetRows,
+            $(
+                #[doc = concat!("[`Op::Binary`] with [`BinaryOp::", stringify!($var), "`].")]
+                $var,
+            )*
+            /// [`Op::Scale`].
+            Scale,
+            /// [`Op::Clamp`].
+            Clamp,
+            /// [`Op::MatMul`].
+            MatMul,
+            /// [`Op::SoftMax`].
+            SoftMax,
+            /// [`Op::Norm`].
+            Norm,
+            /// [`Op::RmsNorm`].
+            RmsNorm,
+            $(
+                #[doc = concat!("[`Op::Unary`] with [`UnaryOp::", stringify!($u), "`].")]
+                $u,
+            )*
+            /// [`Op::Rope`].
+            Rope,
+            /// [`Op::Cpy`].
+            Cpy,
+            /// [`Op::Concat`].
+            Concat,
+            /// [`Op::SumRows`].
+            SumRows,
+            /// [`Op::Mean`].
+            Mean,
+            /// [`Op::Argmax`].
+            Argmax,
+        }
+    };
+}
+
+unary_op_table!(kinds_of_tables);
 
 impl OpKind {
     /// Whether nodes of this kind compute something (all but `Leaf` and `View`): the kinds
@@ -218,19 +460,15 @@ impl Op {
             Op::Leaf => OpKind::Leaf,
             Op::View => OpKind::View,
             Op::GetRows => OpKind::GetRows,
-            Op::Binary(BinaryOp::Add) => OpKind::Add,
-            Op::Binary(BinaryOp::Sub) => OpKind::Sub,
-            Op::Binary(BinaryOp::Mul) => OpKind::Mul,
-            Op::Binary(BinaryOp::Div) => OpKind::Div,
+            Op::SetRows => OpKind::SetRows,
+            Op::Binary(b) => b.kind(),
             Op::Scale(_) => OpKind::Scale,
+            Op::Clamp { .. } => OpKind::Clamp,
             Op::MatMul => OpKind::MatMul,
             Op::SoftMax { .. } => OpKind::SoftMax,
             Op::Norm { .. } => OpKind::Norm,
             Op::RmsNorm { .. } => OpKind::RmsNorm,
-            Op::Unary(UnaryOp::Gelu) => OpKind::Gelu,
-            Op::Unary(UnaryOp::GeluErf) => OpKind::GeluErf,
-            Op::Unary(UnaryOp::Silu) => OpKind::Silu,
-            Op::Unary(UnaryOp::Relu) => OpKind::Relu,
+            Op::Unary(u) => u.kind(),
             Op::Rope(_) => OpKind::Rope,
             Op::Cpy => OpKind::Cpy,
             Op::Concat { .. } => OpKind::Concat,

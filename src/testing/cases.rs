@@ -4,7 +4,7 @@
 
 use super::{CaseBuilder, OpCase};
 use crate::error::Result;
-use crate::graph::{BinaryOp, DType, Op, OpKind, RopeMode, RopeParams, TensorId, UnaryOp};
+use crate::graph::{BinaryOp, DType, OpKind, RopeMode, RopeParams, TensorId, UnaryOp};
 
 /// Tolerance of ops that should match the reference to float rounding.
 const EXACTISH: f64 = 1e-7;
@@ -116,8 +116,8 @@ fn binary_cases(v: &mut Vec<OpCase>) {
             Layout::Offset,
         ),
     ];
-    for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div] {
-        let kind = Op::Binary(op).kind();
+    for &op in BinaryOp::ALL {
+        let kind = op.kind();
         for (a_ne, b_ne, la, lb) in shapes {
             let name = format!(
                 "{}_{}_{}_{la:?}_{lb:?}",
@@ -262,13 +262,10 @@ fn scale_unary_cases(v: &mut Vec<OpCase>) {
         })
         .in_place(),
     );
-    for op in [
-        UnaryOp::Gelu,
-        UnaryOp::GeluErf,
-        UnaryOp::Silu,
-        UnaryOp::Relu,
-    ] {
-        let kind = Op::Unary(op).kind();
+    // Every unary op of the table (graph/op.rs) over its test domain.
+    for &op in UnaryOp::ALL {
+        let kind = op.kind();
+        let (lo, hi) = op.test_domain();
         let lname = format!("{kind:?}").to_lowercase();
         for (ne, layout) in shapes {
             v.push(OpCase::new(
@@ -276,7 +273,7 @@ fn scale_unary_cases(v: &mut Vec<OpCase>) {
                 kind,
                 F32_ACC,
                 move |b| {
-                    let x = operand(b, DType::F32, ne, layout, -6.0, 6.0)?;
+                    let x = operand(b, DType::F32, ne, layout, lo, hi)?;
                     let y = b.g.unary(op, x)?;
                     b.output(y)
                 },
@@ -284,7 +281,7 @@ fn scale_unary_cases(v: &mut Vec<OpCase>) {
         }
         v.push(
             OpCase::new(format!("{lname}_67x5"), kind, F32_ACC, move |b| {
-                let x = b.input_range(DType::F32, &[67, 5], -6.0, 6.0)?;
+                let x = b.input_range(DType::F32, &[67, 5], lo, hi)?;
                 let y = b.g.unary(op, x)?;
                 b.output(y)
             })
@@ -775,6 +772,92 @@ fn reduce_cases(v: &mut Vec<OpCase>) {
     }
 }
 
+fn clamp_cases(v: &mut Vec<OpCase>) {
+    let shapes = [
+        ([7, 5, 3, 2], Layout::Contig),
+        ([5, 7, 1, 1], Layout::Transposed),
+        ([9, 4, 2, 1], Layout::Offset),
+    ];
+    for (ne, layout) in shapes {
+        v.push(OpCase::new(
+            format!("clamp_{}_{layout:?}", shape_name(ne)),
+            OpKind::Clamp,
+            EXACTISH,
+            move |b| {
+                let x = operand(b, DType::F32, ne, layout, -3.0, 3.0)?;
+                let y = b.g.clamp(x, -1.0, 2.0)?;
+                b.output(y)
+            },
+        ));
+    }
+    v.push(
+        OpCase::new("clamp_67x5_point", OpKind::Clamp, EXACTISH, |b| {
+            let x = b.input_range(DType::F32, &[67, 5], -3.0, 3.0)?;
+            let y = b.g.clamp(x, 0.5, 0.5)?;
+            b.output(y)
+        })
+        .in_place(),
+    );
+}
+
+/// set_rows: `dst` `[ne0, rows, ne2, ne3]` of `dtype`, rows `[ne0, n, ne2, ne3]` (in `layout`),
+/// indices `[n, c2, c3]` drawn from `rows` (with repeats when `dups`).
+fn set_rows_cases(v: &mut Vec<OpCase>) {
+    type Case = (DType, [usize; 4], usize, [usize; 2], Layout, bool);
+    let cases: [Case; 7] = [
+        (DType::F32, [7, 10, 1, 1], 3, [1, 1], Layout::Contig, false),
+        // A decode step's KV write: one row into a longer cache.
+        (DType::F32, [64, 40, 1, 1], 1, [1, 1], Layout::Contig, false),
+        // Two rows aimed at one row: the last wins.
+        (DType::F32, [5, 6, 1, 1], 6, [1, 1], Layout::Contig, true),
+        // Per-batch indices along dim 2, shared along dim 3.
+        (DType::F32, [5, 6, 3, 2], 2, [3, 1], Layout::Contig, false),
+        // Indices shared by every batch; rows read through a transposed view.
+        (
+            DType::F32,
+            [6, 9, 2, 2],
+            4,
+            [1, 1],
+            Layout::Transposed,
+            false,
+        ),
+        (DType::F32, [9, 8, 2, 1], 3, [2, 1], Layout::Offset, false),
+        // An f16 cache.
+        (DType::F16, [16, 12, 2, 1], 5, [2, 1], Layout::Contig, true),
+    ];
+    for (dtype, ne, n, [c2, c3], layout, dups) in cases {
+        let name = format!(
+            "set_rows_{}_{}_rows{n}_idx{c2}x{c3}_{layout:?}{}",
+            dtype.name(),
+            shape_name(ne),
+            if dups { "_repeats" } else { "" }
+        );
+        let case = move |name: String| {
+            OpCase::new(name, OpKind::SetRows, EXACTISH, move |b| {
+                let dst = b.input(dtype, &ne)?;
+                let rows = operand(b, DType::F32, [ne[0], n, ne[2], ne[3]], layout, -1.0, 1.0)?;
+                let count = n * c2 * c3;
+                let idx: Vec<i32> = if dups {
+                    (0..count)
+                        .map(|_| b.rng.below(ne[1].min(3)) as i32)
+                        .collect()
+                } else {
+                    // Distinct within each batch's row of indices.
+                    (0..count)
+                        .map(|k| ((k % n) * 7 + k / n) as i32 % ne[1] as i32)
+                        .collect()
+                };
+                let i = b.input_i32(&[n, c2, c3], &idx)?;
+                let y = b.g.set_rows(dst, rows, i)?;
+                b.output(y)
+            })
+        };
+        v.push(case(name.clone()));
+        // Written over its destination, as a KV cache is.
+        v.push(case(name).in_place());
+    }
+}
+
 fn get_rows_cases(v: &mut Vec<OpCase>) {
     use DType::*;
     for dtype in [F32, F16, Q8_0, Q4_0] {
@@ -869,6 +952,21 @@ fn fused_cases(v: &mut Vec<OpCase>) {
             b.output(y)
         }));
     }
+    // Every unary op of the table as a fused activation (f32 weights; inputs in [0, 1) where
+    // the op's domain starts at 0, so the sums stay in it).
+    for &op in UnaryOp::ALL {
+        let lo = if op.test_domain().0 >= 0.0 { 0.0 } else { -1.0 };
+        let name = format!("fused_matmul_f32_k32_m9_n5_bias_{}", op.method());
+        v.push(OpCase::new(name, OpKind::MatMul, F32_ACC, move |b| {
+            let w = b.input_range(DType::F32, &[32, 9], lo, 1.0)?;
+            let x = b.input_range(DType::F32, &[32, 5], lo, 1.0)?;
+            let bias = b.input_range(DType::F32, &[9], lo, 1.0)?;
+            let y = b.g.matmul(w, x)?;
+            let y = b.g.add(y, bias)?;
+            let y = b.g.unary(op, y)?;
+            b.output(y)
+        }));
+    }
     // Near misses: the matmul's result also an output, also read by another node, and a
     // bias that is a full matrix (not a row vector).
     for miss in ["also_output", "read_twice", "full_bias"] {
@@ -956,7 +1054,9 @@ fn fused_cases(v: &mut Vec<OpCase>) {
 pub fn all_cases() -> Vec<OpCase> {
     let mut v = Vec::new();
     get_rows_cases(&mut v);
+    set_rows_cases(&mut v);
     binary_cases(&mut v);
+    clamp_cases(&mut v);
     shared_memory_cases(&mut v);
     scale_unary_cases(&mut v);
     matmul_cases(&mut v);

@@ -168,7 +168,9 @@ impl Device for CpuDevice {
                 t.op,
                 Op::Binary(_)
                     | Op::Scale(_)
+                    | Op::Clamp { .. }
                     | Op::Unary(_)
+                    | Op::SetRows
                     | Op::SoftMax { .. }
                     | Op::Norm { .. }
                     | Op::RmsNorm { .. }

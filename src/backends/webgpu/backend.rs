@@ -315,6 +315,8 @@ struct Bound<'m> {
     d: Binding<'m>,
     a: Binding<'m>,
     b: Option<Binding<'m>>,
+    /// A third operand's binding 4 (set_rows' indices).
+    c: Option<Binding<'m>>,
     /// A fused epilogue's bindings 4 and 5.
     e: Option<[Binding<'m>; 2]>,
 }
@@ -353,6 +355,7 @@ fn bind_fused<'m>(
         d,
         a,
         b,
+        c: None,
         e: Some(e),
     })
 }
@@ -420,11 +423,30 @@ impl Encoded {
             if let Some(mut plan) = ops::plan(ctx, graph, id)? {
                 let (d, a, b, offs) = bind_node(ctx, graph, mem, id, &plan)?;
                 plan.params.offs = offs;
+                let c = match plan.c {
+                    Some(cid) => {
+                        let node = graph.tensor(id);
+                        let (_, c) = bind_one(ctx, graph, mem, node, cid)?;
+                        if [&d, &a].into_iter().chain(&b).any(|o| aliases(&c, o)) {
+                            return Err(bind_error(
+                                node,
+                                format!(
+                                    "operand {} overlaps another binding",
+                                    graph.tensor(cid).name
+                                ),
+                            ));
+                        }
+                        plan.params.e[0] = c.rel;
+                        Some(c)
+                    }
+                    None => None,
+                };
                 bound.push(Bound {
                     plan,
                     d,
                     a,
                     b,
+                    c,
                     e: None,
                 });
             }
@@ -483,6 +505,9 @@ impl Encoded {
                     ];
                     if let Some(bb) = &b.b {
                         entries.push(buffer_entry(3, bb));
+                    }
+                    if let Some(c) = &b.c {
+                        entries.push(buffer_entry(4, c));
                     }
                     if let Some([scale, bias]) = &b.e {
                         entries.push(buffer_entry(4, scale));

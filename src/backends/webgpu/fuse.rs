@@ -17,7 +17,7 @@ use super::context::Ctx;
 use super::ops::{self, NodePlan};
 use super::shader::{takes_epilogue, EP_BIAS, EP_RESID, EP_SCALE};
 use crate::backend::fuse::{self, binary_after, row_vector, skippable};
-use crate::graph::{BinaryOp, DType, Graph, Op, TensorId, UnaryOp};
+use crate::graph::{BinaryOp, DType, Graph, Op, TensorId, UnaryOp, ACT_NONE};
 
 thread_local! {
     static FUSION: Cell<bool> = const { Cell::new(true) };
@@ -44,16 +44,6 @@ pub(super) struct Fused {
     pub bias: Option<TensorId>,
     /// Nodes the dispatch replaces.
     pub len: usize,
-}
-
-/// The activation code of `act.wgsl` for a unary op.
-fn act_code(op: UnaryOp) -> u32 {
-    match op {
-        UnaryOp::Gelu => 1,
-        UnaryOp::GeluErf => 2,
-        UnaryOp::Silu => 3,
-        UnaryOp::Relu => 4,
-    }
 }
 
 /// The fused dispatches that could replace the chain starting at `nodes[0]` (the split's
@@ -87,10 +77,7 @@ fn matmul_chain(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], uses: &[u32]) -> O
     if !takes_epilogue(plan.key.0) {
         return None;
     }
-    let act = match c.act {
-        Some(op) => act_code(op),
-        None => 0,
-    };
+    let act = c.act.map_or(ACT_NONE, UnaryOp::code);
     plan.params.e = [0, 0, act, EP_BIAS];
     Some(Fused {
         out: c.out,

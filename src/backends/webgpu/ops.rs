@@ -6,11 +6,11 @@
 
 use super::context::Ctx;
 use super::shader::{
-    in_place_kernel, Params, RegTile, TileLimits, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, ROWS_COLS,
-    SMALL_COLS, SMALL_WG, WG,
+    in_place_kernel, Params, RegTile, TileLimits, MAP_CLAMP, MAP_SCALE, MATMUL_TILE, MATVEC_COLS,
+    MATVEC_ROWS, ROWS_COLS, SMALL_COLS, SMALL_WG, WG,
 };
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, UnaryOp, MAX_DIMS};
+use crate::graph::{DType, Graph, Op, RopeMode, Tensor, TensorId, MAX_DIMS};
 
 /// A compute shader: an op family with its output variant. With the dtype of source `a`
 /// (which picks the snippet `a_get` reads it through) it keys the pipeline cache.
@@ -18,6 +18,7 @@ use crate::graph::{BinaryOp, DType, Graph, Op, RopeMode, Tensor, TensorId, Unary
 pub(super) enum Kernel {
     Binary,
     Unary,
+    SetRows,
     SoftMax(RowThreads),
     Norm(RowThreads),
     SumRows(RowThreads),
@@ -240,6 +241,8 @@ pub(super) struct NodePlan {
     /// Source `b` (binding 3): `Some(Some(id))` bound, `Some(None)` declared but absent
     /// (a dummy is bound), `None` not declared by the shader.
     pub b: Option<Option<TensorId>>,
+    /// Source `c` (binding 4, set_rows' indices; its offset goes in `e.x`).
+    pub c: Option<TensorId>,
     pub groups: [u32; 3],
     /// `a` and `b` share memory: bind them as one binding and read `b` through `a`'s.
     pub shared_b: bool,
@@ -389,12 +392,15 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
     if srcs.is_empty() {
         return Err(unsupported(format!("{} has no operands", t.op.name())));
     }
-    let shared_b = srcs.len() == 2 && overlaps(graph, t.src[0], t.src[1]);
+    let shared_b = srcs.len() >= 2 && overlaps(graph, t.src[0], t.src[1]);
+    if srcs.len() == 3 && t.src[..2].iter().any(|&s| overlaps(graph, t.src[2], s)) {
+        return Err(unsupported("the third operand shares memory with another"));
+    }
     if shared_b {
         // Only shaders that read b through `b_at` can take it from a's binding.
         let readable = matches!(
             t.op,
-            Op::Binary(_) | Op::SoftMax { .. } | Op::MatMul | Op::Concat { .. }
+            Op::Binary(_) | Op::SoftMax { .. } | Op::MatMul | Op::Concat { .. } | Op::SetRows
         ) && srcs[0].dtype == srcs[1].dtype;
         let (_, oa) = graph.storage_of(t.src[0]);
         let (_, ob) = graph.storage_of(t.src[1]);
@@ -429,32 +435,51 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
     let tpr = RowThreads::for_rows(srcs[0].ne[0], software);
     let row_grid = || grid(ctx, tpr.groups(nrows), true);
     params.u[1] = to_u32(n, "element count")?;
+    // A third operand (set_rows' indices), bound at binding 4.
+    let mut c = None;
     let (key, b, groups): (PipelineKey, Option<Option<TensorId>>, [u32; 3]) = match t.op {
         Op::Leaf | Op::View => return Ok(None),
         Op::Binary(op) => {
             need(srcs[0], &[DType::F32], "binary operand")?;
             need(srcs[1], &[DType::F32], "binary operand")?;
-            params.u[0] = match op {
-                BinaryOp::Add => 0,
-                BinaryOp::Sub => 1,
-                BinaryOp::Mul => 2,
-                BinaryOp::Div => 3,
-            };
+            params.u[0] = op.code();
             ((Kernel::Binary, DType::F32), Some(b), grid(ctx, n, false)?)
         }
-        Op::Scale(_) | Op::Unary(_) => {
+        // The unary kernel (unary.wgsl): u.x an act code, u.z MAP_SCALE / MAP_CLAMP.
+        Op::Scale(s) => {
             need(srcs[0], &[DType::F32], "operand")?;
-            params.u[0] = match t.op {
-                Op::Unary(UnaryOp::Gelu) => 1,
-                Op::Unary(UnaryOp::GeluErf) => 2,
-                Op::Unary(UnaryOp::Silu) => 3,
-                Op::Unary(UnaryOp::Relu) => 4,
-                _ => 0,
-            };
-            if let Op::Scale(s) = t.op {
-                params.f[0] = s;
-            }
+            params.u[2] = MAP_SCALE;
+            params.f[0] = s;
             ((Kernel::Unary, DType::F32), None, grid(ctx, n, false)?)
+        }
+        Op::Clamp { min, max } => {
+            need(srcs[0], &[DType::F32], "operand")?;
+            params.u[2] = MAP_CLAMP;
+            (params.f[1], params.f[2]) = (min, max);
+            ((Kernel::Unary, DType::F32), None, grid(ctx, n, false)?)
+        }
+        Op::Unary(op) => {
+            need(srcs[0], &[DType::F32], "operand")?;
+            params.u[0] = op.code();
+            ((Kernel::Unary, DType::F32), None, grid(ctx, n, false)?)
+        }
+        Op::SetRows => {
+            need(
+                srcs[0],
+                &[DType::F32],
+                "set_rows destination (f16 runs on the CPU)",
+            )?;
+            need(srcs[1], &[DType::F32], "set_rows rows")?;
+            need(srcs[2], &[DType::I32], "set_rows indices")?;
+            let ti = srcs[2];
+            let stride = |i: usize| to_u32(ti.nb[i] / 4, "index stride");
+            params.u[0] = stride(0)?;
+            params.u[2] = stride(1)?;
+            params.u[3] = stride(2)?;
+            params.e[1] = to_u32(ti.ne[1], "index dim 1")?;
+            params.e[2] = to_u32(ti.ne[2], "index dim 2")?;
+            c = Some(t.src[2]);
+            ((Kernel::SetRows, DType::F32), Some(b), grid(ctx, n, false)?)
         }
         Op::SoftMax { scale } => {
             need(srcs[0], &[DType::F32], "softmax input")?;
@@ -651,6 +676,7 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
         params,
         a,
         b,
+        c,
         groups,
         shared_b,
         in_place_ok: in_place_kernel(key.0) && (!shared_b || t.src[0] == t.src[1]),

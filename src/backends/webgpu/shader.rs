@@ -6,7 +6,7 @@
 //! definitions below (one field list for both sides).
 
 use super::ops::{Kernel, PipelineKey};
-use crate::graph::DType;
+use crate::graph::{BinaryOp, DType, UnaryOp, ACT_NONE};
 
 /// Invocations per 1-D workgroup (`WG`; SwiftShader allows at most 256).
 pub(super) const WG: usize = 256;
@@ -42,8 +42,17 @@ pub(super) const EP_RESID: u32 = 4;
 /// vector (their bindings would share bytes), not through binding 5 (`EP_MERGED`).
 pub(super) const EP_MERGED: u32 = 8;
 
-/// The constants every op shader sees, by their WGSL names.
-const CONSTANTS: [(&str, u32); 13] = [
+/// `u.z` of the unary kernel (unary.wgsl): the act function of code `u.x` (`MAP_ACT`), a
+/// scale by `f.x` (`MAP_SCALE`), or a clamp to `[f.y, f.z]` (`MAP_CLAMP`).
+pub(super) const MAP_ACT: u32 = 0;
+/// See [`MAP_ACT`].
+pub(super) const MAP_SCALE: u32 = 1;
+/// See [`MAP_ACT`].
+pub(super) const MAP_CLAMP: u32 = 2;
+
+/// The constants every op shader sees, by their WGSL names (with the op tables' codes,
+/// [`op_table_wgsl`]).
+const CONSTANTS: [(&str, u32); 16] = [
     ("WG", WG as u32),
     ("MATMUL_TILE", MATMUL_TILE as u32),
     ("MATVEC_ROWS", MATVEC_ROWS as u32),
@@ -57,7 +66,71 @@ const CONSTANTS: [(&str, u32); 13] = [
     ("EP_BIAS", EP_BIAS),
     ("EP_RESID", EP_RESID),
     ("EP_MERGED", EP_MERGED),
+    ("MAP_ACT", MAP_ACT),
+    ("MAP_SCALE", MAP_SCALE),
+    ("MAP_CLAMP", MAP_CLAMP),
 ];
+
+/// The WGSL name of a unary op's code (`ACT_GELU_ERF`).
+fn act_const(op: UnaryOp) -> String {
+    format!("ACT_{}", op.method().to_uppercase())
+}
+
+/// The WGSL name of a binary op's code (`BIN_ADD`).
+fn bin_const(op: BinaryOp) -> String {
+    format!("BIN_{}", format!("{op:?}").to_uppercase())
+}
+
+/// The op tables' codes as WGSL constants (`ACT_NONE`, `ACT_GELU`, ..., `BIN_ADD`, ...), in
+/// every shader's header.
+fn op_table_wgsl() -> String {
+    let mut s = format!("const ACT_NONE: u32 = {ACT_NONE}u;\n");
+    for &op in UnaryOp::ALL {
+        s.push_str(&format!("const {}: u32 = {}u;\n", act_const(op), op.code()));
+    }
+    for &op in BinaryOp::ALL {
+        s.push_str(&format!("const {}: u32 = {}u;\n", bin_const(op), op.code()));
+    }
+    s
+}
+
+/// The default of a generated switch over op codes: unreachable (Rust passes only the
+/// tables' codes), and NaN if it were not, so a stale code is loud. From a runtime value:
+/// WGSL rejects NaN constants.
+const NO_OP: &str = "        default: { return bitcast<f32>(0x7fc00000u | (op & 0u)); }\n";
+
+/// `act(x, op)`: the unary op of code `op` (`ACT_NONE`: `x`), one case per table row, after
+/// the helpers its expressions call (act.wgsl).
+fn act_wgsl() -> String {
+    let mut s = String::from(wgsl::ACT);
+    s.push_str("fn act(x: f32, op: u32) -> f32 {\n    switch op {\n");
+    s.push_str("        case ACT_NONE: { return x; }\n");
+    for &op in UnaryOp::ALL {
+        s.push_str(&format!(
+            "        case {}: {{ return {}; }}\n",
+            act_const(op),
+            op.wgsl()
+        ));
+    }
+    s.push_str(NO_OP);
+    s.push_str("    }\n}\n");
+    s
+}
+
+/// `binary_op(x, y, op)`: the binary op of code `op`, one case per table row.
+fn binary_wgsl() -> String {
+    let mut s = String::from("fn binary_op(x: f32, y: f32, op: u32) -> f32 {\n    switch op {\n");
+    for &op in BinaryOp::ALL {
+        s.push_str(&format!(
+            "        case {}: {{ return {}; }}\n",
+            bin_const(op),
+            op.wgsl()
+        ));
+    }
+    s.push_str(NO_OP);
+    s.push_str("    }\n}\n");
+    s
+}
 
 /// The shape of the register-tiled matmul (`Kernel::MatMulReg`, shaders/matmul_reg.wgsl): a
 /// `tm` x `tn` output tile per workgroup of (`tm / rm`) x (`tn / rn`) threads, each an `rm` x
@@ -319,6 +392,7 @@ mod wgsl {
     pub const COPY_U32: &str = include_str!("../../../shaders/copy_u32.wgsl");
     pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
     pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
+    pub const SET_ROWS: &str = include_str!("../../../shaders/set_rows.wgsl");
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
     pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const MATMUL_SMALL: &str = include_str!("../../../shaders/matmul_small.wgsl");
@@ -416,6 +490,11 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         Kernel::CopyU32 => r(wgsl::COPY_U32, element, "u32", Some("u32")),
         Kernel::CopyBytes => r(wgsl::COPY_BYTES, element, "u32", None),
         Kernel::GetRows => r(wgsl::GET_ROWS, element, "f32", Some("i32")),
+        // c (binding 4): the i32 row indices, declared in set_rows.wgsl.
+        Kernel::SetRows => Recipe {
+            in_place: true,
+            ..r(wgsl::SET_ROWS, element, "f32", Some("f32"))
+        },
         Kernel::MatMul => Recipe {
             epilogue: true,
             ..r(wgsl::MATMUL, None, "f32", Some("f32"))
@@ -471,6 +550,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     for (name, value) in CONSTANTS {
         s.push_str(&format!("const {name}: u32 = {value}u;\n"));
     }
+    s.push_str(&op_table_wgsl());
     s.push_str(&Params::wgsl());
     s.push_str(&format!("alias DT = {};\n", r.d));
     s.push_str(wgsl::PRELUDE);
@@ -507,7 +587,10 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         _ => None,
     };
     if kernel == Kernel::Unary || fused.is_some() {
-        s.push_str(wgsl::ACT);
+        s.push_str(&act_wgsl());
+    }
+    if kernel == Kernel::Binary {
+        s.push_str(&binary_wgsl());
     }
     if let Some((ops, act)) = fused {
         s.push_str(&format!(
@@ -541,6 +624,7 @@ mod tests {
         let mut all = vec![
             Kernel::Binary,
             Kernel::Unary,
+            Kernel::SetRows,
             Kernel::Rope,
             Kernel::Cpy,
             Kernel::CpyF16,
@@ -572,6 +656,7 @@ mod tests {
             match k {
                 Kernel::Binary
                 | Kernel::Unary
+                | Kernel::SetRows
                 | Kernel::SoftMax(_)
                 | Kernel::Norm(_)
                 | Kernel::SumRows(_)
@@ -617,7 +702,7 @@ mod tests {
             if takes_epilogue(k) {
                 let fused = Variant::Fused {
                     ops: EP_SCALE | EP_BIAS,
-                    act: 2,
+                    act: UnaryOp::GeluErf.code(),
                 };
                 keys.extend(dtypes.iter().map(|&dt| ((k, dt), fused)));
             }
@@ -644,12 +729,12 @@ mod tests {
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
-        // kernels on 4 dtypes, 3 on i32, on f32 3 and 4 row kernels at 3 row widths; fused:
+        // kernels on 4 dtypes, 3 on i32, on f32 4 and 4 row kernels at 3 row widths; fused:
         // every matmul kernel on 4 dtypes, norm at 3 row widths.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 4 + 3 + 3 + 4 * 3 + matmuls * 4 + 3
+            (matmuls + 4) * 4 + 3 + 4 + 4 * 3 + matmuls * 4 + 3
         );
         for key in keys {
             let module = parse(key);

@@ -8,7 +8,6 @@
 
 use std::ops::Range;
 
-use super::reference::unary_fn;
 use super::simd::{self, exp, exp_nonpos, F32x4};
 use super::{for_rows, for_rows_with, packed_f32};
 use crate::backends::cpu::pool::Par;
@@ -114,11 +113,12 @@ pub fn binary(par: Par, op: BinaryOp, dst: &TensorView, a: &TensorView, b: &Tens
     {
         return false;
     }
+    let sf = move |x, y| op.apply(x, y);
     match op {
-        BinaryOp::Add => binary_with(par, dst, a, b, |x, y| x + y, |x, y| x + y),
-        BinaryOp::Sub => binary_with(par, dst, a, b, |x, y| x - y, |x, y| x - y),
-        BinaryOp::Mul => binary_with(par, dst, a, b, |x, y| x * y, |x, y| x * y),
-        BinaryOp::Div => binary_with(par, dst, a, b, |x, y| x / y, |x, y| x / y),
+        BinaryOp::Add => binary_with(par, dst, a, b, |x, y| x + y, sf),
+        BinaryOp::Sub => binary_with(par, dst, a, b, |x, y| x - y, sf),
+        BinaryOp::Mul => binary_with(par, dst, a, b, |x, y| x * y, sf),
+        BinaryOp::Div => binary_with(par, dst, a, b, |x, y| x / y, sf),
     }
     true
 }
@@ -147,16 +147,6 @@ pub fn scale(par: Par, dst: &TensorView, a: &TensorView, s: f32) -> bool {
     map_with(par, COST_BINARY, dst, a, |x| x * vs, |x| x * s)
 }
 
-#[inline(always)]
-fn relu_v(x: F32x4) -> F32x4 {
-    x.max(F32x4::splat(0.0))
-}
-
-#[inline(always)]
-fn silu_v(x: F32x4) -> F32x4 {
-    x / (F32x4::splat(1.0) + exp(F32x4::splat(0.0) - x))
-}
-
 /// GELU (tanh): 0.5 x (1 + tanh u) = x - x / (e^(2u) + 1), u = sqrt(2/pi) (x + 0.044715 x^3).
 #[inline(always)]
 fn gelu_tanh_v(x: F32x4) -> F32x4 {
@@ -165,16 +155,64 @@ fn gelu_tanh_v(x: F32x4) -> F32x4 {
     x - x / (exp(x * (c + c3 * x * x)) + F32x4::splat(1.0))
 }
 
-/// Element-wise function over packed rows, in SIMD: ReLU, SiLU and GELU (tanh) with a vector
-/// `exp`, GELU (erf) with a vector erf ([`simd::gelu_erf`]).
-pub fn unary(par: Par, op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
-    let f = unary_fn(op);
+/// A unary op on four lanes: what the unary node and the fused matmul epilogue both compute
+/// (so fusing changes no result). `exp` is the vector one ([`simd::exp`], clamped to the
+/// f32 range); GELU (erf) uses a vector erf ([`simd::gelu_erf`]).
+#[inline(always)]
+fn unary_v(op: UnaryOp, x: F32x4) -> F32x4 {
+    let one = F32x4::splat(1.0);
+    let zero = F32x4::splat(0.0);
     match op {
-        UnaryOp::Relu => map_with(par, COST_BINARY, dst, a, relu_v, f),
-        UnaryOp::Silu => map_with(par, COST_UNARY, dst, a, silu_v, f),
-        UnaryOp::Gelu => map_with(par, COST_UNARY, dst, a, gelu_tanh_v, f),
-        UnaryOp::GeluErf => map_with(par, COST_UNARY, dst, a, simd::gelu_erf, f),
+        UnaryOp::Gelu => gelu_tanh_v(x),
+        UnaryOp::GeluErf => simd::gelu_erf(x),
+        UnaryOp::Silu => x / (one + exp(zero - x)),
+        UnaryOp::Relu => x.max(zero),
+        // 1 - 2 / (e^(2x) + 1): exact at both ends (e^(2x) saturates to 0 or inf).
+        UnaryOp::Tanh => one - F32x4::splat(2.0) / (exp(x + x) + one),
+        UnaryOp::Sigmoid => one / (one + exp(zero - x)),
+        UnaryOp::Exp => exp(x),
+        UnaryOp::Neg => zero - x,
+        UnaryOp::Sqr => x * x,
+        UnaryOp::Sqrt => x.sqrt(),
     }
+}
+
+/// Relative cost of a unary op per element (for cutting a node over threads).
+fn unary_cost(op: UnaryOp) -> usize {
+    match op {
+        UnaryOp::Relu | UnaryOp::Neg | UnaryOp::Sqr | UnaryOp::Sqrt => COST_BINARY,
+        UnaryOp::Gelu
+        | UnaryOp::GeluErf
+        | UnaryOp::Silu
+        | UnaryOp::Tanh
+        | UnaryOp::Sigmoid
+        | UnaryOp::Exp => COST_UNARY,
+    }
+}
+
+/// Element-wise function over packed rows, in SIMD ([`unary_v`]).
+pub fn unary(par: Par, op: UnaryOp, dst: &TensorView, a: &TensorView) -> bool {
+    map_with(
+        par,
+        unary_cost(op),
+        dst,
+        a,
+        move |x| unary_v(op, x),
+        move |x| op.apply(x),
+    )
+}
+
+/// `a` limited to `[min, max]` over packed rows.
+pub fn clamp(par: Par, dst: &TensorView, a: &TensorView, min: f32, max: f32) -> bool {
+    let (lo, hi) = (F32x4::splat(min), F32x4::splat(max));
+    map_with(
+        par,
+        COST_BINARY,
+        dst,
+        a,
+        move |x| x.max(lo).min(hi),
+        move |x| x.max(min).min(max),
+    )
 }
 
 /// What a matmul does to its output as it stores it, in place of the nodes after it
@@ -227,10 +265,7 @@ impl Epilogue {
         let x = x + bias;
         match self.act {
             None => x,
-            Some(UnaryOp::Relu) => relu_v(x),
-            Some(UnaryOp::Silu) => silu_v(x),
-            Some(UnaryOp::Gelu) => gelu_tanh_v(x),
-            Some(UnaryOp::GeluErf) => simd::gelu_erf(x),
+            Some(op) => unary_v(op, x),
         }
     }
 
@@ -241,8 +276,7 @@ impl Epilogue {
     #[inline]
     pub unsafe fn apply(&self, p: *mut f32, m0: usize, n: usize) {
         debug_assert!(m0 + n <= self.len);
-        let s = self.act.map(unary_fn);
-        let scalar = |x: f32, y: f32| s.map_or(x + y, |f| f(x + y));
+        let scalar = |x: f32, y: f32| self.act.map_or(x + y, |op| op.apply(x + y));
         unsafe { zip_row(p, p, self.bias.add(m0), n, |x, y| self.vec(x, y), scalar) }
     }
 

@@ -124,34 +124,34 @@ pub fn compute(
         return Ok(());
     }
     if set == KernelSet::Fast {
-        if let (Op::GetRows, [a, idx]) = (op, src) {
-            if let Some(r) = rows::get_rows(par, dst, a, idx) {
-                return r;
-            }
-        }
-        if fast(par, op, dst, src) {
-            return Ok(());
+        if let Some(r) = fast(par, op, dst, src) {
+            return r;
         }
     }
     reference::compute(op, dst, src)
 }
 
-/// Runs a fast kernel when one fits the node's dtypes and layout; `false` otherwise (the
+/// Runs a fast kernel when one fits the node's dtypes and layout; `None` otherwise (the
 /// caller falls back to the reference, which also reports data-dependent errors).
-fn fast(par: Par, op: &Op, dst: &TensorView, src: &[TensorView]) -> bool {
-    match (*op, src) {
-        (Op::MatMul, [a, b]) => matmul_fused(par, dst, a, b, None, None),
-        (Op::Binary(o), [a, b]) => elementwise::binary(par, o, dst, a, b),
-        (Op::Scale(s), [a]) => elementwise::scale(par, dst, a, s),
-        (Op::Unary(u), [a]) => elementwise::unary(par, u, dst, a),
-        (Op::SoftMax { scale }, [a]) => elementwise::softmax(par, dst, a, None, scale),
-        (Op::SoftMax { scale }, [a, m]) => elementwise::softmax(par, dst, a, Some(m), scale),
-        (Op::Norm { eps }, [a]) => elementwise::norm(par, dst, a, eps, false),
-        (Op::RmsNorm { eps }, [a]) => elementwise::norm(par, dst, a, eps, true),
-        (Op::Rope(p), [a, pos]) => rows::rope(par, dst, a, pos, p).is_some(),
-        (Op::SumRows | Op::Mean, [a]) => rows::sum_rows(par, op, dst, a).is_some(),
-        (Op::Cpy, [a]) => rows::cpy(par, dst, a).is_some(),
-        _ => false,
+fn fast(par: Par, op: &Op, dst: &TensorView, src: &[TensorView]) -> Option<Result<()>> {
+    let a = src.first()?;
+    let b = src.get(1);
+    let done = |ran: bool| ran.then_some(Ok(()));
+    match *op {
+        Op::MatMul => done(matmul_fused(par, dst, a, b?, None, None)),
+        Op::Binary(o) => done(elementwise::binary(par, o, dst, a, b?)),
+        Op::Scale(s) => done(elementwise::scale(par, dst, a, s)),
+        Op::Clamp { min, max } => done(elementwise::clamp(par, dst, a, min, max)),
+        Op::Unary(u) => done(elementwise::unary(par, u, dst, a)),
+        Op::SoftMax { scale } => done(elementwise::softmax(par, dst, a, b, scale)),
+        Op::Norm { eps } => done(elementwise::norm(par, dst, a, eps, false)),
+        Op::RmsNorm { eps } => done(elementwise::norm(par, dst, a, eps, true)),
+        Op::Rope(p) => done(rows::rope(par, dst, a, b?, p).is_some()),
+        Op::SumRows | Op::Mean => done(rows::sum_rows(par, op, dst, a).is_some()),
+        Op::Cpy => done(rows::cpy(par, dst, a).is_some()),
+        Op::GetRows => rows::get_rows(par, dst, a, b?),
+        // The reference computes these.
+        Op::Leaf | Op::View | Op::SetRows | Op::Concat { .. } | Op::Argmax => None,
     }
 }
 

@@ -3,13 +3,14 @@
 
 use super::super::view::TensorView;
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, DType, Op, RopeMode, RopeParams, UnaryOp};
+use crate::graph::{BinaryOp, DType, Op, RopeMode, RopeParams};
 
 /// Computes `op` into `dst` from `src` with the reference kernels.
 pub fn compute(op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
     match *op {
         Op::Leaf | Op::View => Ok(()),
         Op::GetRows => get_rows(dst, &src[0], &src[1]),
+        Op::SetRows => set_rows(dst, &src[0], &src[1], &src[2]),
         Op::Binary(b) => {
             binary(b, dst, &src[0], &src[1]);
             Ok(())
@@ -18,8 +19,12 @@ pub fn compute(op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
             map(dst, &src[0], |x| x * s);
             Ok(())
         }
+        Op::Clamp { min, max } => {
+            map(dst, &src[0], |x| x.max(min).min(max));
+            Ok(())
+        }
         Op::Unary(u) => {
-            map(dst, &src[0], unary_fn(u));
+            map(dst, &src[0], |x| u.apply(x));
             Ok(())
         }
         Op::MatMul => {
@@ -54,47 +59,6 @@ pub fn compute(op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
     }
 }
 
-/// The scalar function of a unary op.
-pub fn unary_fn(u: UnaryOp) -> fn(f32) -> f32 {
-    match u {
-        UnaryOp::Gelu => gelu_tanh,
-        UnaryOp::GeluErf => gelu_erf,
-        UnaryOp::Silu => |x| x / (1.0 + (-x).exp()),
-        UnaryOp::Relu => |x| x.max(0.0),
-    }
-}
-
-fn gelu_tanh(x: f32) -> f32 {
-    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x * x)).tanh())
-}
-
-fn gelu_erf(x: f32) -> f32 {
-    (0.5 * x as f64 * (1.0 + erf(x as f64 / std::f64::consts::SQRT_2))) as f32
-}
-
-/// erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit), in f64.
-pub fn erf(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t
-        * (-z * z - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
-    if x >= 0.0 {
-        1.0 - r
-    } else {
-        r - 1.0
-    }
-}
-
 fn each_index(ne: [usize; 4], mut f: impl FnMut([usize; 4])) {
     for i3 in 0..ne[3] {
         for i2 in 0..ne[2] {
@@ -120,15 +84,7 @@ fn binary(op: BinaryOp, dst: &TensorView, a: &TensorView, b: &TensorView) {
             i[2] % b.ne[2],
             i[3] % b.ne[3],
         ]);
-        dst.set(
-            i,
-            match op {
-                BinaryOp::Add => x + y,
-                BinaryOp::Sub => x - y,
-                BinaryOp::Mul => x * y,
-                BinaryOp::Div => x / y,
-            },
-        );
+        dst.set(i, op.apply(x, y));
     });
 }
 
@@ -148,6 +104,30 @@ fn get_rows(dst: &TensorView, a: &TensorView, idx: &TensorView) -> Result<()> {
             for (i0, &v) in row.iter().enumerate() {
                 dst.set([i0, i1, i2, 0], v);
             }
+        }
+    }
+    Ok(())
+}
+
+/// Checks every index of a `set_rows` against `rows`, then copies `a` and writes `b`'s rows
+/// in order (so the last of two rows aimed at one row wins).
+fn set_rows(dst: &TensorView, a: &TensorView, b: &TensorView, idx: &TensorView) -> Result<()> {
+    let row_of =
+        |j: usize, i2: usize, i3: usize| idx.get_i32([j, i2 % idx.ne[1], i3 % idx.ne[2], 0]);
+    for (j, i2, i3) in b.rows() {
+        let r = row_of(j, i2, i3);
+        if r < 0 || r as usize >= a.ne[1] {
+            return Err(Error::OutOfBounds(format!(
+                "set_rows: index {r} of {} rows",
+                a.ne[1]
+            )));
+        }
+    }
+    map(dst, a, |x| x);
+    for (j, i2, i3) in b.rows() {
+        let r = row_of(j, i2, i3) as usize;
+        for i0 in 0..b.ne[0] {
+            dst.set([i0, r, i2, i3], b.get([i0, j, i2, i3]));
         }
     }
     Ok(())
