@@ -156,22 +156,6 @@ impl JsGraph {
         self.p.borrow().graph().len()
     }
 
-    /// a + b (b broadcast).
-    pub fn add(&self, a: u32, b: u32) -> Result<u32, JsError> {
-        self.with(|g| g.add(id(a), id(b)))
-    }
-    /// a - b (b broadcast).
-    pub fn sub(&self, a: u32, b: u32) -> Result<u32, JsError> {
-        self.with(|g| g.sub(id(a), id(b)))
-    }
-    /// a * b (b broadcast).
-    pub fn mul(&self, a: u32, b: u32) -> Result<u32, JsError> {
-        self.with(|g| g.mul(id(a), id(b)))
-    }
-    /// a / b (b broadcast).
-    pub fn div(&self, a: u32, b: u32) -> Result<u32, JsError> {
-        self.with(|g| g.div(id(a), id(b)))
-    }
     /// a * s.
     pub fn scale(&self, a: u32, s: f32) -> Result<u32, JsError> {
         self.with(|g| g.scale(id(a), s))
@@ -193,22 +177,16 @@ impl JsGraph {
     pub fn rms_norm(&self, a: u32, eps: f32) -> Result<u32, JsError> {
         self.with(|g| g.rms_norm(id(a), eps))
     }
-    /// GELU (tanh form).
-    pub fn gelu(&self, a: u32) -> Result<u32, JsError> {
-        self.with(|g| g.gelu(id(a)))
+    /// min(max(a, min), max), element-wise.
+    pub fn clamp(&self, a: u32, min: f32, max: f32) -> Result<u32, JsError> {
+        self.with(|g| g.clamp(id(a), min, max))
     }
-    /// GELU (erf form).
-    #[wasm_bindgen(js_name = geluErf)]
-    pub fn gelu_erf(&self, a: u32) -> Result<u32, JsError> {
-        self.with(|g| g.gelu_erf(id(a)))
-    }
-    /// SiLU.
-    pub fn silu(&self, a: u32) -> Result<u32, JsError> {
-        self.with(|g| g.silu(id(a)))
-    }
-    /// ReLU.
-    pub fn relu(&self, a: u32) -> Result<u32, JsError> {
-        self.with(|g| g.relu(id(a)))
+    /// `dst` with row `idx[j]` replaced by row `j` of `rows` (f32), per batch: i32 `idx`
+    /// `[n, c2, c3]` repeated over the batch dims (ggml's set_rows, the KV-cache write). A new
+    /// tensor of dst's dtype (f32 or f16) and shape; the last of two rows aimed at one wins.
+    #[wasm_bindgen(js_name = setRows)]
+    pub fn set_rows(&self, dst: u32, rows: u32, idx: u32) -> Result<u32, JsError> {
+        self.with(|g| g.set_rows(id(dst), id(rows), id(idx)))
     }
     /// RoPE of a [headDim, heads, tokens] at i32 positions; mode "normal" or "neox".
     pub fn rope(
@@ -301,6 +279,41 @@ impl JsGraph {
 }
 
 /// Devices plus a scheduler: runs graphs, splitting them between WebGPU and the CPU.
+/// The JS methods of the unary ops, one per row of `graph::op`'s table.
+macro_rules! js_unary_methods {
+    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $lo:literal..$hi:literal, $wgsl:literal;)*) => {
+        #[wasm_bindgen(js_class = Graph)]
+        impl JsGraph {
+            $(
+                $(#[$doc])*
+                #[wasm_bindgen(js_name = $js)]
+                pub fn $method(&self, a: u32) -> Result<u32, JsError> {
+                    self.with(|g| g.unary(crate::graph::UnaryOp::$var, id(a)))
+                }
+            )*
+        }
+    };
+}
+crate::unary_op_table!(js_unary_methods);
+
+/// The JS methods of the binary ops (`b` broadcast onto `a`), one per row of the table.
+macro_rules! js_binary_methods {
+    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $wgsl:literal;)*) => {
+        #[wasm_bindgen(js_class = Graph)]
+        impl JsGraph {
+            $(
+                $(#[$doc])*
+                #[doc = " (b broadcast)."]
+                #[wasm_bindgen(js_name = $js)]
+                pub fn $method(&self, a: u32, b: u32) -> Result<u32, JsError> {
+                    self.with(|g| g.binary(crate::graph::BinaryOp::$var, id(a), id(b)))
+                }
+            )*
+        }
+    };
+}
+crate::binary_op_table!(js_binary_methods);
+
 #[wasm_bindgen(js_name = Runtime)]
 pub struct JsRuntime {
     rt: Rc<crate::runtime::Runtime>,
