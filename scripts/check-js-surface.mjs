@@ -79,6 +79,8 @@ const CLASS_EXEMPT = {
 
 /** Free functions of the bindings that are not worker ops / WorkerModule members. */
 const FUNCTION_EXEMPT = {
+  // #[wasm_bindgen(start)] (src/wasm/mod.rs): runs by itself when the module is instantiated.
+  start: { why: 'wasm-bindgen start function: runs at instantiation (the panic hook)' },
   initThreadPool: { why: 'the loader (engine.js) calls it at load, inside the worker in worker mode' },
   setLoadNote: { why: 'the loader (engine.js) calls it at load' },
   threadPoolProbe: { why: 'for tests, in-thread (tests/e2e/threads.test.mjs)' },
