@@ -79,10 +79,10 @@ step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --tar
 step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
 # One JS surface: the built bindings (pkg/<build>/webtensor.d.ts) against js/worker.js's OPS,
-# js/proxy.js and js/index.d.ts; the self-test first shows that the check catches differences.
+# js/proxy.js and js/index.d.ts; then its self-test shows that it catches differences.
 js_surface() {
-  node scripts/check-js-surface.mjs --self-test
   node scripts/check-js-surface.mjs
+  node scripts/check-js-surface.mjs --self-test
 }
 step "JS surface: bindings = worker = proxy = types (scripts/check-js-surface.mjs)" js_surface
 step "example apps: npm pack, webpack, Vite, plain ESM (scripts/build-apps.sh)" bash scripts/build-apps.sh
