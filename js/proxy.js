@@ -89,8 +89,10 @@ export class Link {
   }
 }
 
-// name → [positions of tensor ids among the arguments, whether it returns a new tensor]
-const GRAPH_CALLS = {
+// name → [positions of tensor ids among the arguments, whether it returns a new tensor].
+// Every Graph method of the bindings is here but for the in-thread ones (shape);
+// scripts/check-js-surface.mjs (run by scripts/test.sh) checks it against webtensor.d.ts.
+export const GRAPH_CALLS = {
   input: [[], true], weight: [[], true], output: [[0], false], setName: [[0], false],
   add: [[0, 1], true], sub: [[0, 1], true], mul: [[0, 1], true], div: [[0, 1], true],
   scale: [[0], true], matmul: [[0, 1], true], softmax: [[0, 1], true], norm: [[0], true],

@@ -76,7 +76,10 @@ function gpuRef(t) {
   return { __gpuTensor: keep(t), dtype: t.dtype, shape: t.shape, device: t.device };
 }
 
-const OPS = {
+// The calls the page's proxy (proxy.js) may send, by op name: the engine's functions by
+// their names, class members as runtime.*, model.* (SentenceEmbedder), gpu.* (GpuTensor).
+// Exported for scripts/check-js-surface.mjs, which checks them against webtensor.d.ts.
+export const OPS = {
   async init({ options }) {
     engine = await loadEngine(options);
     return { loaded: engine.loaded };

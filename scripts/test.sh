@@ -4,8 +4,10 @@
 #   model files (MiniLM GGUFs, tokenizer vectors) → fuzz targets (a minute each) →
 #   wasm tests in Node → wasm tests in
 #   headless Chromium (WebGPU on SwiftShader), single-thread and threaded (2 threads) →
-#   example apps (the package packed with npm pack, installed into a webpack 5, a Vite and a
-#   plain-ESM app, each built) → end-to-end page tests (pkg/: the loader and its four builds,
+#   pkg/ built, and its JS surface checked (scripts/check-js-surface.mjs: the bindings'
+#   d.ts against the worker's calls, the proxy and index.d.ts) → example apps (the package
+#   packed with npm pack, installed into a webpack 5, a Vite and a plain-ESM app, each
+#   built) → end-to-end page tests (pkg/: the loader and its four builds,
 #   the demo's webpack bundle, the three apps, the model served, driven by playwright-core;
 #   the threaded builds cross-origin isolated, and each fallback; the engine in its worker;
 #   the WebGPU device lost mid-run, on pkg/ itself). Without the threaded toolchain (setup
@@ -76,6 +78,13 @@ step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --tar
   --features threads -Z build-std=panic_abort,std --test web_browser
 step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
+# One JS surface: the built bindings (pkg/<build>/webtensor.d.ts) against js/worker.js's OPS,
+# js/proxy.js and js/index.d.ts; then its self-test shows that it catches differences.
+js_surface() {
+  node scripts/check-js-surface.mjs
+  node scripts/check-js-surface.mjs --self-test
+}
+step "JS surface: bindings = worker = proxy = types (scripts/check-js-surface.mjs)" js_surface
 step "example apps: npm pack, webpack, Vite, plain ESM (scripts/build-apps.sh)" bash scripts/build-apps.sh
 E2E_REQUIRE_THREADS=$([ -n "${WASM_THREADS_TC:-}" ] && echo 1 || echo 0)
 step "end-to-end page tests" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} \
