@@ -100,7 +100,9 @@ export const GRAPH_CALLS = {
   relu: [[0], true], rope: [[0, 1], true], cpy: [[0], true], cont: [[0], true],
   concat: [[0, 1], true], sumRows: [[0], true], mean: [[0], true], argmax: [[0], true],
   getRows: [[0, 1], true], reshape: [[0], true], view: [[0], true], permute: [[0], true],
-  transpose: [[0], true],
+  transpose: [[0], true], tanh: [[0], true], sigmoid: [[0], true], exp: [[0], true],
+  neg: [[0], true], sqr: [[0], true], sqrt: [[0], true], clamp: [[0], true],
+  setRows: [[0, 1, 2], true],
 };
 
 /** Builds the proxied module over a started worker link. */

@@ -281,11 +281,11 @@ impl JsGraph {
 /// Devices plus a scheduler: runs graphs, splitting them between WebGPU and the CPU.
 /// The JS methods of the unary ops, one per row of `graph::op`'s table.
 macro_rules! js_unary_methods {
-    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $lo:literal..$hi:literal, $wgsl:literal;)*) => {
+    ($($(#[doc = $doc:literal])* $var:ident: $method:ident / $js:ident, $lo:literal..$hi:literal, $wgsl:literal;)*) => {
         #[wasm_bindgen(js_class = Graph)]
         impl JsGraph {
             $(
-                $(#[$doc])*
+                $(#[doc = $doc])*
                 #[wasm_bindgen(js_name = $js)]
                 pub fn $method(&self, a: u32) -> Result<u32, JsError> {
                     self.with(|g| g.unary(crate::graph::UnaryOp::$var, id(a)))
@@ -298,11 +298,11 @@ crate::unary_op_table!(js_unary_methods);
 
 /// The JS methods of the binary ops (`b` broadcast onto `a`), one per row of the table.
 macro_rules! js_binary_methods {
-    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $wgsl:literal;)*) => {
+    ($($(#[doc = $doc:literal])* $var:ident: $method:ident / $js:ident, $wgsl:literal;)*) => {
         #[wasm_bindgen(js_class = Graph)]
         impl JsGraph {
             $(
-                $(#[$doc])*
+                $(#[doc = $doc])*
                 #[doc = " (b broadcast)."]
                 #[wasm_bindgen(js_name = $js)]
                 pub fn $method(&self, a: u32, b: u32) -> Result<u32, JsError> {
