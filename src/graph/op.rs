@@ -61,57 +61,66 @@ macro_rules! binary_op_table {
     };
 }
 
-macro_rules! define_unary_op {
-    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $lo:literal..$hi:literal, $wgsl:literal;)*) => {
-        /// Element-wise functions of one operand ([`unary_op_table!`]).
+/// What both tables generate for their enum: the enum, `ALL`, `kind`, `method`, `wgsl` and
+/// `code` (the table position plus `$first_code`).
+macro_rules! op_enum {
+    ($(#[$edoc:meta])* $enum:ident, $first_code:literal,
+     $($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $wgsl:literal;)*) => {
+        $(#[$edoc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum UnaryOp {
+        pub enum $enum {
             $($(#[$doc])* $var,)*
         }
 
-        impl UnaryOp {
-            /// Every unary op, in table order.
-            pub const ALL: &'static [UnaryOp] = &[$(UnaryOp::$var,)*];
+        impl $enum {
+            /// Every op of the table, in table order.
+            pub const ALL: &'static [$enum] = &[$($enum::$var,)*];
 
             /// Its kind.
             pub fn kind(self) -> OpKind {
                 match self {
-                    $(UnaryOp::$var => OpKind::$var,)*
+                    $($enum::$var => OpKind::$var,)*
                 }
             }
 
             /// The graph builder method's name (`gelu_erf`).
             pub fn method(self) -> &'static str {
                 match self {
-                    $(UnaryOp::$var => stringify!($method),)*
+                    $($enum::$var => stringify!($method),)*
                 }
             }
 
-            /// The JS `Graph` method's name (`geluErf`).
-            pub fn js_name(self) -> &'static str {
+            /// Its WGSL expression (of `x`, and `y` for a binary op; f32).
+            pub fn wgsl(self) -> &'static str {
                 match self {
-                    $(UnaryOp::$var => stringify!($js),)*
+                    $($enum::$var => $wgsl,)*
                 }
             }
 
+            /// Its op code on devices that take one (WebGPU): its table position plus
+            #[doc = concat!(stringify!($first_code), ".")]
+            pub fn code(self) -> u32 {
+                self as u32 + $first_code
+            }
+        }
+    };
+}
+
+macro_rules! define_unary_op {
+    ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $lo:literal..$hi:literal, $wgsl:literal;)*) => {
+        op_enum! {
+            /// Element-wise functions of one operand ([`unary_op_table!`]). Code 0 is no
+            /// function ([`ACT_NONE`]).
+            UnaryOp, 1,
+            $($(#[$doc])* $var: $method / $js, $wgsl;)*
+        }
+
+        impl UnaryOp {
             /// Where the op suite draws its inputs from (`[lo, hi)`).
             pub fn test_domain(self) -> (f32, f32) {
                 match self {
                     $(UnaryOp::$var => ($lo, $hi),)*
                 }
-            }
-
-            /// Its WGSL expression of `x` (f32).
-            pub fn wgsl(self) -> &'static str {
-                match self {
-                    $(UnaryOp::$var => $wgsl,)*
-                }
-            }
-
-            /// Its op code on devices that take one (WebGPU's `act`): 1 + its table position;
-            /// 0 is no function ([`ACT_NONE`]).
-            pub fn code(self) -> u32 {
-                self as u32 + 1
             }
         }
 
@@ -128,42 +137,11 @@ macro_rules! define_unary_op {
 
 macro_rules! define_binary_op {
     ($($(#[$doc:meta])* $var:ident: $method:ident / $js:ident, $wgsl:literal;)*) => {
-        /// Element-wise functions of two operands; the second broadcasts onto the first
-        /// ([`binary_op_table!`]).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum BinaryOp {
-            $($(#[$doc])* $var,)*
-        }
-
-        impl BinaryOp {
-            /// Every binary op, in table order.
-            pub const ALL: &'static [BinaryOp] = &[$(BinaryOp::$var,)*];
-
-            /// Its kind.
-            pub fn kind(self) -> OpKind {
-                match self {
-                    $(BinaryOp::$var => OpKind::$var,)*
-                }
-            }
-
-            /// The JS `Graph` method's name.
-            pub fn js_name(self) -> &'static str {
-                match self {
-                    $(BinaryOp::$var => stringify!($js),)*
-                }
-            }
-
-            /// Its WGSL expression of `x` and `y` (f32).
-            pub fn wgsl(self) -> &'static str {
-                match self {
-                    $(BinaryOp::$var => $wgsl,)*
-                }
-            }
-
-            /// Its op code on devices that take one (WebGPU's binary kernel): its table position.
-            pub fn code(self) -> u32 {
-                self as u32
-            }
+        op_enum! {
+            /// Element-wise functions of two operands; the second broadcasts onto the first
+            /// ([`binary_op_table!`]).
+            BinaryOp, 0,
+            $($(#[$doc])* $var: $method / $js, $wgsl;)*
         }
 
         impl super::Graph {

@@ -94,42 +94,30 @@ fn op_table_wgsl() -> String {
     s
 }
 
-/// The default of a generated switch over op codes: unreachable (Rust passes only the
-/// tables' codes), and NaN if it were not, so a stale code is loud. From a runtime value:
-/// WGSL rejects NaN constants.
-const NO_OP: &str = "        default: { return bitcast<f32>(0x7fc00000u | (op & 0u)); }\n";
+/// `fn {signature} {{ switch op {{ ... }} }}`: one `case` returning each expression, and a
+/// default that is unreachable (Rust passes only the tables' codes) and NaN if it were not,
+/// so a stale code is loud (from a runtime value: WGSL rejects NaN constants).
+fn switch_fn(signature: &str, cases: impl Iterator<Item = (String, &'static str)>) -> String {
+    let mut s = format!("fn {signature} {{\n    switch op {{\n");
+    for (code, expr) in cases {
+        s.push_str(&format!("        case {code}: {{ return {expr}; }}\n"));
+    }
+    s.push_str("        default: { return bitcast<f32>(0x7fc00000u | (op & 0u)); }\n    }\n}\n");
+    s
+}
 
 /// `act(x, op)`: the unary op of code `op` (`ACT_NONE`: `x`), one case per table row, after
 /// the helpers its expressions call (act.wgsl).
 fn act_wgsl() -> String {
-    let mut s = String::from(wgsl::ACT);
-    s.push_str("fn act(x: f32, op: u32) -> f32 {\n    switch op {\n");
-    s.push_str("        case ACT_NONE: { return x; }\n");
-    for &op in UnaryOp::ALL {
-        s.push_str(&format!(
-            "        case {}: {{ return {}; }}\n",
-            act_const(op),
-            op.wgsl()
-        ));
-    }
-    s.push_str(NO_OP);
-    s.push_str("    }\n}\n");
-    s
+    let none = std::iter::once(("ACT_NONE".to_string(), "x"));
+    let ops = UnaryOp::ALL.iter().map(|&op| (act_const(op), op.wgsl()));
+    String::from(wgsl::ACT) + &switch_fn("act(x: f32, op: u32) -> f32", none.chain(ops))
 }
 
 /// `binary_op(x, y, op)`: the binary op of code `op`, one case per table row.
 fn binary_wgsl() -> String {
-    let mut s = String::from("fn binary_op(x: f32, y: f32, op: u32) -> f32 {\n    switch op {\n");
-    for &op in BinaryOp::ALL {
-        s.push_str(&format!(
-            "        case {}: {{ return {}; }}\n",
-            bin_const(op),
-            op.wgsl()
-        ));
-    }
-    s.push_str(NO_OP);
-    s.push_str("    }\n}\n");
-    s
+    let ops = BinaryOp::ALL.iter().map(|&op| (bin_const(op), op.wgsl()));
+    switch_fn("binary_op(x: f32, y: f32, op: u32) -> f32", ops)
 }
 
 /// The shape of the register-tiled matmul (`Kernel::MatMulReg`, shaders/matmul_reg.wgsl): a
