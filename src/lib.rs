@@ -20,7 +20,6 @@ pub mod runtime;
 // The op suite, scheduler checks and seeded RNG: unit tests, or the `testing` feature.
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod threads;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 

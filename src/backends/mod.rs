@@ -1,5 +1,6 @@
 //! The concrete devices, and the one place that knows them all: [`registry`] and
-//! [`registry_for`] (the crate root's `create_runtime` builds runtimes over them).
+//! [`registry_for`] (the crate root's `create_runtime` builds runtimes over them), and the
+//! CPU thread pool's face for the layers above ([`threads`]).
 
 pub mod cpu;
 pub mod webgpu;
@@ -7,6 +8,15 @@ pub mod webgpu;
 use std::rc::Rc;
 
 use crate::backend::Registry;
+
+/// The CPU device's thread pool ([`cpu::threads`]): its size, the threaded wasm build's
+/// start-up, the build's name and the loader's note, and a probe that the threads take work.
+pub mod threads {
+    pub use super::cpu::pool::pool_probe;
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    pub(crate) use super::cpu::threads::web;
+    pub use super::cpu::threads::{build_name, check_count, count, note, set_note, MAX_THREADS};
+}
 
 /// A registry with every device this build can reach: the CPU always, then WebGPU (which
 /// may have no device; its `unavailable_reason` says why).
