@@ -1,13 +1,19 @@
 //! The concrete devices, and the one place that knows them all: [`registry`] and
 //! [`registry_for`] (the crate root's `create_runtime` builds runtimes over them), and the
-//! CPU thread pool's face for the layers above ([`threads`]).
+//! few facts of the concrete devices that are the page's rather than one device's (the CPU
+//! thread pool, the SIMD level, the GPU buffer counts). Code above this layer (the wasm
+//! bindings, benchmarks) reaches the devices through these, never through `cpu` or `webgpu`.
 
 pub mod cpu;
 pub mod webgpu;
 
 use std::rc::Rc;
 
-use crate::backend::Registry;
+use crate::backend::{Device, Registry};
+use crate::error::Result;
+
+pub use cpu::simd_level;
+pub use webgpu::{all_devices_buffers as gpu_buffers, LiveBuffers};
 
 /// The CPU device's thread pool ([`cpu::threads`]): its size, the threaded wasm build's
 /// start-up, the build's name and the loader's note, and a probe that the threads take work.
@@ -59,4 +65,14 @@ async fn webgpu_reg() -> Rc<webgpu::WebGpuReg> {
     let reg = Rc::new(webgpu::WebGpuReg::new().await);
     WEBGPU.with(|c| *c.borrow_mut() = Some(reg.clone()));
     reg
+}
+
+/// A CPU device with the fast kernels on `threads` threads (`None`: the whole pool), apart
+/// from any registry: for benchmarks that time one thread count against another in one page.
+/// Errors: a count out of range (see [`cpu::CpuDevice::with_threads`]).
+pub fn cpu_device(threads: Option<usize>) -> Result<Rc<dyn Device>> {
+    Ok(Rc::new(cpu::CpuDevice::with_threads(
+        cpu::KernelSet::Fast,
+        threads,
+    )?))
 }

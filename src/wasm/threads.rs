@@ -125,7 +125,7 @@ pub fn build_info() -> Result<Object, JsError> {
         "threads",
         &(crate::backends::threads::count() as f64).into(),
     )?;
-    set(&o, "simd", &crate::backends::cpu::simd_level().into())?;
+    set(&o, "simd", &crate::backends::simd_level().into())?;
     set(
         &o,
         "maxThreads",
