@@ -1,4 +1,5 @@
-// The Web Workers of webtensor's threaded wasm build (src/threads.rs explains the design).
+// The Web Workers of webtensor's threaded wasm build (src/backends/cpu/threads.rs explains the
+// design).
 // On the page: startWorkers() spawns `count` workers (the package's pool_worker.js through the
 // loader's `spawn`, or this very file), hands each the
 // compiled module and the shared memory, and resolves once each one has instantiated the

@@ -6,7 +6,8 @@
 #   simd128-relaxed  + relaxed SIMD (fused multiply-add)
 #   threads          + atomics, bulk memory, mutable globals, shared memory; std rebuilt for
 #                    them (build-std, on the pinned nightly $WASM_THREADS_TC from setup.sh);
-#                    the `threads` feature (rayon's pool on Web Workers, src/threads.rs)
+#                    the `threads` feature (rayon's pool on Web Workers,
+#                    src/backends/cpu/threads.rs)
 #   threads-relaxed  both
 # Without a threaded toolchain (setup could not install it, e.g. the Debian route) the
 # threaded builds are skipped with a note, and the loader falls back to the others.

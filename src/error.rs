@@ -2,10 +2,11 @@
 //!
 //! Every variant's message is written for people: it reaches JS as an `Error`'s message.
 //! Errors are built with `Err(Error::...)` / `ok_or_else`; there is no `bail!`-style macro.
+//!
+//! The bottom layer: it imports nothing of the crate, so every layer can use it. Graph
+//! values in errors (ops, dtypes) are held by name, as their messages print them.
 
 use std::fmt;
-
-use crate::graph::{DType, OpKind};
 
 /// Everything that can go wrong in webtensor, as a value: no path a user can reach panics.
 #[derive(Debug, thiserror::Error)]
@@ -14,10 +15,11 @@ pub enum Error {
     #[error("shape mismatch in {op}: {msg}")]
     Shape { op: &'static str, msg: String },
     /// An operand has a dtype the operation does not take.
-    #[error("{op}: dtype {dtype:?} not accepted ({msg})")]
+    #[error("{op}: dtype {dtype} not accepted ({msg})")]
     DType {
         op: &'static str,
-        dtype: DType,
+        /// The dtype refused, as its `Debug` form spells it (`F32`, `Q8_0`).
+        dtype: String,
         msg: String,
     },
     /// A view, read or write reaches outside the memory it addresses.
@@ -26,10 +28,11 @@ pub enum Error {
     /// A device (or every device, `device` then says "any device") cannot run an op.
     #[error("{op} ({dtype}) is not supported on {device}: {reason}")]
     Unsupported {
-        /// The op refused.
-        op: OpKind,
-        /// The dtype the refusal is about: the refused operand's when one is, else the node's.
-        dtype: DType,
+        /// The op refused, by name (`matmul`: `Op::name`).
+        op: String,
+        /// The dtype the refusal is about: the refused operand's when one is, else the node's;
+        /// by name (`i32`: `DType::name`).
+        dtype: &'static str,
         /// The device's name.
         device: String,
         /// Why, naming the node where that helps.
@@ -164,8 +167,8 @@ mod tests {
             "vocabulary: the special token [CLS] is missing"
         );
         let e = Error::Unsupported {
-            op: OpKind::MatMul,
-            dtype: DType::I32,
+            op: "matmul".into(),
+            dtype: "i32",
             device: "WebGPU".into(),
             reason: "matmul of i32 weights".into(),
         };

@@ -4,8 +4,9 @@
 //! backend with WASM SIMD128 kernels and a WebGPU backend with WGSL shaders behind the same
 //! traits, compiled to WebAssembly for the browser and natively for tests and benchmarks.
 //!
-//! Layers, data flowing down: [`wasm`] (JS bindings, wasm32 only) → [`model`] → [`graph`] /
-//! [`backend`] (the generic device API) → [`backends`] (the concrete devices).
+//! Layers, data flowing down: [`wasm`] (JS bindings, wasm32 only) → [`model`] → [`runtime`]
+//! → [`graph`] / [`backend`] (the generic device API) → [`backends`] (the concrete devices);
+//! the README's Layout has the whole map, which `tests/architecture.rs` checks.
 
 pub mod backend;
 pub mod backends;
@@ -20,7 +21,6 @@ pub mod runtime;
 // The op suite, scheduler checks and seeded RNG: unit tests, or the `testing` feature.
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod threads;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 

@@ -42,7 +42,7 @@ fn runs_by_name_and_reuses_the_plan() {
     let threads = webtensor::backends::cpu::Pool::available();
     let s = if threads == 1 { "" } else { "s" };
     assert!(plan.contains("device CPU: CPU ("), "{plan}");
-    let build = webtensor::threads::build_name();
+    let build = webtensor::backends::threads::build_name();
     assert!(
         plan.contains(&format!("kernels, {threads} thread{s}, {build} build)")),
         "{plan}"

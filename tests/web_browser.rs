@@ -32,7 +32,7 @@ async fn the_cpu_thread_pool_runs_its_threads() {
     // whose workers never run fails them all).
     let (mut sum, mut used) = (0, 0);
     for _ in 0..10 {
-        let (s, u) = webtensor::threads::pool_probe(256);
+        let (s, u) = webtensor::backends::threads::pool_probe(256);
         (sum, used) = (s, used.max(u));
         if used >= 2 || !cfg!(target_feature = "atomics") {
             break;
@@ -40,16 +40,16 @@ async fn the_cpu_thread_pool_runs_its_threads() {
     }
     assert_ne!(sum, 0);
     if cfg!(target_feature = "atomics") {
-        assert_eq!(webtensor::threads::count(), 2);
+        assert_eq!(webtensor::backends::threads::count(), 2);
         assert!(used >= 2, "the probe ran on {used} thread(s)");
     } else {
-        assert_eq!((webtensor::threads::count(), used), (1, 1));
+        assert_eq!((webtensor::backends::threads::count(), used), (1, 1));
     }
     web_sys::console::log_1(
         &format!(
             "{} build: {} thread(s), the probe ran on {used}",
-            webtensor::threads::build_name(),
-            webtensor::threads::count()
+            webtensor::backends::threads::build_name(),
+            webtensor::backends::threads::count()
         )
         .into(),
     );

@@ -1,12 +1,28 @@
 //! The concrete devices, and the one place that knows them all: [`registry`] and
-//! [`registry_for`] (the crate root's `create_runtime` builds runtimes over them).
+//! [`registry_for`] (the crate root's `create_runtime` builds runtimes over them), and the
+//! few facts of the concrete devices that are the page's rather than one device's (the CPU
+//! thread pool, the SIMD level, the GPU buffer counts). Code above this layer (the wasm
+//! bindings, benchmarks) reaches the devices through these, never through `cpu` or `webgpu`.
 
 pub mod cpu;
 pub mod webgpu;
 
 use std::rc::Rc;
 
-use crate::backend::Registry;
+use crate::backend::{Device, Registry};
+use crate::error::Result;
+
+pub use cpu::simd_level;
+pub use webgpu::{all_devices_buffers as gpu_buffers, LiveBuffers};
+
+/// The CPU device's thread pool ([`cpu::threads`]): its size, the threaded wasm build's
+/// start-up, the build's name and the loader's note, and a probe that the threads take work.
+pub mod threads {
+    pub use super::cpu::pool::pool_probe;
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    pub(crate) use super::cpu::threads::web;
+    pub use super::cpu::threads::{build_name, check_count, count, note, set_note, MAX_THREADS};
+}
 
 /// A registry with every device this build can reach: the CPU always, then WebGPU (which
 /// may have no device; its `unavailable_reason` says why).
@@ -49,4 +65,14 @@ async fn webgpu_reg() -> Rc<webgpu::WebGpuReg> {
     let reg = Rc::new(webgpu::WebGpuReg::new().await);
     WEBGPU.with(|c| *c.borrow_mut() = Some(reg.clone()));
     reg
+}
+
+/// A CPU device with the fast kernels on `threads` threads (`None`: the whole pool), apart
+/// from any registry: for benchmarks that time one thread count against another in one page.
+/// Errors: a count out of range (see [`cpu::CpuDevice::with_threads`]).
+pub fn cpu_device(threads: Option<usize>) -> Result<Rc<dyn Device>> {
+    Ok(Rc::new(cpu::CpuDevice::with_threads(
+        cpu::KernelSet::Fast,
+        threads,
+    )?))
 }

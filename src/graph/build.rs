@@ -9,7 +9,7 @@ fn shape_err(op: &'static str, msg: String) -> Error {
 fn dtype_err(op: &'static str, dtype: DType, msg: &str) -> Error {
     Error::DType {
         op,
-        dtype,
+        dtype: format!("{dtype:?}"),
         msg: msg.to_string(),
     }
 }

@@ -8,7 +8,7 @@ mod queue;
 mod tensor;
 pub mod typed;
 
-pub use crate::backend::{ByteSource, CopyStats, StoredWeight, WeightSpec};
+pub use crate::backend::{ByteSource, CopyStats, Device, StoredWeight, WeightSpec};
 pub use program::Program;
 pub use tensor::DeviceTensor;
 
@@ -18,9 +18,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::sched::CostModel;
-use crate::backend::{
-    Device, DeviceKind, PlanOptions, Registry, RunInput, RunOutput, Scheduler, Session,
-};
+use crate::backend::{DeviceKind, PlanOptions, Registry, RunInput, RunOutput, Scheduler, Session};
 use crate::error::{Error, Result};
 use crate::graph::{DType, Graph, Role, TensorId};
 use queue::RunQueue;

@@ -1,12 +1,9 @@
 //! Benchmark entry points for bench/ (thin wrappers over `crate::bench`): the matmul and
 //! SIMD-peak probes, built only with the `bench` feature (the bench scripts build with it).
 
-use std::rc::Rc;
-
 use wasm_bindgen::prelude::*;
 
 use super::convert::to_js_error;
-use crate::backends::cpu::{CpuDevice, KernelSet};
 use crate::graph::DType;
 
 /// A matmul prepared on the CPU device (fast kernels): `W (k×m, dtype) · X (k×n, f32)`.
@@ -32,7 +29,7 @@ impl MatmulBench {
             "q4_0" => DType::Q4_0,
             other => return Err(JsError::new(&format!("unknown weight dtype {other:?}"))),
         };
-        let dev = Rc::new(CpuDevice::with_threads(KernelSet::Fast, threads).map_err(to_js_error)?);
+        let dev = crate::backends::cpu_device(threads).map_err(to_js_error)?;
         crate::bench::MatmulProblem::new(dev, wtype, m, n, k)
             .map(MatmulBench)
             .map_err(to_js_error)

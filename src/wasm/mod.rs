@@ -120,7 +120,7 @@ async fn add_browser_adapter_info(device: &Object) {
     unchecked_return_type = "{ created: number, live: number, liveBytes: number }"
 )]
 pub fn gpu_buffers() -> Result<Object, JsError> {
-    let b = crate::backends::webgpu::all_devices_buffers();
+    let b = crate::backends::gpu_buffers();
     let o = Object::new();
     set(&o, "created", &(b.created as f64).into())?;
     set(&o, "live", &(b.live as f64).into())?;

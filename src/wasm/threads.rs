@@ -1,5 +1,5 @@
 //! The thread pool's JS face: `initThreadPool`, `buildInfo`, `threadPoolProbe`, and the
-//! hidden entry each pool worker runs (see `crate::threads` for the design).
+//! hidden entry each pool worker runs (see `crate::backends::cpu::threads` for the design).
 
 use js_sys::Object;
 use wasm_bindgen::prelude::*;
@@ -19,7 +19,7 @@ pub async fn init_thread_pool(
     timeout_ms: Option<f64>,
     #[wasm_bindgen(unchecked_param_type = "() => Worker")] spawn: Option<js_sys::Function>,
 ) -> Result<(), JsError> {
-    let n = crate::threads::check_count(threads).map_err(to_js_error)?;
+    let n = crate::backends::threads::check_count(threads).map_err(to_js_error)?;
     let timeout = timeout_ms.unwrap_or(20_000.0);
     if timeout.is_nan() || timeout <= 0.0 {
         return Err(JsError::new(&format!(
@@ -77,7 +77,7 @@ async fn start(
             .map(|_| ())
             .map_err(failed)
     };
-    crate::threads::web::start(threads, spawn)
+    crate::backends::threads::web::start(threads, spawn)
         .await
         .map_err(to_js_error)
 }
@@ -92,7 +92,7 @@ async fn start(
         return Err(JsError::new(&format!(
             "the {} build is single-threaded: it cannot start {threads} threads (the loader \
              picks a threaded build only on a cross-origin isolated page)",
-            crate::threads::build_name()
+            crate::backends::threads::build_name()
         )));
     }
     Ok(())
@@ -104,14 +104,14 @@ async fn start(
 #[wasm_bindgen(js_name = __webtensorPoolWorker)]
 #[doc(hidden)]
 pub fn pool_worker() {
-    crate::threads::web::run_worker();
+    crate::backends::threads::web::run_worker();
 }
 
 /// Records why the loader took this build and thread count over faster ones (js/index.js
 /// calls it; the CPU device's description, in devices() and explain(), then says it).
 #[wasm_bindgen(js_name = setLoadNote)]
 pub fn set_load_note(note: &str) {
-    crate::threads::set_note(note);
+    crate::backends::threads::set_note(note);
 }
 
 /// `{ build, threads, simd, maxThreads }`: which of the four builds this module is, how many
@@ -119,13 +119,17 @@ pub fn set_load_note(note: &str) {
 #[wasm_bindgen(js_name = buildInfo)]
 pub fn build_info() -> Result<Object, JsError> {
     let o = Object::new();
-    set(&o, "build", &crate::threads::build_name().into())?;
-    set(&o, "threads", &(crate::threads::count() as f64).into())?;
-    set(&o, "simd", &crate::backends::cpu::simd_level().into())?;
+    set(&o, "build", &crate::backends::threads::build_name().into())?;
+    set(
+        &o,
+        "threads",
+        &(crate::backends::threads::count() as f64).into(),
+    )?;
+    set(&o, "simd", &crate::backends::simd_level().into())?;
     set(
         &o,
         "maxThreads",
-        &(crate::threads::MAX_THREADS as f64).into(),
+        &(crate::backends::threads::MAX_THREADS as f64).into(),
     )?;
     Ok(o)
 }
@@ -134,7 +138,7 @@ pub fn build_info() -> Result<Object, JsError> {
 /// threads ran one). Tests use it to prove the workers take work.
 #[wasm_bindgen(js_name = threadPoolProbe)]
 pub fn thread_pool_probe(tasks: u32) -> Result<Object, JsError> {
-    let (sum, used) = crate::threads::pool_probe(tasks as usize);
+    let (sum, used) = crate::backends::threads::pool_probe(tasks as usize);
     let o = Object::new();
     set(&o, "sum", &js_sys::BigInt::from(sum).into())?;
     set(&o, "threadsUsed", &(used as f64).into())?;

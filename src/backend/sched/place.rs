@@ -97,8 +97,8 @@ pub(crate) fn place(
         }
         if let Support::No(reason) = sup.get(id, d) {
             return Err(Error::Unsupported {
-                op: t.op.kind(),
-                dtype: t.dtype,
+                op: t.op.name(),
+                dtype: t.dtype.name(),
                 device: devices[d].name().to_string(),
                 reason: format!("{reason} (node {} is pinned there)", t.name),
             });
@@ -163,8 +163,8 @@ pub(crate) fn place(
                 })
                 .collect();
             return Err(Error::Unsupported {
-                op: t.op.kind(),
-                dtype: t.dtype,
+                op: t.op.name(),
+                dtype: t.dtype.name(),
                 device: "any device".into(),
                 reason: format!("node {}: {}", t.name, reasons.join("; ")),
             });

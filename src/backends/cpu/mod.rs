@@ -4,6 +4,7 @@
 mod buffer;
 pub mod kernels;
 pub mod pool;
+pub mod threads;
 mod view;
 
 pub use buffer::{CpuBuffer, CpuBufferType, CPU_ALIGNMENT, CPU_BUFFER_TYPE};
@@ -121,7 +122,7 @@ impl Device for CpuDevice {
         };
         let threads = self.threads();
         let plural = if threads == 1 { "" } else { "s" };
-        let note = crate::threads::note();
+        let note = threads::note();
         let note = if note.is_empty() {
             note
         } else {
@@ -129,7 +130,7 @@ impl Device for CpuDevice {
         };
         format!(
             "CPU ({kernels} kernels, {threads} thread{plural}, {} build){note}",
-            crate::threads::build_name()
+            threads::build_name()
         )
     }
     fn kind(&self) -> DeviceKind {
@@ -147,8 +148,8 @@ impl Device for CpuDevice {
         vec![
             ("simd".into(), simd_level().into()),
             ("threads".into(), self.threads().to_string()),
-            ("build".into(), crate::threads::build_name().into()),
-            ("note".into(), crate::threads::note()),
+            ("build".into(), threads::build_name().into()),
+            ("note".into(), threads::note()),
         ]
     }
     fn buffer_type(&self) -> Rc<dyn BufferType> {

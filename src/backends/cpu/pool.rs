@@ -4,7 +4,7 @@
 //!   default) or owns a `rayon::ThreadPool` of the size asked for (tests and benchmarks make
 //!   devices with 1, 2 or 4 threads side by side).
 //! - On wasm32 the global pool is the only one: the threaded build starts it from JS
-//!   (`initThreadPool(n)`, Web Workers on shared memory; `src/threads.rs`); in a build
+//!   (`initThreadPool(n)`, Web Workers on shared memory; [`super::threads`]); in a build
 //!   without atomics rayon-core falls back to a pool of one: the calling thread.
 //!
 //! Kernels get a [`Par`] and call [`Par::for_ranges`] over their output rows or tiles. Every
@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 
 /// The most threads a CPU device runs (one limit for JS and Rust callers).
-pub use crate::threads::MAX_THREADS;
+pub use super::threads::MAX_THREADS;
 
 /// The threads of one CPU device.
 pub struct Pool {
@@ -41,7 +41,7 @@ impl Pool {
     /// Threads of rayon's global pool: the cores natively; on wasm what `initThreadPool`
     /// started (1 in a build without atomics).
     pub fn available() -> usize {
-        crate::threads::count()
+        super::threads::count()
     }
 
     /// Rayon's global pool, all of it.
@@ -60,7 +60,7 @@ impl Pool {
         let Some(n) = threads else {
             return Ok(Self::global());
         };
-        crate::threads::check_count(n as f64)?;
+        super::threads::check_count(n as f64)?;
         #[cfg(target_arch = "wasm32")]
         {
             let have = Self::available();
@@ -548,6 +548,38 @@ pub fn piece(n: usize, align: usize, pieces: usize, p: usize) -> Range<usize> {
     (u0 * align).min(n)..(u1 * align).min(n)
 }
 
+/// Runs `tasks` small independent jobs (each a few thousand integer steps) on the CPU
+/// device's threads, as kernels split work (a team of the whole pool, `Par::for_ranges`),
+/// and returns their checksum and how many distinct pool threads ran at least one: the
+/// proof, in tests, that the workers really take work (≥ 2 with a 2-thread pool).
+pub fn pool_probe(tasks: usize) -> (u64, usize) {
+    let xs: Vec<AtomicU64> = (0..tasks).map(|_| AtomicU64::new(0)).collect();
+    let ran: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
+    let pool = Pool::global();
+    let par = pool.par().eager();
+    pool.team(|| {
+        par.for_ranges(tasks, 1, 1, |r| {
+            for t in r {
+                // An LCG chain per task: long enough (~0.5 ms) for idle threads to join.
+                let mut x = (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                for _ in 0..200_000 {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                }
+                xs[t].store(x, Ordering::Relaxed);
+                let thread = rayon::current_thread_index().unwrap_or(usize::MAX);
+                ran[t].store(thread, Ordering::Relaxed);
+            }
+        })
+    });
+    let sum = xs
+        .iter()
+        .fold(0u64, |a, x| a.wrapping_add(x.load(Ordering::Relaxed)));
+    let mut threads: Vec<usize> = ran.iter().map(|t| t.load(Ordering::Relaxed)).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    (sum, threads.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -686,5 +718,19 @@ mod tests {
         // Rayon's own parallel iterators run too (on the one thread).
         let v: Vec<usize> = (0..4usize).into_par_iter().map(|i| i * 2).collect();
         assert_eq!(v, [0, 2, 4, 6]);
+    }
+
+    #[test]
+    fn the_pool_probe_sums_every_task() {
+        let serial = (0..16u64).fold(0u64, |a, t| {
+            let mut x = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            for _ in 0..200_000 {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            }
+            a.wrapping_add(x)
+        });
+        let (sum, used) = pool_probe(16);
+        assert_eq!(sum, serial);
+        assert!((1..=Pool::available().max(1)).contains(&used), "{used}");
     }
 }

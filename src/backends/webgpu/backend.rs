@@ -41,8 +41,8 @@ struct Binding<'m> {
 /// Node `node` cannot be bound as planned.
 fn bind_error(node: &Tensor, reason: String) -> Error {
     Error::Unsupported {
-        op: node.op.kind(),
-        dtype: node.dtype,
+        op: node.op.name(),
+        dtype: node.dtype.name(),
         device: DEVICE_NAME.into(),
         reason: format!("node {}: {reason}", node.name),
     }

@@ -374,8 +374,8 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
     let t = graph.get(id)?;
     plan_node(ctx, graph, t).map_err(|e| match e {
         PlanError::Refused { dtype, reason } => Error::Unsupported {
-            op: t.op.kind(),
-            dtype: dtype.unwrap_or(t.dtype),
+            op: t.op.name(),
+            dtype: dtype.unwrap_or(t.dtype).name(),
             device: super::context::DEVICE_NAME.into(),
             reason: format!("node {}: {reason}", t.name),
         },

@@ -1,4 +1,4 @@
-//! The CPU thread pool: rayon's global pool. Natively it runs on std threads (rayon's
+//! The CPU device's thread pool: rayon's global pool. Natively it runs on std threads (rayon's
 //! default). In the threaded wasm build (the `threads` feature, built with
 //! `+atomics,+bulk-memory,+mutable-globals` and std rebuilt for them) its threads are Web
 //! Workers that instantiate this same module on the same shared memory; `initThreadPool`
@@ -84,40 +84,6 @@ pub fn build_name() -> &'static str {
         (true, true, false) => "threads",
         (true, true, true) => "threads+relaxed",
     }
-}
-
-/// Runs `tasks` small independent jobs (each a few thousand integer steps) on the CPU
-/// device's threads, as kernels split work (a team of the whole pool, `Par::for_ranges`),
-/// and returns their checksum and how many distinct pool threads ran at least one: the
-/// proof, in tests, that the workers really take work (≥ 2 with a 2-thread pool).
-pub fn pool_probe(tasks: usize) -> (u64, usize) {
-    use crate::backends::cpu::pool::Pool;
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-    let xs: Vec<AtomicU64> = (0..tasks).map(|_| AtomicU64::new(0)).collect();
-    let ran: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
-    let pool = Pool::global();
-    let par = pool.par().eager();
-    pool.team(|| {
-        par.for_ranges(tasks, 1, 1, |r| {
-            for t in r {
-                // An LCG chain per task: long enough (~0.5 ms) for idle threads to join.
-                let mut x = (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-                for _ in 0..200_000 {
-                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                }
-                xs[t].store(x, Ordering::Relaxed);
-                let thread = rayon::current_thread_index().unwrap_or(usize::MAX);
-                ran[t].store(thread, Ordering::Relaxed);
-            }
-        })
-    });
-    let sum = xs
-        .iter()
-        .fold(0u64, |a, x| a.wrapping_add(x.load(Ordering::Relaxed)));
-    let mut threads: Vec<usize> = ran.iter().map(|t| t.load(Ordering::Relaxed)).collect();
-    threads.sort_unstable();
-    threads.dedup();
-    (sum, threads.len())
 }
 
 /// The threaded wasm build's pool start-up (the JS half is js/thread_pool.js).
@@ -207,19 +173,5 @@ mod tests {
                 .unwrap_or_default();
             assert!(e.contains("from 1 to 64"), "{bad}: {e}");
         }
-    }
-
-    #[test]
-    fn the_pool_probe_sums_every_task() {
-        let serial = (0..16u64).fold(0u64, |a, t| {
-            let mut x = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-            for _ in 0..200_000 {
-                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            }
-            a.wrapping_add(x)
-        });
-        let (sum, used) = pool_probe(16);
-        assert_eq!(sum, serial);
-        assert!((1..=count().max(1)).contains(&used), "{used}");
     }
 }
