@@ -24,7 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     use pollster::block_on;
     use webtensor::backend::Registry;
     use webtensor::backends::cpu::{CpuReg, KernelSet};
-    use webtensor::backends::webgpu::{set_fusion, set_matmul_kernels, MatmulKernels};
+    use webtensor::backends::webgpu::{MatmulKernels, WebGpuOptions};
+    use webtensor::backends::DeviceOptions;
     use webtensor::bench::{minilm_embed_ms, minilm_texts, MINILM_CASES};
     use webtensor::model::bert::SentenceEmbedder;
     use webtensor::runtime::{DeviceChoice, Runtime};
@@ -72,14 +73,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 block_on(Runtime::new(&reg, DeviceChoice::Cpu, false))
             }
             Err((choice, cost)) => {
-                // Sessions are prepared (and fused) on this thread during this choice's runs.
-                set_fusion(name != "webgpu-unfused");
-                set_matmul_kernels(if name == "webgpu-base" {
-                    MatmulKernels::Base
-                } else {
-                    MatmulKernels::Auto
-                });
-                block_on(webtensor::create_runtime(choice, cost))
+                let webgpu = WebGpuOptions {
+                    fusion: name != "webgpu-unfused",
+                    matmul_kernels: if name == "webgpu-base" {
+                        MatmulKernels::Base
+                    } else {
+                        MatmulKernels::Auto
+                    },
+                    ..WebGpuOptions::default()
+                };
+                block_on(webtensor::create_runtime_with(
+                    choice,
+                    cost,
+                    DeviceOptions { webgpu },
+                ))
             }
         }
     };

@@ -25,7 +25,7 @@ mod native {
     use std::rc::Rc;
 
     use webtensor::backend::{BackendReg, Device};
-    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels, WebGpuReg};
+    use webtensor::backends::webgpu::{MatmulKernels, WebGpuOptions, WebGpuReg};
     use webtensor::bench::MatmulProblem;
     use webtensor::graph::DType;
 
@@ -92,16 +92,22 @@ mod native {
             for &(tokens, k, out) in &shapes {
                 for &dtype in &dtypes {
                     let shape = format!("{tokens}x{k}x{out}");
-                    let p = match MatmulProblem::new(dev.clone(), dtype, out, tokens, k) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            println!("{shape:>16} {:<5} skipped: {e}", dtype.name());
-                            continue;
-                        }
-                    };
                     let mut line = format!("{shape:>16} {:<5}", dtype.name());
                     for &(label, sel) in &kernels {
-                        set_matmul_kernels(sel);
+                        let opts = WebGpuOptions {
+                            matmul_kernels: sel,
+                            ..WebGpuOptions::default()
+                        };
+                        let Some(dev) = reg.with_options(opts).device() else {
+                            continue;
+                        };
+                        let p = match MatmulProblem::new(dev, dtype, out, tokens, k) {
+                            Ok(p) => p,
+                            Err(e) => {
+                                line += &format!(" {label} skipped: {e}");
+                                continue;
+                            }
+                        };
                         // At least 5 runs and about 0.5 s of them.
                         let first = match p.median_seconds(1).await {
                             Ok(t) => t,
@@ -130,7 +136,6 @@ mod native {
                             line += &format!(" {:5.1}% of peak", 100.0 * gflops / pk);
                         }
                     }
-                    set_matmul_kernels(MatmulKernels::Auto);
                     println!("{line}");
                 }
             }

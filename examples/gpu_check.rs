@@ -28,7 +28,8 @@ mod native {
     use std::rc::Rc;
 
     use webtensor::backend::{Device, DeviceKind};
-    use webtensor::backends::webgpu::{set_fusion, set_matmul_kernels, MatmulKernels};
+    use webtensor::backends::webgpu::{MatmulKernels, WebGpuOptions};
+    use webtensor::backends::DeviceOptions;
     use webtensor::bench::{minilm_embed_ms, minilm_texts, MatmulProblem, MINILM_CASES};
     use webtensor::graph::DType;
     use webtensor::model::bert::SentenceEmbedder;
@@ -54,6 +55,23 @@ mod native {
         }
     }
 
+    /// Device options choosing the WebGPU matmul kernels `kernels`, fused or not.
+    fn options(kernels: MatmulKernels, fusion: bool) -> DeviceOptions {
+        DeviceOptions {
+            webgpu: WebGpuOptions {
+                matmul_kernels: kernels,
+                fusion,
+                ..WebGpuOptions::default()
+            },
+        }
+    }
+
+    /// The WebGPU device planning with `kernels` (the same GPU device as the registry's).
+    async fn gpu_with(kernels: MatmulKernels) -> Option<Rc<dyn Device>> {
+        let reg = webtensor::backends::registry_with(true, options(kernels, true)).await;
+        reg.devices().into_iter().find(|d| d.name() == "WebGPU")
+    }
+
     pub async fn check() -> i32 {
         let mut rows: Vec<[String; 4]> = Vec::new();
         let mut status = 0;
@@ -77,6 +95,10 @@ mod native {
             .find(|d| d.kind() == DeviceKind::Cpu)
             .cloned();
         println!("GPU: {}", gpu.description());
+        // The kernel selection before the register-tiled and row-parallel kernels.
+        let gpu_base = gpu_with(MatmulKernels::Base)
+            .await
+            .unwrap_or_else(|| gpu.clone());
         let opts = SuiteOptions {
             filter: None,
             require_webgpu: true,
@@ -119,9 +141,7 @@ mod native {
                 let reps = if n >= 2048 { 10 } else { 20 };
                 let g = matmul_gflops(&gpu, dtype, n, reps).await;
                 // The same with the kernels chosen as before the register-tiled one.
-                set_matmul_kernels(MatmulKernels::Base);
-                let earlier = matmul_gflops(&gpu, dtype, n, reps).await;
-                set_matmul_kernels(MatmulKernels::Auto);
+                let earlier = matmul_gflops(&gpu_base, dtype, n, reps).await;
                 let c = match &cpu {
                     Some(cpu) if n <= 1024 => matmul_gflops(cpu, dtype, n, 3).await,
                     _ => "-".into(),
@@ -155,12 +175,8 @@ mod native {
             (1, 4096, 4096),
         ] {
             let mut g = [String::new(), String::new()];
-            for (i, sel) in [MatmulKernels::Auto, MatmulKernels::Base]
-                .into_iter()
-                .enumerate()
-            {
-                set_matmul_kernels(sel);
-                g[i] = match MatmulProblem::new(gpu.clone(), DType::F32, m, n, k) {
+            for (i, dev) in [&gpu, &gpu_base].into_iter().enumerate() {
+                g[i] = match MatmulProblem::new(dev.clone(), DType::F32, m, n, k) {
                     Ok(p) => match p.median_seconds(50).await {
                         Ok(t) => format!("{:.1}", p.flops() / t / 1e9),
                         Err(e) => format!("failed: {e}"),
@@ -168,7 +184,6 @@ mod native {
                     Err(e) => format!("skipped: {e}"),
                 };
             }
-            set_matmul_kernels(MatmulKernels::Auto);
             rows.push([
                 format!("matmul {n}×{k}×{m} f32 (GFLOP/s)"),
                 g[0].clone(),
@@ -196,9 +211,8 @@ mod native {
                 ];
                 let mut ms = vec![vec![String::from("-"); MINILM_CASES.len()]; choices.len()];
                 for (c, &(choice, cost, kernels)) in choices.iter().enumerate() {
-                    set_matmul_kernels(kernels);
-                    set_fusion(c != 4);
-                    let rt = match webtensor::create_runtime(choice, cost).await {
+                    let opts = options(kernels, c != 4);
+                    let rt = match webtensor::create_runtime_with(choice, cost, opts).await {
                         Ok(rt) => rt,
                         Err(e) => {
                             println!("MiniLM {choice:?}: {e}");
@@ -223,8 +237,6 @@ mod native {
                             }
                         };
                     }
-                    set_matmul_kernels(MatmulKernels::Auto);
-                    set_fusion(true);
                     if choice == DeviceChoice::Auto {
                         if let Ok(plan) = e.explain(&rt) {
                             println!(

@@ -33,7 +33,17 @@ pub async fn create_runtime(
     choice: runtime::DeviceChoice,
     cost_model: bool,
 ) -> Result<runtime::Runtime> {
-    let reg = backends::registry_for(choice.wants_gpu()).await;
+    create_runtime_with(choice, cost_model, backends::DeviceOptions::default()).await
+}
+
+/// [`create_runtime`] with its devices planning by `opts` (benchmarks comparing kernel
+/// selections or fusion in one run, tests forcing a kernel).
+pub async fn create_runtime_with(
+    choice: runtime::DeviceChoice,
+    cost_model: bool,
+    opts: backends::DeviceOptions,
+) -> Result<runtime::Runtime> {
+    let reg = backends::registry_with(choice.wants_gpu(), opts).await;
     runtime::Runtime::new(&reg, choice, cost_model).await
 }
 

@@ -94,7 +94,18 @@ async fn registries_share_one_webgpu_device() {
 
 /// The WebGPU device; Chromium runs with `--enable-unsafe-webgpu`, so having none fails.
 async fn webgpu() -> std::rc::Rc<dyn webtensor::backend::Device> {
-    let reg = webtensor::backends::registry().await;
+    webgpu_with(webtensor::backends::webgpu::WebGpuOptions::default()).await
+}
+
+/// The page's WebGPU device planning with `opts`.
+async fn webgpu_with(
+    opts: webtensor::backends::webgpu::WebGpuOptions,
+) -> std::rc::Rc<dyn webtensor::backend::Device> {
+    let reg = webtensor::backends::registry_with(
+        true,
+        webtensor::backends::DeviceOptions { webgpu: opts },
+    )
+    .await;
     reg.by_name("WebGPU").unwrap_or_else(|e| {
         let why: Vec<String> = reg
             .backend_regs()
@@ -129,8 +140,7 @@ async fn op_suite_on_every_device_in_chromium() {
 #[wasm_bindgen_test]
 async fn every_matmul_kernel_passes_in_chromium() {
     use webtensor::backends::cpu::{CpuDevice, KernelSet};
-    use webtensor::backends::webgpu::{set_matmul_kernels, MatmulKernels};
-    let gpu = webgpu().await;
+    use webtensor::backends::webgpu::{MatmulKernels, WebGpuOptions};
     for sel in [
         MatmulKernels::Tiled,
         MatmulKernels::Small,
@@ -138,14 +148,16 @@ async fn every_matmul_kernel_passes_in_chromium() {
         MatmulKernels::Reg,
         MatmulKernels::Rows,
     ] {
-        set_matmul_kernels(sel);
+        let opts = WebGpuOptions {
+            matmul_kernels: sel,
+            ..WebGpuOptions::default()
+        };
         let report = webtensor::testing::run_suite(
-            gpu.clone(),
+            webgpu_with(opts).await,
             std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
             Some("matmul"),
         )
         .await;
-        set_matmul_kernels(MatmulKernels::Auto);
         assert!(report.passed >= 60, "{sel:?}: {report}");
         if let Err(e) = report.check() {
             panic!("{sel:?}: {e}");
@@ -158,18 +170,20 @@ async fn every_matmul_kernel_passes_in_chromium() {
 #[wasm_bindgen_test]
 async fn row_kernels_pass_at_gpu_row_widths_in_chromium() {
     use webtensor::backends::cpu::{CpuDevice, KernelSet};
-    use webtensor::backends::webgpu::set_row_threads;
-    let gpu = webgpu().await;
+    use webtensor::backends::webgpu::WebGpuOptions;
     for t in [32, 256] {
+        let gpu = webgpu_with(WebGpuOptions {
+            row_threads: Some(t),
+            ..WebGpuOptions::default()
+        })
+        .await;
         for filter in ["softmax", "norm", "argmax"] {
-            set_row_threads(Some(t));
             let report = webtensor::testing::run_suite(
                 gpu.clone(),
                 std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
                 Some(filter),
             )
             .await;
-            set_row_threads(None);
             assert!(report.passed >= 4, "{t} threads a row, {filter}: {report}");
             if let Err(e) = report.check() {
                 panic!("{t} threads a row, {filter}: {e}");
@@ -307,11 +321,9 @@ async fn gpu_tensors_feed_later_runs_in_chromium() {
 async fn a_device_failing_its_self_check_is_dropped_in_chromium() {
     use webtensor::backend::{BackendReg, Registry};
     use webtensor::backends::cpu::{CpuReg, KernelSet};
-    use webtensor::backends::webgpu::{sabotage_self_check, WebGpuReg};
+    use webtensor::backends::webgpu::WebGpuReg;
     use webtensor::runtime::{DeviceChoice, Program, Runtime};
-    sabotage_self_check(true);
-    let gpu = WebGpuReg::new().await;
-    sabotage_self_check(false);
+    let gpu = WebGpuReg::with_failing_self_check().await;
     let why = gpu
         .unavailable_reason()
         .expect("the sabotaged device is dropped");

@@ -13,8 +13,7 @@ use webtensor::backend::{
 };
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::backends::webgpu::{
-    set_fusion, set_matmul_kernels, set_row_threads, MatmulKernels, ObjectCounts, WebGpuDevice,
-    WebGpuReg,
+    MatmulKernels, ObjectCounts, WebGpuDevice, WebGpuOptions, WebGpuReg,
 };
 use webtensor::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
 use webtensor::runtime::{DeviceChoice, Program, Runtime, Value};
@@ -49,13 +48,15 @@ fn every_matmul_kernel_passes_every_matmul_case() {
         MatmulKernels::Rows,
         MatmulKernels::Auto,
     ] {
-        set_matmul_kernels(sel);
+        let forced = dev.with_options(WebGpuOptions {
+            matmul_kernels: sel,
+            ..WebGpuOptions::default()
+        });
         let report = block_on(webtensor::testing::run_suite(
-            dev.clone(),
+            forced,
             Rc::new(CpuDevice::new(KernelSet::Reference)),
             Some("matmul"),
         ));
-        set_matmul_kernels(MatmulKernels::Auto);
         assert!(report.passed >= 60, "{sel:?}: {report}");
         if let Err(e) = report.check() {
             panic!("{sel:?}: {e}");
@@ -70,22 +71,22 @@ fn every_matmul_kernel_passes_every_matmul_case() {
 fn row_kernels_pass_at_every_row_width() {
     let Some(dev) = gpu() else { return };
     for t in [1, 4, 32, 256] {
-        set_row_threads(Some(t));
+        let forced = dev.with_options(WebGpuOptions {
+            row_threads: Some(t),
+            ..WebGpuOptions::default()
+        });
         for filter in ["softmax", "norm", "sumrows", "mean", "argmax"] {
             let report = block_on(webtensor::testing::run_suite(
-                dev.clone(),
+                forced.clone(),
                 Rc::new(CpuDevice::new(KernelSet::Reference)),
                 Some(filter),
             ));
-            set_row_threads(None);
             assert!(report.passed >= 4, "{t} threads, {filter}: {report}");
             if let Err(e) = report.check() {
                 panic!("{t} threads a row, {filter}: {e}");
             }
-            set_row_threads(Some(t));
         }
     }
-    set_row_threads(None);
 }
 
 /// Calibration measures the adapter's per-dispatch and per-submission cost (a chain of tiny
@@ -335,17 +336,22 @@ fn destroyed_device_fails_cleanly() {
 #[test]
 fn fusion_removes_the_expected_dispatches() {
     let Some(dev) = gpu() else { return };
-    let backend = Backend::new(dev.clone() as Rc<dyn Device>).unwrap();
+    let unfused = dev.with_options(WebGpuOptions {
+        fusion: false,
+        ..WebGpuOptions::default()
+    });
+    let backends = [unfused, dev.clone()].map(|d| Backend::new(d as Rc<dyn Device>).unwrap());
     let cases: Vec<_> = webtensor::testing::all_cases()
         .into_iter()
         .filter(|c| c.name.starts_with("fused_"))
         .collect();
     assert!(cases.len() >= 20);
     let dispatches = |case: &webtensor::testing::OpCase, on: bool| {
-        set_fusion(on);
         let before = dev.created_objects().bind_groups;
-        let out = block_on(webtensor::testing::case_outputs(case, &backend));
-        set_fusion(true);
+        let out = block_on(webtensor::testing::case_outputs(
+            case,
+            &backends[usize::from(on)],
+        ));
         (dev.created_objects().bind_groups - before, out.unwrap())
     };
     for case in &cases {
@@ -734,14 +740,23 @@ fn minilm_steady_state_runs_create_no_gpu_objects() {
         [0, 0, 0],
         "a steady-state run created GPU objects"
     );
-    // Without fusion (sessions prepared from now on): a dispatch per node, the same
-    // embeddings up to float rounding.
-    set_fusion(false);
-    let plain = webtensor::model::bert::SentenceEmbedder::load(&rt, &bytes).unwrap();
+    // Without fusion (a runtime on the same GPU with fusion off): a dispatch per node, the
+    // same embeddings up to float rounding.
+    let unfused_dev = dev.with_options(WebGpuOptions {
+        fusion: false,
+        ..WebGpuOptions::default()
+    });
+    let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+    let rt_plain = block_on(Runtime::with_devices(
+        vec![unfused_dev as Rc<dyn Device>, cpu],
+        false,
+        Vec::new(),
+    ))
+    .unwrap();
+    let plain = webtensor::model::bert::SentenceEmbedder::load(&rt_plain, &bytes).unwrap();
     let c4 = dev.created_objects();
-    let unfused = block_on(plain.embed(&rt, &texts));
+    let unfused = block_on(plain.embed(&rt_plain, &texts));
     let c5 = dev.created_objects();
-    set_fusion(true);
     let unfused = unfused.unwrap();
     assert_eq!(delta(c4, c5)[1], 143, "MiniLM's dispatches unfused");
     for (x, y) in first.iter().zip(&unfused) {
@@ -759,10 +774,12 @@ fn minilm_steady_state_runs_create_no_gpu_objects() {
 #[test]
 fn a_device_failing_its_self_check_is_dropped_for_the_cpu() {
     let Some(_) = gpu() else { return };
-    webtensor::backends::webgpu::sabotage_self_check(true);
-    let reg = block_on(WebGpuReg::new());
-    let reg2 = block_on(webtensor::backends::registry());
-    webtensor::backends::webgpu::sabotage_self_check(false);
+    let reg = block_on(WebGpuReg::with_failing_self_check());
+    let mut reg2 = webtensor::backend::Registry::new();
+    reg2.register(Rc::new(webtensor::backends::cpu::CpuReg::new(
+        KernelSet::Fast,
+    )));
+    reg2.register(Rc::new(block_on(WebGpuReg::with_failing_self_check())));
     assert!(reg.device().is_none());
     let why = reg.unavailable_reason().unwrap();
     assert!(

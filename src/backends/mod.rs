@@ -39,10 +39,30 @@ pub async fn registry() -> Registry {
 /// A registry with the CPU, and the GPU families when `gpu` is set: without it no GPU
 /// instance or adapter is even asked for.
 pub async fn registry_for(gpu: bool) -> Registry {
+    registry_with(gpu, DeviceOptions::default()).await
+}
+
+/// How a registry's devices plan their work: given where a runtime's devices are made (not
+/// a switch of the page or thread), so two runtimes on one page can differ and nothing
+/// carries over from one to the next. The defaults are what runtimes use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// The WebGPU device's planning knobs (its matmul kernels, row widths, fusion).
+    pub webgpu: webgpu::WebGpuOptions,
+}
+
+/// [`registry_for`] with its devices planning by `opts` (the GPU device itself, its adapter
+/// and memory, are the page's one, shared).
+pub async fn registry_with(gpu: bool, opts: DeviceOptions) -> Registry {
     let mut reg = Registry::new();
     reg.register(Rc::new(cpu::CpuReg::new(cpu::KernelSet::Fast)));
     if gpu {
-        reg.register(webgpu_reg().await);
+        let gpu = webgpu_reg().await;
+        if opts.webgpu == webgpu::WebGpuOptions::default() {
+            reg.register(gpu);
+        } else {
+            reg.register(Rc::new(gpu.with_options(opts.webgpu)));
+        }
     }
     reg
 }

@@ -11,7 +11,7 @@ use futures_channel::oneshot;
 use super::buffer::WebGpuBuffer;
 use super::context::{Ctx, GpuBuffer, Pipeline, DEVICE_NAME};
 use super::fuse::{self, Fused};
-use super::ops::{self, granularity, unit, NodePlan};
+use super::ops::{self, granularity, unit, NodePlan, WebGpuOptions};
 use super::shader::{self, Variant, EP_BIAS, EP_MERGED, EP_SCALE, IN_PLACE, PARAMS_SIZE, SHARED_B};
 use super::WebGpuDevice;
 use crate::backend::{BackendImpl, Event, LocalBoxFuture, PreparedImpl, TensorMemory};
@@ -394,7 +394,13 @@ impl Encoded {
     /// Plans and binds `nodes` of `graph` over `mem`, fusing chains of them into one
     /// dispatch where `fuse` finds them (and fusion is on); the parameters are written once
     /// here.
-    fn build(ctx: &Rc<Ctx>, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<Self> {
+    fn build(
+        ctx: &Rc<Ctx>,
+        opts: &WebGpuOptions,
+        graph: &Graph,
+        nodes: &[TensorId],
+        mem: &TensorMemory,
+    ) -> Result<Self> {
         ctx.check()?;
         let mut compute = Vec::with_capacity(nodes.len());
         for &id in nodes {
@@ -402,13 +408,13 @@ impl Encoded {
                 compute.push(id);
             }
         }
-        let uses = fuse::enabled().then(|| crate::backend::fuse::use_counts(graph));
+        let uses = opts.fusion.then(|| crate::backend::fuse::use_counts(graph));
         let mut bound: Vec<Bound<'_>> = Vec::new();
         let (mut k, mut fused) = (0, 0);
         'nodes: while k < compute.len() {
             if let Some(uses) = &uses {
                 // A chain that cannot be bound as one dispatch runs node by node below.
-                for f in fuse::chains(ctx, graph, &compute[k..], uses) {
+                for f in fuse::chains(ctx, opts, graph, &compute[k..], uses) {
                     let len = f.len;
                     if let Ok(b) = bind_fused(ctx, graph, mem, f) {
                         bound.push(b);
@@ -420,7 +426,7 @@ impl Encoded {
             }
             let id = compute[k];
             k += 1;
-            if let Some(mut plan) = ops::plan(ctx, graph, id)? {
+            if let Some(mut plan) = ops::plan(ctx, opts, graph, id)? {
                 let (d, a, b, offs) = bind_node(ctx, graph, mem, id, &plan)?;
                 plan.params.offs = offs;
                 let c = match plan.c {
@@ -580,7 +586,7 @@ impl PreparedImpl for Encoded {
 
 impl BackendImpl for WebGpuBackend {
     fn compute(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
-        Encoded::build(&self.device.ctx, graph, nodes, mem)?.submit()
+        Encoded::build(&self.device.ctx, &self.device.opts, graph, nodes, mem)?.submit()
     }
 
     fn prepare(
@@ -591,6 +597,7 @@ impl BackendImpl for WebGpuBackend {
     ) -> Result<Option<Box<dyn PreparedImpl>>> {
         Ok(Some(Box::new(Encoded::build(
             &self.device.ctx,
+            &self.device.opts,
             graph,
             nodes,
             mem,

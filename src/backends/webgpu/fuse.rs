@@ -11,28 +11,11 @@
 //! overlapping an operand, operands too far apart to share a binding): `backend.rs` then runs
 //! the nodes one by one.
 
-use std::cell::Cell;
-
 use super::context::Ctx;
-use super::ops::{self, NodePlan};
+use super::ops::{self, NodePlan, WebGpuOptions};
 use super::shader::{takes_epilogue, EP_BIAS, EP_RESID, EP_SCALE};
 use crate::backend::fuse::{self, binary_after, row_vector, skippable};
 use crate::graph::{BinaryOp, DType, Graph, Op, TensorId, UnaryOp, ACT_NONE};
-
-thread_local! {
-    static FUSION: Cell<bool> = const { Cell::new(true) };
-}
-
-/// Turns the WebGPU fusion of node chains on (the default) or off for sessions prepared
-/// later on this thread: a knob for same-run comparisons and tests.
-pub fn set_fusion(on: bool) {
-    FUSION.with(|c| c.set(on));
-}
-
-/// Whether fusion is on for this thread (see [`set_fusion`]).
-pub(super) fn enabled() -> bool {
-    FUSION.with(|c| c.get())
-}
 
 /// One fused dispatch: `plan` computes `out` (the chain's last node) from the first node's
 /// operands, with `scale` and `bias` bound for the epilogue (binding 4).
@@ -48,21 +31,29 @@ pub(super) struct Fused {
 
 /// The fused dispatches that could replace the chain starting at `nodes[0]` (the split's
 /// compute nodes from there on), most preferred first; empty if no chain starts there.
-pub(super) fn chains(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], uses: &[u32]) -> Vec<Fused> {
+pub(super) fn chains(
+    ctx: &Ctx,
+    opts: &WebGpuOptions,
+    graph: &Graph,
+    nodes: &[TensorId],
+    uses: &[u32],
+) -> Vec<Fused> {
     let t = |k: usize| nodes.get(k).map(|&id| (id, graph.tensor(id)));
     let Some((first, t0)) = t(0) else {
         return Vec::new();
     };
     match t0.op {
-        Op::MatMul => matmul_chain(ctx, graph, nodes, uses).into_iter().collect(),
-        Op::Norm { .. } | Op::RmsNorm { .. } => norm_chain(ctx, graph, nodes, 0, uses),
+        Op::MatMul => matmul_chain(ctx, opts, graph, nodes, uses)
+            .into_iter()
+            .collect(),
+        Op::Norm { .. } | Op::RmsNorm { .. } => norm_chain(ctx, opts, graph, nodes, 0, uses),
         Op::Binary(BinaryOp::Add) => match t(1) {
             Some((_, t1))
                 if matches!(t1.op, Op::Norm { .. } | Op::RmsNorm { .. })
                     && t1.src.first() == Some(&first)
                     && skippable(graph, uses, first, t1) =>
             {
-                norm_chain(ctx, graph, nodes, 1, uses)
+                norm_chain(ctx, opts, graph, nodes, 1, uses)
             }
             _ => Vec::new(),
         },
@@ -71,9 +62,15 @@ pub(super) fn chains(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], uses: &[u32])
 }
 
 /// matmul → add(bias) [→ activation] (found by [`crate::backend::fuse::matmul_chain`]).
-fn matmul_chain(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], uses: &[u32]) -> Option<Fused> {
+fn matmul_chain(
+    ctx: &Ctx,
+    opts: &WebGpuOptions,
+    graph: &Graph,
+    nodes: &[TensorId],
+    uses: &[u32],
+) -> Option<Fused> {
     let c = fuse::matmul_chain(graph, nodes, uses)?;
-    let mut plan = ops::plan(ctx, graph, c.matmul).ok()??;
+    let mut plan = ops::plan(ctx, opts, graph, c.matmul).ok()??;
     if !takes_epilogue(plan.key.0) {
         return None;
     }
@@ -90,8 +87,15 @@ fn matmul_chain(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], uses: &[u32]) -> O
 
 /// [add(residual) →] norm → mul(weight) [→ add(bias)], the norm at `nodes[at]` (`at` = 1:
 /// after the residual add, which the caller checked feeds only the norm).
-fn norm_chain(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], at: usize, uses: &[u32]) -> Vec<Fused> {
-    let Some(f) = norm_affine(ctx, graph, nodes, at, uses) else {
+fn norm_chain(
+    ctx: &Ctx,
+    opts: &WebGpuOptions,
+    graph: &Graph,
+    nodes: &[TensorId],
+    at: usize,
+    uses: &[u32],
+) -> Vec<Fused> {
+    let Some(f) = norm_affine(ctx, opts, graph, nodes, at, uses) else {
         return Vec::new();
     };
     if at == 0 {
@@ -105,6 +109,7 @@ fn norm_chain(ctx: &Ctx, graph: &Graph, nodes: &[TensorId], at: usize, uses: &[u
 
 fn norm_affine(
     ctx: &Ctx,
+    opts: &WebGpuOptions,
     graph: &Graph,
     nodes: &[TensorId],
     at: usize,
@@ -125,11 +130,11 @@ fn norm_affine(
             }
         }
     }
-    let pn = ops::plan(ctx, graph, norm).ok()??;
+    let pn = ops::plan(ctx, opts, graph, norm).ok()??;
     // The operands and output layout come from the first node: the residual add or the norm.
     let mut plan = match at {
         0 => pn.clone(),
-        _ => ops::plan(ctx, graph, *nodes.first()?).ok()??,
+        _ => ops::plan(ctx, opts, graph, *nodes.first()?).ok()??,
     };
     let first = graph.tensor(*nodes.first()?);
     let to = graph.tensor(out);

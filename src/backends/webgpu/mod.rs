@@ -24,10 +24,7 @@ mod shader;
 pub use backend::WebGpuBackend;
 pub use buffer::{WebGpuBuffer, WebGpuBufferType, WEBGPU_BUFFER_TYPE};
 pub use context::{all_devices_buffers, LiveBuffers, ObjectCounts};
-pub use fuse::set_fusion;
-pub use ops::{set_matmul_kernels, set_row_threads, MatmulKernels};
-#[cfg(feature = "testing")]
-pub use selfcheck::sabotage_self_check;
+pub use ops::{MatmulKernels, WebGpuOptions};
 
 use std::rc::Rc;
 
@@ -53,6 +50,17 @@ impl WebGpuReg {
     /// without an adapter, or with one that answers wrong, the family is empty and
     /// [`BackendReg::unavailable_reason`] says why.
     pub async fn new() -> Self {
+        Self::create(false).await
+    }
+
+    /// Test hook (`testing` feature): a family whose device answers one self-check value
+    /// wrong, as a broken driver would (so it is dropped with the reason).
+    #[cfg(feature = "testing")]
+    pub async fn with_failing_self_check() -> Self {
+        Self::create(true).await
+    }
+
+    async fn create(sabotage_self_check: bool) -> Self {
         let ctx = match Ctx::create().await {
             Ok(ctx) => Rc::new(ctx),
             Err(reason) => {
@@ -65,8 +73,9 @@ impl WebGpuReg {
         let device = Rc::new(WebGpuDevice {
             buffer_type: Rc::new(WebGpuBufferType::new(ctx.clone())),
             ctx,
+            opts: WebGpuOptions::default(),
         });
-        match selfcheck::check(device.clone()).await {
+        match selfcheck::check(device.clone(), sabotage_self_check).await {
             Ok(()) => Self {
                 device: Some(device),
                 reason: None,
@@ -82,6 +91,14 @@ impl WebGpuReg {
                     reason: Some(reason),
                 }
             }
+        }
+    }
+
+    /// The same family with its device planning by `opts` ([`WebGpuDevice::with_options`]).
+    pub fn with_options(&self, opts: WebGpuOptions) -> WebGpuReg {
+        WebGpuReg {
+            device: self.device.as_ref().map(|d| d.with_options(opts)),
+            reason: self.reason.clone(),
         }
     }
 
@@ -115,6 +132,7 @@ impl BackendReg for WebGpuReg {
 pub struct WebGpuDevice {
     ctx: Rc<Ctx>,
     buffer_type: Rc<WebGpuBufferType>,
+    opts: WebGpuOptions,
 }
 
 impl WebGpuDevice {
@@ -122,7 +140,22 @@ impl WebGpuDevice {
     /// element-wise ops and row-wise softmax/norms, whose invocations read before they write.
     /// (The device API's `supports_inplace`, where the trait has it.)
     pub fn computes_in_place(&self, graph: &Graph, node: TensorId) -> bool {
-        matches!(ops::plan(&self.ctx, graph, node), Ok(Some(p)) if p.in_place_ok)
+        matches!(ops::plan(&self.ctx, &self.opts, graph, node), Ok(Some(p)) if p.in_place_ok)
+    }
+
+    /// This device (its adapter, GPU device and buffers) planning with `opts`: a runtime made
+    /// on it plans its sessions so, while others on the same GPU keep theirs.
+    pub fn with_options(&self, opts: WebGpuOptions) -> Rc<WebGpuDevice> {
+        Rc::new(WebGpuDevice {
+            ctx: self.ctx.clone(),
+            buffer_type: self.buffer_type.clone(),
+            opts,
+        })
+    }
+
+    /// How it plans ([`WebGpuDevice::with_options`]).
+    pub fn options(&self) -> WebGpuOptions {
+        self.opts
     }
 
     /// Pipelines, bind groups and buffers this device has created so far: a steady-state run
@@ -223,7 +256,7 @@ impl Device for WebGpuDevice {
         self.buffer_type.clone()
     }
     fn supports_op(&self, graph: &Graph, node: TensorId) -> Support {
-        match ops::plan(&self.ctx, graph, node) {
+        match ops::plan(&self.ctx, &self.opts, graph, node) {
             Ok(_) => Support::Yes,
             Err(crate::Error::Unsupported { reason, .. }) => Support::No(reason),
             Err(e) => Support::No(e.to_string()),

@@ -72,16 +72,17 @@ impl RowThreads {
     /// One workgroup per row.
     pub(super) const ALL: Self = Self(WG as u32);
 
-    /// For rows of `n` elements ([`set_row_threads`] overrides it). On a software adapter
+    /// For rows of `n` elements (`forced`, [`WebGpuOptions::row_threads`], overrides it:
+    /// rounded up to a power of two, 1 to `WG`). On a software adapter
     /// one thread per row: it runs a barrier by switching between all of a workgroup's
     /// invocations, so the 20 of a softmax or norm over 256 threads cost far more than a
     /// serial row (SwiftShader in Chromium, MiniLM f32 at 32 tokens: the attention softmax,
     /// 384 rows of 32, took 230 ms a call with 256 threads a row). On a GPU about one element
     /// per thread, from a warp to `WG` (short rows no longer leave most of a 256-thread
     /// workgroup idle).
-    pub(super) fn for_rows(n: usize, software: bool) -> Self {
-        if let Some(t) = ROW_THREADS.with(|c| c.get()) {
-            return Self(t);
+    pub(super) fn for_rows(n: usize, software: bool, forced: Option<u32>) -> Self {
+        if let Some(t) = forced {
+            return Self(t.clamp(1, WG as u32).next_power_of_two());
         }
         if software {
             Self::ONE
@@ -98,19 +99,6 @@ impl RowThreads {
     fn groups(self, rows: usize) -> usize {
         rows.div_ceil(WG / self.0 as usize)
     }
-}
-
-thread_local! {
-    static ROW_THREADS: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
-}
-
-/// Forces the threads per row of the row kernels (softmax, norms, row sums, argmax) in later
-/// plans on this thread: `Some(t)` takes `t` rounded up to a power of two, at most 256;
-/// `None` (the default) chooses by adapter and row length. A knob for tests (every width on
-/// every adapter) and same-run comparisons.
-pub fn set_row_threads(t: Option<u32>) {
-    let t = t.map(|t| t.clamp(1, WG as u32).next_power_of_two());
-    ROW_THREADS.with(|c| c.set(t));
 }
 
 /// Which matmul kernels the planner may choose: a knob for benchmarks (same-run comparison
@@ -159,14 +147,29 @@ fn rows_threads(k: usize, rows: usize, max_groups: usize) -> usize {
     tpr
 }
 
-thread_local! {
-    static MATMUL_KERNELS: std::cell::Cell<MatmulKernels> =
-        const { std::cell::Cell::new(MatmulKernels::Auto) };
+/// How a WebGPU device plans its nodes: knobs for same-run comparisons and tests, set where
+/// the device is made ([`super::WebGpuDevice::with_options`]), so two runtimes on one page
+/// may differ and nothing carries over from one to the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WebGpuOptions {
+    /// Which matmul kernels the planner may choose (default [`MatmulKernels::Auto`]).
+    pub matmul_kernels: MatmulKernels,
+    /// Forces the threads per row of the row kernels (softmax, norms, row sums, argmax):
+    /// `Some(t)` takes `t` rounded up to a power of two, 1 to 256; `None` (the default)
+    /// chooses by adapter and row length.
+    pub row_threads: Option<u32>,
+    /// Fuses node chains into one dispatch (`fuse.rs`; default on).
+    pub fusion: bool,
 }
 
-/// Sets which matmul kernels later plans on this thread may use (see [`MatmulKernels`]).
-pub fn set_matmul_kernels(k: MatmulKernels) {
-    MATMUL_KERNELS.with(|c| c.set(k));
+impl Default for WebGpuOptions {
+    fn default() -> Self {
+        Self {
+            matmul_kernels: MatmulKernels::Auto,
+            row_threads: None,
+            fusion: true,
+        }
+    }
 }
 
 /// The matmul kernel for an output of `m` x `n` (per batch entry of `batch`) with dot
@@ -174,16 +177,18 @@ pub fn set_matmul_kernels(k: MatmulKernels) {
 /// shaders on the CPU (lavapipe, SwiftShader), where workgroup memory is ordinary cached
 /// memory and barriers are costly, so the barrier-free small kernel also wins at large `n`
 /// for f32 weights (webgpu_matmul bench on SwiftShader: 0.31 vs 0.17 GFLOP/s at
-/// 128x384x1536). `reg`: the register tile the adapter's limits allow, if any.
+/// 128x384x1536). `reg`: the register tile the adapter's limits allow, if any. `sel`: which
+/// kernels the device's options allow.
 fn matmul_kernel(
     (m, n, k): (usize, usize, usize),
     batch: usize,
     dtype: DType,
     software: bool,
     reg: Option<RegTile>,
+    sel: MatmulKernels,
 ) -> Kernel {
     let tiled = reg.map_or(Kernel::MatMul, Kernel::MatMulReg);
-    match MATMUL_KERNELS.with(|c| c.get()) {
+    match sel {
         MatmulKernels::Tiled => Kernel::MatMul,
         MatmulKernels::Small => Kernel::MatMulSmall,
         MatmulKernels::Reg => tiled,
@@ -370,9 +375,14 @@ fn overlaps(graph: &Graph, x: TensorId, y: TensorId) -> bool {
 
 /// Plans node `id` as one dispatch; `Ok(None)` when it has nothing to compute (empty).
 /// Every reason the device cannot run it is an `Error::Unsupported`.
-pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<NodePlan>> {
+pub(super) fn plan(
+    ctx: &Ctx,
+    opts: &WebGpuOptions,
+    graph: &Graph,
+    id: TensorId,
+) -> Result<Option<NodePlan>> {
     let t = graph.get(id)?;
-    plan_node(ctx, graph, t).map_err(|e| match e {
+    plan_node(ctx, opts, graph, t).map_err(|e| match e {
         PlanError::Refused { dtype, reason } => Error::Unsupported {
             op: t.op.name(),
             dtype: dtype.unwrap_or(t.dtype).name(),
@@ -383,7 +393,12 @@ pub(super) fn plan(ctx: &Ctx, graph: &Graph, id: TensorId) -> Result<Option<Node
     })
 }
 
-fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan>> {
+fn plan_node(
+    ctx: &Ctx,
+    opts: &WebGpuOptions,
+    graph: &Graph,
+    t: &Tensor,
+) -> PlanResult<Option<NodePlan>> {
     let srcs = t
         .src
         .iter()
@@ -432,7 +447,7 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
     let nrows = srcs[0].nrows();
     let software = software_adapter(&ctx.info);
     // Row kernels: threads per row from the row length, and their grid.
-    let tpr = RowThreads::for_rows(srcs[0].ne[0], software);
+    let tpr = RowThreads::for_rows(srcs[0].ne[0], software, opts.row_threads);
     let row_grid = || grid(ctx, tpr.groups(nrows), true);
     params.u[1] = to_u32(n, "element count")?;
     // A third operand (set_rows' indices), bound at binding 4.
@@ -607,7 +622,8 @@ fn plan_node(ctx: &Ctx, graph: &Graph, t: &Tensor) -> PlanResult<Option<NodePlan
             let batch = t.ne[2] * t.ne[3];
             let reg = RegTile::for_limits(TileLimits::from(&ctx.limits));
             let shape = (t.ne[0], t.ne[1], ta.ne[0]);
-            let mut kernel = matmul_kernel(shape, batch, ta.dtype, software, reg);
+            let mut kernel =
+                matmul_kernel(shape, batch, ta.dtype, software, reg, opts.matmul_kernels);
             if kernel == Kernel::MatVec
                 && (t.ne[1] > MATVEC_COLS || t.ne[0].div_ceil(MATVEC_ROWS) > max)
             {
@@ -701,9 +717,17 @@ mod tests {
 
     #[test]
     fn auto_on_a_hardware_gpu_takes_the_new_kernels_where_they_fill_it() {
-        set_matmul_kernels(MatmulKernels::Auto);
         let tile = RegTile::for_limits(TileLimits::from(&wgpu::Limits::default()));
-        let pick = |m, n, k, software| matmul_kernel((m, n, k), 1, DType::F32, software, tile);
+        let pick = |m, n, k, software| {
+            matmul_kernel(
+                (m, n, k),
+                1,
+                DType::F32,
+                software,
+                tile,
+                MatmulKernels::Auto,
+            )
+        };
         let Some(tile) = tile else {
             panic!("WebGPU's default limits allow a register tile")
         };
@@ -716,10 +740,8 @@ mod tests {
         // A software adapter keeps its selection.
         assert_eq!(pick(1536, 8, 384, true), Kernel::MatMulSmall);
         assert_eq!(pick(4096, 4096, 4096, true), Kernel::MatMulSmall);
-        set_matmul_kernels(MatmulKernels::Reg);
-        assert_eq!(pick(5, 3, 7, true), Kernel::MatMulReg(tile));
-        let no_tile = matmul_kernel((5, 3, 7), 1, DType::F32, true, None);
-        assert_eq!(no_tile, Kernel::MatMul);
-        set_matmul_kernels(MatmulKernels::Auto);
+        let reg = |tile| matmul_kernel((5, 3, 7), 1, DType::F32, true, tile, MatmulKernels::Reg);
+        assert_eq!(reg(Some(tile)), Kernel::MatMulReg(tile));
+        assert_eq!(reg(None), Kernel::MatMul);
     }
 }

@@ -12,25 +12,6 @@ use crate::backend::{run_graph, Backend, Device};
 use crate::error::Result;
 use crate::graph::{row_from_f32, row_to_f32, DType, Graph, TensorId};
 
-#[cfg(feature = "testing")]
-thread_local! {
-    static SABOTAGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Test hook (`testing` feature): devices made on this thread from now on answer one
-/// self-check value wrong (as a broken driver would), until turned off.
-#[cfg(feature = "testing")]
-pub fn sabotage_self_check(on: bool) {
-    SABOTAGE.with(|s| s.set(on));
-}
-
-fn sabotaged() -> bool {
-    #[cfg(feature = "testing")]
-    return SABOTAGE.with(|s| s.get());
-    #[cfg(not(feature = "testing"))]
-    false
-}
-
 const K: usize = 64;
 const M: usize = 32;
 const N: usize = 16;
@@ -68,15 +49,19 @@ fn matmul(w: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 
 /// Runs the known-answer kernels on `device`; `Err` names the first wrong one (or the error
 /// that stopped it).
-pub(super) async fn check(device: Rc<WebGpuDevice>) -> std::result::Result<(), String> {
-    match run(device).await {
+/// `sabotage` (a test hook): answer one value wrong, as a broken driver would.
+pub(super) async fn check(
+    device: Rc<WebGpuDevice>,
+    sabotage: bool,
+) -> std::result::Result<(), String> {
+    match run(device, sabotage).await {
         Ok(None) => Ok(()),
         Ok(Some(wrong)) => Err(wrong),
         Err(e) => Err(format!("the self-check failed to run: {e}")),
     }
 }
 
-async fn run(device: Rc<WebGpuDevice>) -> Result<Option<String>> {
+async fn run(device: Rc<WebGpuDevice>, sabotage: bool) -> Result<Option<String>> {
     let mut g = Graph::new();
     let mut leaves: HashMap<TensorId, Vec<u8>> = HashMap::new();
     let w = values(K * M, 1);
@@ -114,7 +99,7 @@ async fn run(device: Rc<WebGpuDevice>) -> Result<Option<String>> {
     let backend = Backend::new(device as Rc<dyn Device>)?;
     let outs = run_graph(&backend, &g, &leaves, 0).await?;
     let mut got: Vec<Vec<f32>> = outs.iter().map(|b| floats(b)).collect();
-    if sabotaged() {
+    if sabotage {
         if let Some(v) = got.first_mut().and_then(|o| o.first_mut()) {
             *v += 1.0;
         }

@@ -630,7 +630,7 @@ mod tests {
         // Row kernels with one thread a row, a warp's worth, and a workgroup.
         for tpr in [
             RowThreads::ONE,
-            RowThreads::for_rows(32, false),
+            RowThreads::for_rows(32, false, None),
             RowThreads::ALL,
         ] {
             all.extend([
