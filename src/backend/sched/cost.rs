@@ -117,9 +117,27 @@ impl CostModel {
                 .iter()
                 .map(|&s| graph.tensor(s).nbytes())
                 .sum::<usize>();
+        // Every op listed: a new one says here whether its arithmetic counts.
         let flops = match t.op {
             Op::MatMul => 2.0 * (t.numel() * graph.tensor(t.src[0]).ne[0]) as f64,
-            _ => 0.0,
+            // Bound by the bytes they move.
+            Op::Leaf
+            | Op::View
+            | Op::GetRows
+            | Op::SetRows
+            | Op::Binary(_)
+            | Op::Scale(_)
+            | Op::Clamp { .. }
+            | Op::SoftMax { .. }
+            | Op::Norm { .. }
+            | Op::RmsNorm { .. }
+            | Op::Unary(_)
+            | Op::Rope(_)
+            | Op::Cpy
+            | Op::Concat { .. }
+            | Op::SumRows
+            | Op::Mean
+            | Op::Argmax => 0.0,
         };
         flops / c.flops_per_s + bytes as f64 / c.bytes_per_s
     }
