@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use libfuzzer_sys::fuzz_target;
-use webtensor::graph::{DType, RopeMode, RopeParams, TensorId};
+use webtensor::graph::{BinaryOp, DType, RopeMode, RopeParams, TensorId, UnaryOp};
 use webtensor::runtime::{DeviceChoice, Program, Runtime};
 
 /// Fuzz bytes read as small choices (zeros once they run out).
@@ -105,21 +105,18 @@ fuzz_target!(|data: &[u8]| {
         let pick = |b: &mut Bytes| ids[b.below(ids.len())];
         let (x, y) = (pick(&mut b), pick(&mut b));
         let g = p.graph_mut();
-        let r = match b.below(24) {
-            0 => g.add(x, y),
-            1 => g.sub(x, y),
-            2 => g.mul(x, y),
-            3 => g.div(x, y),
+        let r = match b.below(20) {
+            // Every element-wise op of the tables (graph/op.rs).
+            0 => g.binary(BinaryOp::ALL[b.below(BinaryOp::ALL.len())], x, y),
+            1 => g.unary(UnaryOp::ALL[b.below(UnaryOp::ALL.len())], x),
+            2 => g.clamp(x, b.f32(), b.f32()),
+            3 => g.set_rows(x, y, pick(&mut b)),
             4 => g.scale(x, b.f32()),
             5 => g.matmul(x, y),
             6 => g.softmax(x, (b.u8() & 1 == 0).then_some(y), b.f32()),
             7 => g.norm(x, b.f32()),
             8 => g.rms_norm(x, b.f32()),
-            9 => g.gelu(x),
-            10 => g.gelu_erf(x),
-            11 => g.silu(x),
-            12 => g.relu(x),
-            13 => {
+            9 => {
                 let mode = if b.u8() & 1 == 0 {
                     RopeMode::Normal
                 } else {
@@ -133,15 +130,15 @@ fuzz_target!(|data: &[u8]| {
                 };
                 g.rope(x, y, p)
             }
-            14 => g.cpy(x, b.dtype()),
-            15 => g.cont(x),
-            16 => g.concat(x, y, b.below(5)),
-            17 => g.sum_rows(x),
-            18 => g.mean(x),
-            19 => g.argmax(x),
-            20 => g.get_rows(x, y),
-            21 => g.reshape(x, &b.shape()),
-            22 => {
+            10 => g.cpy(x, b.dtype()),
+            11 => g.cont(x),
+            12 => g.concat(x, y, b.below(5)),
+            13 => g.sum_rows(x),
+            14 => g.mean(x),
+            15 => g.argmax(x),
+            16 => g.get_rows(x, y),
+            17 => g.reshape(x, &b.shape()),
+            18 => {
                 let shape = b.shape();
                 let strides: Vec<usize> = (0..b.below(5)).map(|_| b.size()).collect();
                 g.view(x, &shape, &strides, b.size())
