@@ -264,7 +264,7 @@ impl CpuBackend {
     ) -> Result<()> {
         let mut src = Vec::with_capacity(3);
         let par = self.device.pool.par();
-        let profiling = profile.is_some_and(Profile::is_on);
+        let profile = profile.filter(|p| p.is_on());
         let mut compute = Vec::with_capacity(nodes.len());
         for &id in nodes {
             if !graph.get(id)?.op.is_noop() {
@@ -278,7 +278,7 @@ impl CpuBackend {
         let mut i = 0;
         while i < compute.len() {
             let t = graph.tensor(compute[i]);
-            let t0 = profiling.then(crate::clock::now_ms);
+            let t0 = profile.is_some().then(crate::clock::now_ms);
             let done = match (t.op, fast) {
                 (Op::MatMul, true) => {
                     self.matmul(graph, mem, &compute[i..], uses.as_deref(), par)?
