@@ -68,6 +68,10 @@ export interface RuntimeProxy {
   run(graph: Engine.Graph, inputs?: Inputs, options?: { keepOnDevice?: boolean; signal?: AbortSignal }): Promise<Outputs>;
   explain(graph: Engine.Graph): Promise<string>;
   copyStats(): Promise<{ perRunBytes: number; perRunWeightBytes: number; oneTimeBytes: number }>;
+  /** Starts this runtime's own profile: where its runs spend their time (each node then runs alone). */
+  profileStart(): Promise<void>;
+  /** Stops it; the profile as a table, most time first. */
+  profileStop(): Promise<string>;
   clear(): Promise<void>;
   dispose(): Promise<void>;
 }
@@ -81,6 +85,10 @@ export interface SentenceEmbedderProxy {
   tokenize(text: string): Promise<Uint32Array>;
   explain(): Promise<string>;
   copyStats(): Promise<{ perRunBytes: number; perRunWeightBytes: number; oneTimeBytes: number }>;
+  /** Starts this model's own profile: where its embeds spend their time (each node then runs alone). */
+  profileStart(): Promise<void>;
+  /** Stops it; the profile as a table, most time first. */
+  profileStop(): Promise<string>;
   dispose(): Promise<void>;
 }
 /** Worker mode (the default): the same API through the engine's worker. */
@@ -92,8 +100,6 @@ export interface WorkerModule {
   vectorAdd(device: string, a: Float32Array, b: Float32Array): Promise<Float32Array>;
   buildInfo(): Promise<Record<string, unknown>>;
   gpuBuffers(): Promise<{ created: number; live: number; liveBytes: number }>;
-  profileStart(): Promise<void>;
-  profileStop(): Promise<string>;
   /** Records calls here; the worker builds it at its first run. shape() throws in this mode. */
   Graph: typeof Engine.Graph;
   Runtime: { create(options?: { devices?: 'auto' | 'webgpu' | 'cpu'; costModel?: boolean }): Promise<RuntimeProxy> };

@@ -213,6 +213,8 @@ export function proxyModule(link, loaded, cache) {
     }
     async explain(graph) { return withGraph(graph, 'runtime.explain', { handle: this.#handle }); }
     copyStats() { return link.call('runtime.copyStats', { handle: this.#handle }); }
+    profileStart() { return link.call('runtime.profileStart', { handle: this.#handle }); }
+    profileStop() { return link.call('runtime.profileStop', { handle: this.#handle }); }
     clear() { return link.call('runtime.clear', { handle: this.#handle }); }
     dispose() { return link.call('runtime.dispose', { handle: this.#handle }); }
   }
@@ -254,6 +256,8 @@ export function proxyModule(link, loaded, cache) {
     tokenize(text) { return link.call('model.tokenize', { handle: this.#handle, text }); }
     explain() { return link.call('model.explain', { handle: this.#handle }); }
     copyStats() { return link.call('model.copyStats', { handle: this.#handle }); }
+    profileStart() { return link.call('model.profileStart', { handle: this.#handle }); }
+    profileStop() { return link.call('model.profileStop', { handle: this.#handle }); }
     dispose() { return link.call('model.dispose', { handle: this.#handle }); }
   }
 
@@ -265,8 +269,6 @@ export function proxyModule(link, loaded, cache) {
     vectorAdd: (device, a, b) => link.call('vectorAdd', { device, a, b }),
     buildInfo: () => link.call('buildInfo'),
     gpuBuffers: () => link.call('gpuBuffers'),
-    profileStart: () => link.call('profileStart'),
-    profileStop: () => link.call('profileStop'),
     Graph,
     Runtime,
     SentenceEmbedder,

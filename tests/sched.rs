@@ -9,7 +9,7 @@ use std::rc::Rc;
 use pollster::block_on;
 use webtensor::backend::sched::{CostModel, DeviceCost, Why};
 use webtensor::backend::{
-    Device, DeviceKind, Plan, PlanOptions, RestrictedDevice, Scheduler, Session,
+    Device, DeviceKind, Plan, PlanOptions, Profile, RestrictedDevice, RunInput, Scheduler, Session,
 };
 use webtensor::backends::cpu::{CpuDevice, KernelSet};
 use webtensor::graph::{DType, Graph, OpKind, TensorId};
@@ -363,7 +363,6 @@ fn random_graphs_match_the_reference() {
 /// threads a team across it) and the CPU records each node once, under its op and shapes.
 #[test]
 fn a_profiled_run_records_each_cpu_node_once() {
-    use webtensor::backend::profile;
     let mut g = Graph::new();
     let (x, _) = mlp(&mut g);
     let dev: Rc<dyn Device> = Rc::new(CpuDevice::with_threads(KernelSet::Fast, Some(2)).unwrap());
@@ -376,12 +375,19 @@ fn a_profiled_run_records_each_cpu_node_once() {
         .collect();
     let mut session = Session::new(&sched, &g, plan, &HashMap::new()).unwrap();
     session.set_weights(&w).unwrap();
-    let input = HashMap::from([(x, vec![0u8; 32 * 4 * 4])]);
-    profile::start();
+    let bytes = vec![0u8; 32 * 4 * 4];
+    let input = HashMap::from([(x, RunInput::Host(&bytes))]);
+    let profile = Profile::new();
+    // Off: a run given the profile records nothing.
+    block_on(session.run_with(&input, false, Some(&profile))).unwrap();
+    assert!(profile.is_empty());
+    profile.start();
     for _ in 0..3 {
-        block_on(session.run(&input)).unwrap();
+        block_on(session.run_with(&input, false, Some(&profile))).unwrap();
     }
-    let table = profile::stop();
+    // Not given the profile: not recorded, though it is on.
+    block_on(session.run(&HashMap::from([(x, bytes.clone())]))).unwrap();
+    let table = profile.stop();
     let rows: Vec<&str> = table.lines().skip(1).collect();
     // mlp: two matmuls (different shapes), gelu, add, norm: 5 kinds, each 3 times.
     assert_eq!(rows.len(), 5, "{table}");
@@ -392,5 +398,67 @@ fn a_profiled_run_records_each_cpu_node_once() {
         table.contains("CPU MatMul F32 [32, 48, 1, 1] [32, 4, 1, 1]"),
         "{table}"
     );
-    assert!(!profile::enabled());
+    assert!(!profile.is_on() && profile.is_empty());
+}
+
+/// Two runtimes profile independently: one's runs never add rows to the other's profile,
+/// and stopping one leaves the other recording.
+#[test]
+fn runtimes_profile_independently() {
+    use webtensor::runtime::{DeviceChoice, Program, Runtime};
+    let program = || {
+        let mut p = Program::new();
+        let w = p
+            .weight_f32("w", DType::F32, &[2, 2], &[1.0, 2.0, 3.0, 4.0])
+            .unwrap();
+        let x = p.graph_mut().input("x", DType::F32, &[2, 1]).unwrap();
+        let y = p.graph_mut().matmul(w, x).unwrap();
+        let y = p.graph_mut().gelu(y).unwrap();
+        p.graph_mut().set_name(y, "y").unwrap();
+        p.graph_mut().set_output(y).unwrap();
+        p
+    };
+    let new_rt =
+        || -> Runtime { block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap() };
+    let (a, b, p) = (new_rt(), new_rt(), program());
+    let inputs = HashMap::from([("x".to_string(), vec![0u8; 8])]);
+    let run = |rt: &Runtime, n: usize| {
+        for _ in 0..n {
+            block_on(rt.run(&p, &inputs)).unwrap();
+        }
+    };
+    // Each row's count (the "3×" column); at least one row.
+    let counts = |table: &str| -> Vec<u64> {
+        let rows: Vec<u64> = table
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_suffix('×')))
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert!(!rows.is_empty(), "{table}");
+        rows
+    };
+
+    a.profile_start();
+    assert!(a.profiling() && !b.profiling());
+    run(&a, 2);
+    run(&b, 5); // b is not profiling: nothing recorded anywhere
+    b.profile_start();
+    run(&b, 3);
+    let ta = a.profile_stop();
+    assert!(
+        !a.profiling() && b.profiling(),
+        "stopping a leaves b recording"
+    );
+    run(&a, 4); // a stopped: adds nothing to b
+    run(&b, 1);
+    let tb = b.profile_stop();
+    // Each kind of node (matmul and gelu, fused or not) counted by its own runtime's
+    // profiled runs only.
+    assert!(counts(&ta).iter().all(|&n| n == 2), "{ta}");
+    assert!(counts(&tb).iter().all(|&n| n == 4), "{tb}");
+    // Stopped: an empty profile, and runs record nothing until started again.
+    run(&a, 1);
+    let empty = a.profile_stop();
+    assert!(empty.starts_with("total 0.00 ms in 0 kinds"), "{empty}");
 }

@@ -16,6 +16,7 @@ pub mod weights;
 
 pub use buffer::{check_range, Buffer, BufferImpl, BufferType, BufferUsage};
 pub use exec::{run_graph, run_graph_aliased, TensorMemory};
+pub use profile::Profile;
 pub use registry::{BackendReg, Registry};
 pub use restrict::RestrictedDevice;
 pub use sched::{CopyStats, Plan, PlanOptions, RunInput, RunOutput, Scheduler, Session};

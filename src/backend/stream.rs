@@ -5,7 +5,8 @@
 
 use std::rc::Rc;
 
-use super::{profile, Device, LocalBoxFuture, TensorMemory};
+use super::profile::node_key;
+use super::{Device, LocalBoxFuture, Profile, TensorMemory};
 use crate::error::Result;
 use crate::graph::{Graph, TensorId};
 
@@ -49,12 +50,19 @@ pub trait BackendImpl {
     ) -> Result<Option<Box<dyn PreparedImpl>>> {
         Ok(None)
     }
-    /// (optional) Whether `compute` completes each node before starting the next and, while
-    /// the profiler records, adds each node's time itself ([`profile::node_key`] rows); then
-    /// a profiled run computes a split as one call, as an unprofiled run does (the CPU: its
-    /// threads stay a team across the split). Default: no, the stream times node by node.
-    fn records_node_times(&self) -> bool {
-        false
+    /// (optional) Enqueues `nodes` as `compute` does, completing each node before starting
+    /// the next and adding each node's time to `profile` itself ([`node_key`] rows):
+    /// then a profiled run computes a split as one call, as an unprofiled run does (the CPU:
+    /// its threads stay a team across the split). Default: `None`, nothing done; the stream
+    /// times node by node ([`Backend::compute_profiled`]).
+    fn compute_profiled(
+        &self,
+        _graph: &Graph,
+        _nodes: &[TensorId],
+        _mem: &TensorMemory,
+        _profile: &Profile,
+    ) -> Option<Result<()>> {
+        None
     }
 }
 
@@ -143,18 +151,19 @@ impl Backend {
         }
     }
 
-    /// Runs `nodes` one at a time, each waited for, adding each node's time to the profile
+    /// Runs `nodes` one at a time, each waited for, adding each node's time to `profile`
     /// (GPU work included: the clock stops when the device says the node completed); or all
     /// at once where the backend times its nodes itself
-    /// ([`BackendImpl::records_node_times`]).
+    /// ([`BackendImpl::compute_profiled`]).
     pub async fn compute_profiled(
         &self,
         graph: &Graph,
         nodes: &[TensorId],
         mem: &TensorMemory,
+        profile: &Profile,
     ) -> Result<()> {
-        if self.imp.records_node_times() {
-            self.imp.compute(graph, nodes, mem)?;
+        if let Some(done) = self.imp.compute_profiled(graph, nodes, mem, profile) {
+            done?;
             return self.imp.synchronize().await;
         }
         for &id in nodes {
@@ -166,7 +175,7 @@ impl Backend {
             self.imp.compute(graph, &[id], mem)?;
             self.imp.synchronize().await?;
             let ms = crate::clock::now_ms() - t0;
-            profile::record(|| profile::node_key(self.name(), graph, t), ms);
+            profile.record(|| node_key(self.name(), graph, t), ms);
         }
         Ok(())
     }

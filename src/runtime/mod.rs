@@ -18,7 +18,9 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::sched::CostModel;
-use crate::backend::{DeviceKind, PlanOptions, Registry, RunInput, RunOutput, Scheduler, Session};
+use crate::backend::{
+    DeviceKind, PlanOptions, Profile, Registry, RunInput, RunOutput, Scheduler, Session,
+};
 use crate::error::{Error, Result};
 use crate::graph::{DType, Graph, Role, TensorId};
 use queue::RunQueue;
@@ -135,6 +137,8 @@ pub struct Runtime {
     sessions: RefCell<Vec<Cached>>,
     max_sessions: Cell<usize>,
     copied: Cell<CopyStats>,
+    /// This runtime's per-op profile: only its own runs record into it.
+    profile: Profile,
 }
 
 impl Runtime {
@@ -189,7 +193,28 @@ impl Runtime {
             sessions: RefCell::new(Vec::new()),
             max_sessions: Cell::new(DEFAULT_CACHED_SESSIONS),
             copied: Cell::new(CopyStats::default()),
+            profile: Profile::new(),
         })
+    }
+
+    /// Starts recording where this runtime's runs spend their time, per device, op and shapes
+    /// (clears the last profile). While it records, each node runs alone and is waited for,
+    /// so runs are slower; a run already under way when it starts is not recorded. Other
+    /// runtimes' runs are never recorded here.
+    pub fn profile_start(&self) {
+        self.profile.start();
+    }
+
+    /// Whether this runtime's profile records ([`Runtime::profile_start`]).
+    pub fn profiling(&self) -> bool {
+        self.profile.is_on()
+    }
+
+    /// Stops recording; returns this runtime's profile as a table, most time first (and
+    /// clears it): a `total ... ms in N kinds of node` line, then one row per device, op and
+    /// operand shapes.
+    pub fn profile_stop(&self) -> String {
+        self.profile.stop()
     }
 
     /// Names of the devices in use, in priority order.
@@ -373,7 +398,9 @@ impl Runtime {
         }
         let (session, queue) = self.session(p)?;
         let _turn = queue.enter().await;
-        let outs = session.run_with(&run_inputs, keep_on_device).await?;
+        let outs = session
+            .run_with(&run_inputs, keep_on_device, Some(&self.profile))
+            .await?;
         let mut copied = self.copied.get();
         copied += session.last_run_copies();
         self.copied.set(copied);

@@ -142,16 +142,3 @@ pub async fn vector_add(
         .map_err(to_js_error)?;
     Ok(Float32Array::from(out.as_slice()))
 }
-
-/// Starts recording where time goes, per device, op and shapes (clears the last profile).
-/// While it records, each node runs alone and is waited for, so runs are slower.
-#[wasm_bindgen(js_name = profileStart)]
-pub fn profile_start() {
-    crate::backend::profile::start();
-}
-
-/// Stops recording; returns the profile as a table, most time first.
-#[wasm_bindgen(js_name = profileStop)]
-pub fn profile_stop() -> String {
-    crate::backend::profile::stop()
-}

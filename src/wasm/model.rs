@@ -118,6 +118,23 @@ impl SentenceEmbedder {
         copy_stats_object(self.rt.copy_stats())
     }
 
+    /// Starts recording where this model's embeds spend their time, per device, op and shapes
+    /// (clears its last profile; its own runtime's, so other models and runtimes are not
+    /// affected). While it records, each node runs alone and is waited for, so embeds are
+    /// slower.
+    #[wasm_bindgen(js_name = profileStart)]
+    pub fn profile_start(&self) -> Result<(), JsError> {
+        self.model()?;
+        self.rt.profile_start();
+        Ok(())
+    }
+
+    /// Stops recording; returns the profile as a table, most time first.
+    #[wasm_bindgen(js_name = profileStop)]
+    pub fn profile_stop(&self) -> String {
+        self.rt.profile_stop()
+    }
+
     /// Embedding size (384 for MiniLM).
     #[wasm_bindgen(getter)]
     pub fn dim(&self) -> usize {

@@ -406,6 +406,21 @@ impl JsRuntime {
         self.live()?.explain(&program).map_err(to_js_error)
     }
 
+    /// Starts recording where this runtime's runs spend their time, per device, op and shapes
+    /// (clears its last profile); other runtimes are not affected. While it records, each
+    /// node runs alone and is waited for, so runs are slower.
+    #[wasm_bindgen(js_name = profileStart)]
+    pub fn profile_start(&self) -> Result<(), JsError> {
+        self.live()?.profile_start();
+        Ok(())
+    }
+
+    /// Stops recording; returns this runtime's profile as a table, most time first.
+    #[wasm_bindgen(js_name = profileStop)]
+    pub fn profile_stop(&self) -> String {
+        self.rt.profile_stop()
+    }
+
     /// Frees the device memory of every graph run so far (they are re-planned on next run).
     pub fn clear(&self) {
         self.rt.clear()

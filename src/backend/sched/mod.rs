@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::weights::{StoredWeight, WeightCopy};
-use super::{profile, Backend, Buffer, BufferUsage, Device, PreparedSplit, TensorMemory};
+use super::{Backend, Buffer, BufferUsage, Device, PreparedSplit, Profile, TensorMemory};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Role, TensorId};
 use plan::Slot;
@@ -366,7 +366,7 @@ impl Session {
             .iter()
             .map(|(&id, b)| (id, RunInput::Host(b)))
             .collect();
-        let outs = self.run_with(&inputs, false).await?;
+        let outs = self.run_with(&inputs, false, None).await?;
         Ok(outs
             .into_iter()
             .map(|o| match o {
@@ -381,11 +381,13 @@ impl Session {
     /// device when they are on the input's device, without a trip through the host), and
     /// returns the outputs in `graph.outputs()` order: read back, or, with `keep_on_device`,
     /// each copied into a new buffer on the device that computed it. Every input and weight is
-    /// checked before anything is enqueued.
+    /// checked before anything is enqueued. When `profile` is given and on (when the run
+    /// starts), each node's time goes to it (see [`Backend::compute_profiled`]).
     pub async fn run_with(
         &self,
         inputs: &HashMap<TensorId, RunInput<'_>>,
         keep_on_device: bool,
+        profile: Option<&Profile>,
     ) -> Result<Vec<RunOutput>> {
         let g = &self.graph;
         for (&id, value) in inputs {
@@ -426,7 +428,7 @@ impl Session {
                 copied.one_time_bytes += sw.nbytes() as u64;
             }
         }
-        let profiling = profile::enabled();
+        let profile = profile.filter(|p| p.is_on());
         for (i, split) in self.plan.splits.iter().enumerate() {
             for inp in &split.inputs {
                 let (src, src_off) = self.mems[inp.from].locate(g, inp.tensor)?;
@@ -438,10 +440,10 @@ impl Session {
                 }
             }
             let (backend, mem) = (&self.backends[split.device], &self.mems[split.device]);
-            match &self.prepared {
-                _ if profiling => backend.compute_profiled(g, &split.nodes, mem).await?,
-                Some(prepared) => backend.compute_prepared(&prepared[i], g, mem)?,
-                None => backend.compute(g, &split.nodes, mem)?,
+            match (&self.prepared, profile) {
+                (_, Some(p)) => backend.compute_profiled(g, &split.nodes, mem, p).await?,
+                (Some(prepared), None) => backend.compute_prepared(&prepared[i], g, mem)?,
+                (None, None) => backend.compute(g, &split.nodes, mem)?,
             }
         }
         let mut out = Vec::new();

@@ -15,9 +15,10 @@ pub use view::TensorView;
 use std::ops::Range;
 use std::rc::Rc;
 
+use crate::backend::profile::node_key;
 use crate::backend::{
-    fuse, profile, BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind,
-    LocalBoxFuture, Support, TensorMemory,
+    fuse, BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture,
+    Profile, Support, TensorMemory,
 };
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Op, TensorId};
@@ -230,21 +231,40 @@ impl BackendImpl for CpuBackend {
         // The pool's threads stay with this split until its last node (Pool::team).
         self.device
             .pool
-            .team(|| self.compute_nodes(graph, nodes, mem))
+            .team(|| self.compute_nodes(graph, nodes, mem, None))
     }
     fn synchronize(&self) -> LocalBoxFuture<'_, Result<()>> {
         Box::pin(std::future::ready(Ok(())))
     }
-    fn records_node_times(&self) -> bool {
-        true
+    fn compute_profiled(
+        &self,
+        graph: &Graph,
+        nodes: &[TensorId],
+        mem: &TensorMemory,
+        profile: &Profile,
+    ) -> Option<Result<()>> {
+        // Synchronous: each node has completed when the next starts, so it times them here.
+        Some(
+            self.device
+                .pool
+                .team(|| self.compute_nodes(graph, nodes, mem, Some(profile))),
+        )
     }
 }
 
 impl CpuBackend {
-    fn compute_nodes(&self, graph: &Graph, nodes: &[TensorId], mem: &TensorMemory) -> Result<()> {
+    /// Computes `nodes`, adding each node's time (a fused chain's, as one row) to `profile`
+    /// when given.
+    fn compute_nodes(
+        &self,
+        graph: &Graph,
+        nodes: &[TensorId],
+        mem: &TensorMemory,
+        profile: Option<&Profile>,
+    ) -> Result<()> {
         let mut src = Vec::with_capacity(3);
         let par = self.device.pool.par();
-        let profiling = profile::enabled();
+        let profile = profile.filter(|p| p.is_on());
         let mut compute = Vec::with_capacity(nodes.len());
         for &id in nodes {
             if !graph.get(id)?.op.is_noop() {
@@ -258,7 +278,7 @@ impl CpuBackend {
         let mut i = 0;
         while i < compute.len() {
             let t = graph.tensor(compute[i]);
-            let t0 = profiling.then(crate::clock::now_ms);
+            let t0 = profile.is_some().then(crate::clock::now_ms);
             let done = match (t.op, fast) {
                 (Op::MatMul, true) => {
                     self.matmul(graph, mem, &compute[i..], uses.as_deref(), par)?
@@ -273,12 +293,12 @@ impl CpuBackend {
                 }
                 kernels::compute(par, self.device.kernels, &t.op, &dst, &src)?;
             }
-            if let Some(t0) = t0 {
+            if let (Some(t0), Some(profile)) = (t0, profile) {
                 let ms = crate::clock::now_ms() - t0;
                 let fused = &compute[i + 1..i + done.max(1)];
-                profile::record(
+                profile.record(
                     || {
-                        let mut key = profile::node_key(self.device.name(), graph, t);
+                        let mut key = node_key(self.device.name(), graph, t);
                         for &f in fused {
                             key.push_str(&format!(" + {:?}", graph.tensor(f).op.kind()));
                         }
