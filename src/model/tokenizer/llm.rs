@@ -465,7 +465,7 @@ pub struct Bpe {
     /// (left id, right id) → (rank, merged id).
     ranks: HashMap<(u32, u32), (u32, u32)>,
     ignore_merges: bool,
-    byte_enc: [char; 256],
+    byte_enc: Box<[char; 256]>,
     byte_dec: HashMap<char, u8>,
 }
 
@@ -515,7 +515,7 @@ impl Bpe {
             let merged = vocab.id(&ab).ok_or_else(|| missing(&ab))?;
             ranks.entry((la, lb)).or_insert((i as u32, merged));
         }
-        let byte_enc = byte_to_unicode();
+        let byte_enc = Box::new(byte_to_unicode());
         let byte_dec = byte_enc
             .iter()
             .enumerate()
@@ -937,5 +937,216 @@ impl StreamDecoder<'_> {
         let s = String::from_utf8_lossy(&self.pending).into_owned();
         self.pending.clear();
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::gguf::GgufWriter;
+
+    fn strs(v: &[&str]) -> Value {
+        Value::Array(
+            ValueType::String,
+            v.iter().map(|s| Value::String(s.to_string())).collect(),
+        )
+    }
+
+    /// A small SPM or BPE vocabulary; `edit` changes the metadata before it is written.
+    fn build(model: &str, edit: impl FnOnce(&mut Vec<(&'static str, Value)>)) -> Result<Tokenizer> {
+        let mut kv: Vec<(&'static str, Value)> =
+            vec![("tokenizer.ggml.model", Value::String(model.into()))];
+        if model == "llama" {
+            let mut toks = vec![
+                "<unk>",
+                "<s>",
+                "</s>",
+                "\u{2581}",
+                "a",
+                "b",
+                "\u{2581}a",
+                "ab",
+            ];
+            let bytes: Vec<String> = (0..=255u8).map(|b| format!("<0x{b:02X}>")).collect();
+            let n = toks.len();
+            toks.extend(bytes.iter().map(String::as_str));
+            let mut types = vec![Value::I32(1); toks.len()];
+            types[0] = Value::I32(2);
+            types[1] = Value::I32(3);
+            types[2] = Value::I32(3);
+            for t in &mut types[n..] {
+                *t = Value::I32(6);
+            }
+            let scores = (0..toks.len()).map(|i| Value::F32(-(i as f32))).collect();
+            kv.push(("tokenizer.ggml.tokens", strs(&toks)));
+            kv.push((
+                "tokenizer.ggml.token_type",
+                Value::Array(ValueType::I32, types),
+            ));
+            kv.push((
+                "tokenizer.ggml.scores",
+                Value::Array(ValueType::F32, scores),
+            ));
+            kv.push(("tokenizer.ggml.bos_token_id", Value::U32(1)));
+            kv.push(("tokenizer.ggml.eos_token_id", Value::U32(2)));
+            kv.push(("tokenizer.ggml.unknown_token_id", Value::U32(0)));
+        } else {
+            let enc = byte_to_unicode();
+            let mut toks: Vec<String> = enc.iter().map(|c| c.to_string()).collect();
+            toks.extend(["he", "ll", "hell", "hello", "\u{120}w", "<|end|>"].map(String::from));
+            let mut types = vec![Value::I32(1); toks.len()];
+            types[toks.len() - 1] = Value::I32(3);
+            let t: Vec<&str> = toks.iter().map(String::as_str).collect();
+            kv.push(("tokenizer.ggml.tokens", strs(&t)));
+            kv.push((
+                "tokenizer.ggml.token_type",
+                Value::Array(ValueType::I32, types),
+            ));
+            kv.push((
+                "tokenizer.ggml.merges",
+                strs(&["h e", "l l", "he ll", "hell o", "\u{120} w"]),
+            ));
+            kv.push(("tokenizer.ggml.pre", Value::String("gpt-2".into())));
+            kv.push((
+                "tokenizer.ggml.eos_token_id",
+                Value::U32(toks.len() as u32 - 1),
+            ));
+        }
+        edit(&mut kv);
+        let mut w = GgufWriter::new();
+        for (k, v) in kv {
+            w.set(k, v)?;
+        }
+        let bytes = w.to_bytes();
+        Tokenizer::from_gguf(&Gguf::parse(&bytes)?)
+    }
+
+    fn set(kv: &mut Vec<(&'static str, Value)>, key: &'static str, v: Value) {
+        kv.retain(|(k, _)| *k != key);
+        kv.push((key, v));
+    }
+
+    fn err_names(r: Result<Tokenizer>, what: &str) {
+        let e = r.expect_err("an error").to_string();
+        assert!(e.contains(what), "{e:?} should name {what:?}");
+    }
+
+    #[test]
+    fn spm_merges_by_score_with_byte_fallback() {
+        let t = build("llama", |_| {}).unwrap();
+        let ids = t.encode("a ab", true, false);
+        // BOS, then "▁a" (score -6) twice before "ab" (-7) can merge.
+        assert_eq!(ids, [1, 6, 6, 5]);
+        assert_eq!(t.decode(&ids, false), "a ab");
+        let ids = t.encode("é", false, false);
+        assert_eq!(ids, [3, 8 + 0xC3, 8 + 0xA9]);
+        assert_eq!(t.decode(&ids, false), "é");
+        // Control tokens are matched only with parse_special.
+        assert_eq!(t.encode("<s>", false, true), [1]);
+        assert_ne!(t.encode("<s>", false, false), [1]);
+    }
+
+    #[test]
+    fn bpe_merges_by_rank_and_special_tokens() {
+        let t = build("gpt2", |_| {}).unwrap();
+        let end = t.len() as u32 - 1;
+        let ids = t.encode("hello w<|end|>", false, true);
+        assert_eq!(ids.last(), Some(&end));
+        assert_eq!(t.token(ids[0]), Some("hello"));
+        assert_eq!(t.token(ids[1]), Some("\u{120}w"));
+        assert_eq!(t.decode(&ids, false), "hello w");
+        assert_eq!(t.decode(&ids, true), "hello w<|end|>");
+        assert_eq!(t.pre_tokenizer(), Some("gpt-2"));
+    }
+
+    #[test]
+    fn streaming_holds_split_characters() {
+        let t = build("gpt2", |_| {}).unwrap();
+        let ids = t.encode("é🦙x", false, false);
+        assert_eq!(ids.len(), 7);
+        let mut s = t.stream(false);
+        let parts: Vec<String> = ids.iter().map(|&id| s.push(id)).collect();
+        assert_eq!(parts, ["", "é", "", "", "", "🦙", "x"]);
+        assert_eq!(s.finish(), "");
+        // A character cut short, then an invalid byte: U+FFFD, never a panic.
+        let mut s = t.stream(false);
+        assert_eq!(s.push(ids[2]), "");
+        assert_eq!(s.finish(), "\u{FFFD}");
+        let lone = t.encode("\u{e9}", false, false)[1];
+        assert_eq!(s.push(lone), "\u{FFFD}");
+    }
+
+    #[test]
+    fn any_text_tokenizes_without_panic() {
+        let texts = [
+            "\0\0a\u{0}".to_string(),
+            "x".repeat(1 << 20),
+            " ".repeat(100_000),
+            "Привет мир 你好 مرحبا 🦙\u{200D}🔥 \u{10FFFF}\u{FFFD}\r\n\t 123456 's 'LL".to_string(),
+        ];
+        for model in ["llama", "gpt2"] {
+            let t = build(model, |_| {}).unwrap();
+            for text in &texts {
+                let ids = t.encode(text, true, true);
+                let _ = t.decode(&ids, true);
+                if model == "gpt2" {
+                    assert_eq!(&t.decode(&ids, false), text);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_metadata_names_the_key() {
+        err_names(
+            build("gpt2", |kv| {
+                set(kv, "tokenizer.ggml.merges", strs(&["h zz"]))
+            }),
+            "tokenizer.ggml.merges",
+        );
+        err_names(
+            build("gpt2", |kv| set(kv, "tokenizer.ggml.merges", strs(&["hx"]))),
+            "tokenizer.ggml.merges",
+        );
+        err_names(
+            build("llama", |kv| {
+                set(
+                    kv,
+                    "tokenizer.ggml.scores",
+                    Value::Array(ValueType::F32, vec![Value::F32(0.0)]),
+                )
+            }),
+            "tokenizer.ggml.scores",
+        );
+        err_names(
+            build("llama", |kv| {
+                let n = 8 + 256;
+                let mut types = vec![Value::I32(1); n];
+                types[5] = Value::I32(9);
+                set(
+                    kv,
+                    "tokenizer.ggml.token_type",
+                    Value::Array(ValueType::I32, types),
+                )
+            }),
+            "tokenizer.ggml.token_type",
+        );
+        err_names(
+            build("llama", |kv| set(kv, "tokenizer.ggml.tokens", strs(&[]))),
+            "tokenizer.ggml.tokens",
+        );
+        err_names(
+            build("llama", |kv| {
+                set(kv, "tokenizer.ggml.bos_token_id", Value::U32(100_000))
+            }),
+            "tokenizer.ggml.bos_token_id",
+        );
+        err_names(build("rwkv", |_| {}), "rwkv");
+        err_names(
+            build("gpt2", |kv| {
+                set(kv, "tokenizer.ggml.pre", Value::String("mystery".into()))
+            }),
+            "mystery",
+        );
     }
 }
