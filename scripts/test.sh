@@ -68,7 +68,8 @@ model_files() {  # the real model, tokenizer vectors and numpy for the reference
 step "model files (fetch-model, test vectors, numpy)" model_files
 # setup.sh installs lavapipe, so native WebGPU must be there: the op suite and the WebGPU
 # device tests fail instead of skipping without an adapter (WEBTENSOR_REQUIRE_WEBGPU=0 to relax).
-step "native tests (cargo test)" env WEBTENSOR_REQUIRE_WEBGPU=${WEBTENSOR_REQUIRE_WEBGPU:-1} cargo test
+step "native tests (cargo test)" env WEBTENSOR_REQUIRE_WEBGPU=${WEBTENSOR_REQUIRE_WEBGPU:-1} \
+  WEBTENSOR_REQUIRE_VECTORS=1 cargo test
 # --lib: the unit tests marked wasm_bindgen_test (SIMD128 kernels, run queue) run under wasm too.
 step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --lib --test web_node
 step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-unknown --test web_browser

@@ -8,6 +8,11 @@
 //! then matches each word greedily, longest piece first, continuation pieces prefixed with
 //! `##`; a word with an unmatched rest, or longer than 100 characters, becomes `[UNK]`.
 
+mod llm;
+pub mod pretok;
+
+pub use llm::{Bpe, Specials, Spm, StreamDecoder, TokenType, Tokenizer};
+
 use std::collections::HashMap;
 
 use unicode_general_category::{get_general_category, GeneralCategory as Gc};
