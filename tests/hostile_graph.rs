@@ -89,3 +89,70 @@ fn empty_tensors_with_huge_rows_run() {
         assert!(outs.iter().all(|(_, _, bytes)| bytes.is_empty()), "{ne0}");
     }
 }
+
+/// set_rows: shapes that do not fit are builder errors; an index outside the destination's
+/// rows is a run error (fast kernel and reference alike), and a good run writes exactly
+/// the named rows, the last of two aimed at one row winning.
+#[test]
+fn set_rows_checks_shapes_and_indices() {
+    let mut g = Graph::new();
+    let dst = g.input("dst", DType::F32, &[4, 3]).unwrap();
+    let rows = g.input("rows", DType::F32, &[4, 2]).unwrap();
+    let idx = g.input("idx", DType::I32, &[2]).unwrap();
+    let wide = g.input("wide", DType::F32, &[5, 2]).unwrap();
+    let idx3 = g.input("idx3", DType::I32, &[3]).unwrap();
+    let q = g.input("q", DType::Q8_0, &[32, 3]).unwrap();
+    assert!(matches!(
+        g.set_rows(dst, wide, idx),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        g.set_rows(dst, rows, idx3),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        g.set_rows(dst, rows, rows),
+        Err(Error::DType { .. })
+    ));
+    assert!(matches!(g.set_rows(q, rows, idx), Err(Error::DType { .. })));
+    assert!(matches!(
+        g.clamp(dst, 1.0, 0.0),
+        Err(Error::InvalidArgument(_))
+    ));
+
+    let rt = pollster::block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
+    let run = |indices: [i32; 2]| {
+        let mut p = Program::new();
+        let g = p.graph_mut();
+        let dst = g.input("dst", DType::F32, &[2, 3]).unwrap();
+        let rows = g.input("rows", DType::F32, &[2, 2]).unwrap();
+        let idx = g.input("idx", DType::I32, &[2]).unwrap();
+        let y = g.set_rows(dst, rows, idx).unwrap();
+        g.set_output(y).unwrap();
+        let f = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let inputs = HashMap::from([
+            ("dst".to_string(), f(&[0.0; 6])),
+            ("rows".to_string(), f(&[1.0, 2.0, 3.0, 4.0])),
+            (
+                "idx".to_string(),
+                indices.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            ),
+        ]);
+        pollster::block_on(rt.run(&p, &inputs)).map(|outs| {
+            outs[0]
+                .2
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect::<Vec<f32>>()
+        })
+    };
+    assert_eq!(run([2, 0]).unwrap(), [3.0, 4.0, 0.0, 0.0, 1.0, 2.0]);
+    assert_eq!(run([1, 1]).unwrap(), [0.0, 0.0, 3.0, 4.0, 0.0, 0.0]);
+    for bad in [[3, 0], [0, -1]] {
+        let r = run(bad);
+        assert!(
+            matches!(r, Err(Error::OutOfBounds(ref m)) if m.contains("set_rows")),
+            "{bad:?}: {r:?}"
+        );
+    }
+}

@@ -150,8 +150,9 @@ fn fast(par: Par, op: &Op, dst: &TensorView, src: &[TensorView]) -> Option<Resul
         Op::SumRows | Op::Mean => done(rows::sum_rows(par, op, dst, a).is_some()),
         Op::Cpy => done(rows::cpy(par, dst, a).is_some()),
         Op::GetRows => rows::get_rows(par, dst, a, b?),
+        Op::SetRows => rows::set_rows(par, dst, a, b?, src.get(2)?),
         // The reference computes these.
-        Op::Leaf | Op::View | Op::SetRows | Op::Concat { .. } | Op::Argmax => None,
+        Op::Leaf | Op::View | Op::Concat { .. } | Op::Argmax => None,
     }
 }
 

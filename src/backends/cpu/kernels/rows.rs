@@ -168,3 +168,52 @@ pub fn cpy(par: Par, dst: &TensorView, a: &TensorView) -> Option<()> {
     });
     Some(())
 }
+
+/// set_rows over packed rows of one dtype (f32 or f16): `a`'s rows copied into `dst` (not
+/// when it is computed in place, over `a`), then each row of `b` converted into the row its
+/// index names, in order (the last of two rows aimed at one row wins). Every index is
+/// checked first, so a bad one leaves `dst` unwritten. `None` when the layout does not fit
+/// (the reference runs it then).
+pub fn set_rows(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    idx: &TensorView,
+) -> Option<Result<()>> {
+    let fits = matches!(dst.dtype, DType::F32 | DType::F16)
+        && a.dtype == dst.dtype
+        && a.ne == dst.ne
+        && a.rows_contiguous()
+        && dst.rows_contiguous()
+        && b.dtype == DType::F32;
+    if !fits {
+        return None;
+    }
+    let row_of =
+        |j: usize, i2: usize, i3: usize| idx.get_i32([j, i2 % idx.ne[1], i3 % idx.ne[2], 0]);
+    for (j, i2, i3) in b.rows() {
+        let r = row_of(j, i2, i3);
+        if r < 0 || r as usize >= a.ne[1] {
+            return Some(Err(Error::OutOfBounds(format!(
+                "set_rows: index {r} of {} rows",
+                a.ne[1]
+            ))));
+        }
+    }
+    if a.ptr_at([0; 4]) != dst.ptr_at([0; 4]) || a.nb != dst.nb {
+        // dst does not overlap a unless it is a itself (in place, same layout).
+        for_rows(par, a, 1, |i1, i2, i3| unsafe {
+            dst.row_bytes_mut(i1, i2, i3)
+                .copy_from_slice(a.row_bytes(i1, i2, i3))
+        });
+    }
+    let mut row = vec![0f32; b.ne[0]];
+    for (j, i2, i3) in b.rows() {
+        b.load_row(j, i2, i3, &mut row);
+        let r = row_of(j, i2, i3) as usize;
+        // In range (checked above); one writer.
+        row_from_f32(dst.dtype, &row, unsafe { dst.row_bytes_mut(r, i2, i3) });
+    }
+    Some(Ok(()))
+}
