@@ -14,8 +14,8 @@ import { checkCallback, checkSignal, typeName } from './check.js';
 // and an 8-bit dot product gives the known answer).
 // It then instantiates it, starts the thread pool, and returns the module's exports plus
 // `loaded`: { build, threads, simd, reasons } (reasons: why a faster build was not taken), and
-// `memory` (the module's WebAssembly.Memory); SentenceEmbedder.load goes through the model
-// cache (cache.js).
+// `memory` (the module's WebAssembly.Memory); SentenceEmbedder.load and Tokenizer.fromGguf go
+// through the model cache (cache.js).
 //
 // Each build is named by a literal path (builds.js), so bundlers (webpack 5, Vite) emit all
 // four and the thread-pool worker; only the one picked is fetched.
@@ -178,6 +178,7 @@ async function start(pick, options) {
   return Object.freeze({
     ...wasm,
     SentenceEmbedder: withCache(wasm.SentenceEmbedder),
+    Tokenizer: withFetch(wasm.Tokenizer),
     loaded,
     memory: instance.memory,
     cache,
@@ -209,4 +210,36 @@ function withCache(Embedder) {
     return model;
   };
   return new Proxy(Embedder, { get: (target, key) => (key === 'load' ? load : Reflect.get(target, key)) });
+}
+
+/**
+ * The build's Tokenizer with an async fromGguf(source, options) that takes GGUF bytes (a
+ * Uint8Array) or a URL, fetched through the model cache (cache.js) like SentenceEmbedder.load.
+ * Options (all optional, for a URL): `cache` (default true), `signal` (aborts the download),
+ * `onProgress` ("cache" or "download" progress), `base` (what a relative URL is relative to).
+ * The tokenizer gets `source`: { url, fromCache, bytes, ms, note } (null from bytes).
+ */
+function withFetch(Tokenizer) {
+  const fromGguf = async (source, options) => {
+    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+      throw new Error(`options must be an object, got ${typeName(options)}`);
+    }
+    const { cache: useCache = true, signal, base, onProgress, ...rest } = options ?? {};
+    const unknown = Object.keys(rest);
+    if (unknown.length) throw new Error(`unknown option "${unknown[0]}" (the options are cache, signal, onProgress)`);
+    if (typeof useCache !== 'boolean') throw new Error(`option cache must be a boolean, got ${typeName(useCache)}`);
+    checkSignal(signal);
+    checkCallback('onProgress', onProgress);
+    if (typeof source !== 'string') {
+      const tok = Tokenizer.fromGguf(source);
+      tok.source = null;
+      return tok;
+    }
+    const { bytes, info } = await fetchModel(source, { cache: useCache, onProgress, signal, base });
+    signal?.throwIfAborted();
+    const tok = Tokenizer.fromGguf(bytes);
+    tok.source = Object.freeze(info);
+    return tok;
+  };
+  return new Proxy(Tokenizer, { get: (target, key) => (key === 'fromGguf' ? fromGguf : Reflect.get(target, key)) });
 }

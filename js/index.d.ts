@@ -43,6 +43,15 @@ export interface CallOptions { signal?: AbortSignal }
 export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensorProxy>;
 export type Outputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensorProxy>;
 
+/** Options of `Tokenizer.fromGguf` (for a URL: how it is fetched). */
+export interface TokenizerSourceOptions {
+  /** "cache" or "download" progress, in bytes. */
+  onProgress?: (stage: string, loaded: number, total: number) => void;
+  /** Read and write the model cache (default true). */
+  cache?: boolean;
+  signal?: AbortSignal;
+}
+
 /** In-thread mode ({ worker: false }): the build's exports. */
 export type ThreadModule = typeof Engine & {
   loaded: Loaded;
@@ -51,6 +60,10 @@ export type ThreadModule = typeof Engine & {
   worker: false;
   SentenceEmbedder: typeof Engine.SentenceEmbedder & {
     load(source: string | Uint8Array, options?: LoadModelOptions): Promise<Engine.SentenceEmbedder & { source: ModelSource | null }>;
+  };
+  /** fromGguf is async here (it may fetch a URL through the model cache). */
+  Tokenizer: Omit<typeof Engine.Tokenizer, 'fromGguf'> & {
+    fromGguf(source: string | Uint8Array, options?: TokenizerSourceOptions): Promise<Engine.Tokenizer & { source: ModelSource | null }>;
   };
 };
 
@@ -91,6 +104,38 @@ export interface SentenceEmbedderProxy {
   profileStop(): Promise<string>;
   dispose(): Promise<void>;
 }
+/** A Tokenizer in worker mode: its fields are read at fromGguf, its methods are Promises. */
+export interface TokenizerProxy {
+  /** "llama" (SentencePiece), "gpt2" (byte-level BPE) or "bert" (WordPiece). */
+  readonly model: 'llama' | 'gpt2' | 'bert';
+  /** The BPE pre-tokenizer (tokenizer.ggml.pre), undefined for the others. */
+  readonly pre: string | undefined;
+  /** Tokens in the vocabulary. */
+  readonly length: number;
+  readonly bos: number | undefined;
+  readonly eos: number | undefined;
+  readonly eot: number | undefined;
+  readonly pad: number | undefined;
+  readonly unk: number | undefined;
+  /** Whether encode with addSpecial puts BOS first / EOS last. */
+  readonly addBos: boolean;
+  readonly addEos: boolean;
+  readonly source: ModelSource | null;
+  encode(text: string, options?: Engine.EncodeOptions): Promise<Uint32Array>;
+  decode(ids: Uint32Array | Int32Array | number[], options?: Engine.DecodeOptions): Promise<string>;
+  /** A streaming decoder in the worker. */
+  stream(options?: Engine.DecodeOptions): Promise<TokenStreamProxy>;
+  token(id: number): Promise<string | undefined>;
+  dispose(): Promise<void>;
+}
+/** Tokenizer.stream() in worker mode: push/finish answer in the order called. */
+export interface TokenStreamProxy {
+  /** The text this id completes ("" while a character is incomplete). */
+  push(id: number): Promise<string>;
+  /** What is held (an incomplete character as U+FFFD). */
+  finish(): Promise<string>;
+  dispose(): Promise<void>;
+}
 /** Worker mode (the default): the same API through the engine's worker. */
 export interface WorkerModule {
   loaded: Loaded;
@@ -104,6 +149,8 @@ export interface WorkerModule {
   Graph: typeof Engine.Graph;
   Runtime: { create(options?: { devices?: 'auto' | 'webgpu' | 'cpu'; costModel?: boolean }): Promise<RuntimeProxy> };
   SentenceEmbedder: { load(source: string | Uint8Array, options?: LoadModelOptions): Promise<SentenceEmbedderProxy> };
+  Tokenizer: { fromGguf(source: string | Uint8Array, options?: TokenizerSourceOptions): Promise<TokenizerProxy> };
+  TokenStream: new (...args: never[]) => TokenStreamProxy;
   GpuTensor: new (...args: never[]) => GpuTensorProxy;
   /** Stops the worker: calls in flight and later ones reject. */
   terminate(): void;

@@ -6,6 +6,9 @@
 //     `shape()` cannot answer here: it throws, naming the way out;
 //   - run outputs and embeddings are transferred from the worker (not copied); inputs are
 //     the caller's, so they are copied;
+//   - Tokenizer.stream() resolves to a TokenStream whose push/finish are Promises too (the
+//     decoder lives in the worker, next to the vocabulary; calls answer in order); one the page
+//     drops is freed in the worker when it is garbage-collected;
 //   - `{ signal }` (an AbortSignal) on run, embed and SentenceEmbedder.load rejects the call
 //     with an AbortError: a call still queued never runs, a download stops, a computation
 //     already running finishes in the worker and its result is dropped.
@@ -104,6 +107,9 @@ export const GRAPH_CALLS = {
   neg: [[0], true], sqr: [[0], true], sqrt: [[0], true], clamp: [[0], true],
   setRows: [[0, 1, 2], true],
 };
+
+/** The Tokenizer getters the worker sends at fromGguf: the proxy's fields (they never change). */
+export const TOKENIZER_GETTERS = ['model', 'pre', 'length', 'bos', 'eos', 'eot', 'pad', 'unk', 'addBos', 'addEos'];
 
 /** Builds the proxied module over a started worker link. */
 export function proxyModule(link, loaded, cache) {
@@ -261,6 +267,56 @@ export function proxyModule(link, loaded, cache) {
     dispose() { return link.call('model.dispose', { handle: this.#handle }); }
   }
 
+  // A stream the page forgets is freed in the worker when it is garbage-collected here.
+  const streams = new FinalizationRegistry((handle) => { if (!link.dead) link.call('stream.dispose', { handle }).catch(() => {}); });
+
+  class TokenStream {
+    #handle; #disposed = false;
+    constructor(r) { this.#handle = r.handle; streams.register(this, r.handle, this); }
+    push(id) { return this.#call('stream.push', { id }); }
+    finish() { return this.#call('stream.finish'); }
+    dispose() {
+      if (this.#disposed) return Promise.resolve();
+      this.#disposed = true;
+      streams.unregister(this);
+      return link.call('stream.dispose', { handle: this.#handle });
+    }
+    #call(op, args) {
+      if (this.#disposed) return Promise.reject(new Error('this TokenStream was disposed'));
+      return link.call(op, { handle: this.#handle, ...args });
+    }
+  }
+
+  class Tokenizer {
+    #handle;
+    constructor(r) {
+      this.#handle = r.handle;
+      for (const k of TOKENIZER_GETTERS) this[k] = r[k];
+      this.source = r.source;
+    }
+    static async fromGguf(source, options) {
+      let sent = options; // anything but an object goes as it is: the engine's error names it
+      let opts = {};
+      const isObject = options && typeof options === 'object' && !Array.isArray(options);
+      if (isObject) {
+        const { onProgress, signal, ...rest } = options;
+        checkCallback('onProgress', onProgress);
+        checkSignal(signal);
+        sent = { ...rest, ...(onProgress ? { onProgress: true } : {}) };
+        opts = { signal, onProgress };
+      }
+      // A relative URL means what it means on this page, not next to the worker's script.
+      const base = typeof source === 'string' ? globalThis.document?.baseURI ?? globalThis.location?.href : undefined;
+      if (base && (isObject || options === undefined)) sent = { ...sent, base };
+      return new Tokenizer(await link.call('tokenizer.fromGguf', { source, options: sent }, opts));
+    }
+    encode(text, options) { return link.call('tokenizer.encode', { handle: this.#handle, text, options }); }
+    decode(ids, options) { return link.call('tokenizer.decode', { handle: this.#handle, ids, options }); }
+    async stream(options) { return new TokenStream(await link.call('tokenizer.stream', { handle: this.#handle, options })); }
+    token(id) { return link.call('tokenizer.token', { handle: this.#handle, id }); }
+    dispose() { return link.call('tokenizer.dispose', { handle: this.#handle }); }
+  }
+
   return Object.freeze({
     loaded,
     worker: true,
@@ -272,6 +328,8 @@ export function proxyModule(link, loaded, cache) {
     Graph,
     Runtime,
     SentenceEmbedder,
+    Tokenizer,
+    TokenStream,
     GpuTensor,
     terminate: () => link.terminate(),
   });

@@ -4,9 +4,11 @@
 // with { id, result } or { id, error: { name, message } }, and { id, progress } on the way.
 // Calls run one at a time, in order; { abort: id } drops a call still queued (a call already
 // running finishes here, and the page has already rejected it). Objects live here, named by
-// handles: runtimes, models, device tensors, graphs (replayed from the page's recording).
+// handles: runtimes, models, tokenizers and their streams, device tensors, graphs (replayed
+// from the page's recording).
 import { loadEngine } from './engine.js';
 import { cache } from './cache.js';
+import { TOKENIZER_GETTERS } from './proxy.js';
 
 let engine;
 const objects = new Map();
@@ -77,7 +79,8 @@ function gpuRef(t) {
 }
 
 // The calls the page's proxy (proxy.js) may send, by op name: the engine's functions by
-// their names, class members as runtime.*, model.* (SentenceEmbedder), gpu.* (GpuTensor).
+// their names, class members as runtime.*, model.* (SentenceEmbedder), gpu.* (GpuTensor),
+// tokenizer.* (Tokenizer), stream.* (TokenStream, a Tokenizer's streaming decoder).
 // Exported for scripts/check-js-surface.mjs, which checks them against webtensor.d.ts.
 export const OPS = {
   async init({ options }) {
@@ -134,6 +137,26 @@ export const OPS = {
   'model.profileStart': ({ handle }) => get(handle, 'SentenceEmbedder').profileStart(),
   'model.profileStop': ({ handle }) => get(handle, 'SentenceEmbedder').profileStop(),
   'model.dispose': drop,
+
+  async 'tokenizer.fromGguf'({ source, options }, progress, signal) {
+    const opts = { ...options, signal };
+    if (opts.onProgress) opts.onProgress = progress;
+    const tok = await engine.Tokenizer.fromGguf(source, opts);
+    const r = { handle: keep(tok), source: tok.source ?? null };
+    for (const k of TOKENIZER_GETTERS) r[k] = tok[k];
+    return r;
+  },
+  'tokenizer.encode'({ handle, text, options }) {
+    const ids = get(handle, 'Tokenizer').encode(text, options);
+    return { value: ids, transfer: transferable(ids) };
+  },
+  'tokenizer.decode': ({ handle, ids, options }) => get(handle, 'Tokenizer').decode(ids, options),
+  'tokenizer.stream': ({ handle, options }) => ({ handle: keep(get(handle, 'Tokenizer').stream(options)) }),
+  'tokenizer.token': ({ handle, id }) => get(handle, 'Tokenizer').token(id),
+  'tokenizer.dispose': drop,
+  'stream.push': ({ handle, id }) => get(handle, 'TokenStream').push(id),
+  'stream.finish': ({ handle }) => get(handle, 'TokenStream').finish(),
+  'stream.dispose': drop,
 
   'gpu.read': ({ handle }) => get(handle, 'GpuTensor').read(),
   'gpu.dispose': drop,

@@ -9,12 +9,13 @@
 //   3. js/proxy.js: GRAPH_CALLS (Graph's recorded methods) and the proxy classes and module
 //      that proxyModule() returns (the page's side in worker mode, the default);
 //   4. js/index.d.ts: WorkerModule and the RuntimeProxy / SentenceEmbedderProxy /
-//      GpuTensorProxy interfaces.
+//      TokenizerProxy / TokenStreamProxy / GpuTensorProxy interfaces.
 // The rules:
 //   - every Graph method of the bindings is in GRAPH_CALLS and every GRAPH_CALLS name is a
 //     Graph method (its tensor-argument positions within the method's parameters), but for
 //     GRAPH_EXEMPT; a Graph getter is a member of the proxy's Graph;
-//   - every method, static method and getter of Runtime, SentenceEmbedder and GpuTensor is a
+//   - every method, static method and getter of Runtime, SentenceEmbedder, Tokenizer,
+//     TokenStream and GpuTensor (the classes of PROXIED) is a
 //     member of the proxy class and of its index.d.ts interface (a static one: of
 //     WorkerModule's Runtime / SentenceEmbedder), and every (static) method has its worker op
 //     (`runtime.run`, `model.embed`, `gpu.read`), but for CLASS_EXEMPT; and back: every such
@@ -68,6 +69,14 @@ const CLASS_EXEMPT = {
     free: 'wasm-bindgen memory management; worker mode has dispose()',
     '[Symbol.dispose]': 'wasm-bindgen memory management (same as free)',
   },
+  Tokenizer: {
+    free: 'wasm-bindgen memory management; worker mode has dispose()',
+    '[Symbol.dispose]': 'wasm-bindgen memory management (same as free)',
+  },
+  TokenStream: {
+    free: 'wasm-bindgen memory management; worker mode has dispose()',
+    '[Symbol.dispose]': 'wasm-bindgen memory management (same as free)',
+  },
   GpuTensor: {
     free: 'wasm-bindgen memory management; worker mode has dispose()',
     '[Symbol.dispose]': 'wasm-bindgen memory management (same as free)',
@@ -97,16 +106,21 @@ const CLASS_NOT_PROXIED = {
 const JS_ONLY = {
   // engine.js's SentenceEmbedder.load sets `source` (where the model's bytes came from).
   SentenceEmbedder: ['source'],
+  // engine.js's Tokenizer.fromGguf sets `source` too.
+  Tokenizer: ['source'],
   // The worker's own calls: loading the engine, freeing a recorded graph, the model cache.
   ops: ['init', 'graph.free', 'cache.list', 'cache.delete', 'cache.clear'],
   // The module's members that are not the engine's functions.
-  module: ['loaded', 'worker', 'cache', 'terminate', 'Graph', 'Runtime', 'SentenceEmbedder', 'GpuTensor'],
+  module: ['loaded', 'worker', 'cache', 'terminate', 'Graph', 'Runtime', 'SentenceEmbedder', 'Tokenizer', 'TokenStream',
+    'GpuTensor'],
 };
 
 /** The proxied classes: their worker-op prefix and index.d.ts interface. */
 const PROXIED = {
   Runtime: { op: 'runtime', iface: 'RuntimeProxy' },
   SentenceEmbedder: { op: 'model', iface: 'SentenceEmbedderProxy' },
+  Tokenizer: { op: 'tokenizer', iface: 'TokenizerProxy' },
+  TokenStream: { op: 'stream', iface: 'TokenStreamProxy' },
   GpuTensor: { op: 'gpu', iface: 'GpuTensorProxy' },
 };
 
@@ -511,6 +525,16 @@ function selfTest(pkgDir, jsDir) {
       expect: /gpuBuffers\(\): a function of the bindings .* missing from js\/worker\.js OPS/ },
     { name: 'a proxy method removed', edits: [edit('proxy.js', /^\s*tokenize\(text\) \{.*$/m, '')],
       expect: /SentenceEmbedder\.tokenize \(method\): in the bindings but js\/proxy\.js's SentenceEmbedder has no member tokenize/ },
+    { name: 'a Tokenizer worker op removed', edits: [edit('worker.js', /^\s*'tokenizer\.decode': .*$/m, '')],
+      expect: /Tokenizer\.decode \(method\): in the bindings but js\/worker\.js OPS has no 'tokenizer\.decode'/ },
+    { name: 'a TokenStream proxy method removed', edits: [edit('proxy.js', /^\s*push\(id\) \{.*$/m, '')],
+      expect: /TokenStream\.push \(method\): in the bindings but js\/proxy\.js's TokenStream has no member push/ },
+    { name: 'a Tokenizer getter removed from the proxy', edits: [edit('proxy.js', /'eot', /, '')],
+      expect: /Tokenizer\.eot \(getter\): in the bindings but js\/proxy\.js's Tokenizer has no member eot/ },
+    { name: 'a TokenizerProxy member removed from index.d.ts', edits: [edit('index.d.ts', /^\s*readonly addEos: boolean;$/m, '')],
+      expect: /Tokenizer\.addEos \(getter\): in the bindings but js\/index\.d\.ts TokenizerProxy has no member addEos/ },
+    { name: 'a static method gone from WorkerModule', edits: [edit('index.d.ts', /^\s*Tokenizer: \{ fromGguf\(.*$/m, '  Tokenizer: {};')],
+      expect: /Tokenizer\.fromGguf \(static method\): in the bindings but js\/index\.d\.ts WorkerModule\.Tokenizer has no member fromGguf/ },
     { name: 'an index.d.ts member removed', edits: [edit('index.d.ts', /^\s*copyStats\(\): Promise<.*$/m, '')],
       expect: /Runtime\.copyStats \(method\): in the bindings but js\/index\.d\.ts RuntimeProxy has no member copyStats/ },
     { name: 'a Graph method added to the bindings', edits: [edit('dts', graphMethod, '$1$2\n$1tanhSelfTest(a: number): number;')],

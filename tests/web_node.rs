@@ -2,6 +2,7 @@
 //! the op conformance suite on its SIMD128 kernels (Node has no WebGPU: not expected).
 #![cfg(target_arch = "wasm32")]
 
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
 use webtensor::backend::DeviceKind;
 
@@ -73,4 +74,141 @@ async fn op_suite_on_every_device_in_node() {
 fn suite_covers_every_compute_op() {
     let missing = webtensor::testing::uncovered_ops();
     assert!(missing.is_empty(), "ops without a case: {missing:?}");
+}
+
+/// A file of the repository, read by Node (`None` when it is missing).
+fn read_repo_file(rel: &str) -> Option<Vec<u8>> {
+    let read = js_sys::Function::new_with_args(
+        "p",
+        "const fs = process.getBuiltinModule('fs'); return fs.existsSync(p) ? fs.readFileSync(p) : undefined;",
+    );
+    let path = format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"));
+    let v = read
+        .call1(&JsValue::NULL, &path.into())
+        .expect("readFileSync");
+    v.dyn_ref::<js_sys::Uint8Array>().map(|a| a.to_vec())
+}
+
+/// Whether scripts/test.sh asked for the vocab files (WEBTENSOR_REQUIRE_VECTORS=1).
+fn vectors_required() -> bool {
+    let env = js_sys::Function::new_no_args("return process.env.WEBTENSOR_REQUIRE_VECTORS");
+    env.call0(&JsValue::NULL).ok().and_then(|v| v.as_string()) == Some("1".into())
+}
+
+/// llama.cpp's vectors of the smaller covered vocab files through the JS bindings
+/// (`Tokenizer.fromGguf`, `encode`, `decode`, `stream`), as a page would call them: ids,
+/// detokenized text and streamed text all exact.
+#[wasm_bindgen_test]
+fn tokenizer_bindings_match_llama_cpp_vectors() {
+    use webtensor::wasm::tokenizer::Tokenizer;
+    const SEPARATOR: &str = "\n__ggml_vocab_test__\n";
+    let opts = |json: &str| js_sys::JSON::parse(json).unwrap();
+    let mut checked = 0;
+    for (name, model) in [
+        ("llama-spm", "llama"),
+        ("phi-3", "llama"),
+        ("deepseek-coder", "gpt2"),
+        ("gpt-2", "gpt2"),
+    ] {
+        let base = format!("models/vectors/ggml-vocab-{name}.gguf");
+        let (Some(gguf), Some(inp), Some(out)) = (
+            read_repo_file(&base),
+            read_repo_file(&format!("{base}.inp")),
+            read_repo_file(&format!("{base}.out")),
+        ) else {
+            assert!(
+                !vectors_required(),
+                "WEBTENSOR_REQUIRE_VECTORS=1 but {base} is missing: run scripts/fetch-test-vectors.sh"
+            );
+            console_log!("skipped {name}: run scripts/fetch-test-vectors.sh");
+            continue;
+        };
+        let tok = Tokenizer::from_gguf(js_sys::Uint8Array::from(gguf.as_slice()).into())
+            .unwrap_or_else(|e| panic!("{name}: {:?}", JsValue::from(e)));
+        assert_eq!(tok.model(), model, "{name}");
+        // Bad arguments are Errors naming what is wrong.
+        let msg = |e: wasm_bindgen::JsError| {
+            let e = JsValue::from(e);
+            js_sys::Reflect::get(&e, &"message".into())
+                .unwrap()
+                .as_string()
+                .unwrap()
+        };
+        let huge: JsValue = js_sys::Array::of1(&JsValue::from(tok.length() as f64)).into();
+        assert!(msg(tok.decode(huge, JsValue::UNDEFINED).unwrap_err())
+            .contains("not in the vocabulary"));
+        assert!(
+            msg(tok.encode("a", opts(r#"{"addSpecial":1}"#)).unwrap_err()).contains("addSpecial")
+        );
+        assert!(msg(tok.encode("a", opts(r#"{"bogus":true}"#)).unwrap_err()).contains("bogus"));
+        let s = tok
+            .stream(JsValue::UNDEFINED)
+            .map_err(JsValue::from)
+            .unwrap();
+        assert!(msg(s.push(JsValue::from(-1)).unwrap_err()).contains("not in the vocabulary"));
+        assert!(msg(s.push(JsValue::from("1")).unwrap_err()).contains("number"));
+        let (inp, out) = (
+            String::from_utf8(inp).unwrap(),
+            String::from_utf8(out).unwrap(),
+        );
+        let mut inputs: Vec<&str> = inp.split(SEPARATOR).collect();
+        assert_eq!(inputs.pop(), Some(""));
+        let expected: Vec<Vec<u32>> = out
+            .lines()
+            .map(|l| l.split_whitespace().map(|t| t.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(inputs.len(), expected.len(), "{name}");
+        let enc = opts(r#"{"addSpecial":false}"#);
+        for (text, want) in inputs.iter().zip(&expected) {
+            let got = tok
+                .encode(text, enc.clone())
+                .map_err(JsValue::from)
+                .unwrap();
+            assert_eq!(&got, want, "{name} {text:?}");
+            let ids: JsValue = js_sys::Uint32Array::from(got.as_slice()).into();
+            let back = tok
+                .decode(ids, JsValue::UNDEFINED)
+                .map_err(JsValue::from)
+                .unwrap();
+            assert_eq!(back, *text, "{name} {text:?}");
+            let stream = tok
+                .stream(JsValue::UNDEFINED)
+                .map_err(JsValue::from)
+                .unwrap();
+            let mut s = String::new();
+            for &id in &got {
+                s.push_str(&stream.push(id.into()).map_err(JsValue::from).unwrap());
+            }
+            s.push_str(&stream.finish().map_err(JsValue::from).unwrap());
+            assert_eq!(s, back, "{name} {text:?} streamed");
+            checked += 1;
+        }
+    }
+    console_log!("{checked} llama.cpp vectors exact through the Tokenizer bindings");
+}
+
+/// Bad input to the Tokenizer bindings is an `Error`, never a panic.
+#[wasm_bindgen_test]
+fn tokenizer_bindings_refuse_bad_input() {
+    use webtensor::wasm::tokenizer::Tokenizer;
+    let err = |r: Result<Tokenizer, wasm_bindgen::JsError>| -> String {
+        let e = JsValue::from(r.err().expect("an error"));
+        js_sys::Reflect::get(&e, &"message".into())
+            .unwrap()
+            .as_string()
+            .unwrap()
+    };
+    assert!(err(Tokenizer::from_gguf(JsValue::from(3))).contains("Uint8Array"));
+    assert!(err(Tokenizer::from_gguf(JsValue::from("x.gguf"))).contains("URL"));
+    let junk = js_sys::Uint8Array::from(&b"GGUF\x03\0\0\0garbage"[..]);
+    assert!(!err(Tokenizer::from_gguf(junk.into())).is_empty());
+    // A tiny valid GGUF without tokenizer metadata: an error naming the key.
+    let mut w = webtensor::model::gguf::GgufWriter::new();
+    w.set(
+        "general.architecture",
+        webtensor::model::gguf::Value::String("x".into()),
+    )
+    .unwrap();
+    let bytes = js_sys::Uint8Array::from(w.to_bytes().as_slice());
+    assert!(err(Tokenizer::from_gguf(bytes.into())).contains("tokenizer.ggml.model"));
 }

@@ -8,6 +8,8 @@ mod model;
 // Public so that browser tests drive the JS surface (`Runtime`, `Graph`, `GpuTensor`) itself.
 pub mod runtime;
 mod threads;
+// Public so that the wasm tests (tests/web_node.rs) drive `Tokenizer` through its bindings.
+pub mod tokenizer;
 
 pub use threads::init_thread_pool;
 

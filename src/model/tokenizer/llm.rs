@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
+use std::ops::Deref;
 
 use crate::error::{At, Error, ModelFile, Result};
 use crate::model::gguf::{Gguf, Value, ValueType};
@@ -872,33 +873,40 @@ impl Tokenizer {
     }
 
     /// A streaming decoder over this tokenizer.
-    pub fn stream(&self, special: bool) -> StreamDecoder<'_> {
-        StreamDecoder {
-            tok: self,
-            special,
-            pending: Vec::new(),
-            first: true,
-        }
+    pub fn stream(&self, special: bool) -> StreamDecoder<&Self> {
+        StreamDecoder::new(self, special)
     }
 }
 
 /// Decodes one id at a time, giving out only complete UTF-8: bytes of a character split
-/// across tokens are held until it completes; an invalid sequence becomes U+FFFD.
-pub struct StreamDecoder<'t> {
-    tok: &'t Tokenizer,
+/// across tokens are held until it completes; an invalid sequence becomes U+FFFD. `T` is
+/// how it holds its tokenizer: `&Tokenizer` ([`Tokenizer::stream`]), or an owner such as
+/// `Rc<Tokenizer>` (the JS bindings' stream outlives any borrow).
+pub struct StreamDecoder<T: Deref<Target = Tokenizer>> {
+    tok: T,
     special: bool,
     pending: Vec<u8>,
     first: bool,
 }
 
-impl StreamDecoder<'_> {
+impl<T: Deref<Target = Tokenizer>> StreamDecoder<T> {
+    /// A streaming decoder over `tok` (`special`: control tokens give their text).
+    pub fn new(tok: T, special: bool) -> Self {
+        Self {
+            tok,
+            special,
+            pending: Vec::new(),
+            first: true,
+        }
+    }
+
     /// The text `id` completes (may be empty).
     pub fn push(&mut self, id: u32) -> String {
         let start = self.pending.len();
         self.tok.piece_bytes(id, self.special, &mut self.pending);
         if self.first && self.pending.len() > start {
             self.first = false;
-            if let Tokenizer::SentencePiece(s) = self.tok {
+            if let Tokenizer::SentencePiece(s) = &*self.tok {
                 if s.add_space_prefix && self.pending.get(start) == Some(&b' ') {
                     self.pending.remove(start);
                 }
