@@ -350,6 +350,19 @@ mod tests {
             .collect()
     }
 
+    /// WordPiece decodes words apart and `##` pieces joined, the same whole or streamed.
+    #[test]
+    fn wordpiece_decodes_the_same_streamed() {
+        let tok = Tokenizer::WordPiece(vocab());
+        let ids = vocab().tokenize("unwanted running, hello");
+        let whole = tok.decode(&ids, false);
+        assert_eq!(whole, "unwanted running , hello");
+        let mut stream = tok.stream(false);
+        let mut streamed: String = ids.iter().map(|&id| stream.push(id)).collect();
+        streamed.push_str(&stream.finish());
+        assert_eq!(streamed, whole);
+    }
+
     #[test]
     fn greedy_longest_match_with_continuations() {
         let wp = vocab();

@@ -830,12 +830,12 @@ impl Tokenizer {
         match self {
             Self::WordPiece(w) => {
                 if let Some(t) = w.token(id) {
+                    // A word's first piece starts with a space (the text's first one drops
+                    // it: `decode`, the stream); `##` pieces continue the word.
                     if let Some(rest) = t.strip_prefix("##") {
                         out.extend_from_slice(rest.as_bytes());
                     } else {
-                        if !out.is_empty() {
-                            out.push(b' ');
-                        }
+                        out.push(b' ');
                         out.extend_from_slice(t.as_bytes());
                     }
                 }
@@ -851,6 +851,9 @@ impl Tokenizer {
         let mut bytes = Vec::new();
         for &id in ids {
             self.piece_bytes(id, special, &mut bytes);
+        }
+        if matches!(self, Self::WordPiece(_)) && bytes.first() == Some(&b' ') {
+            bytes.remove(0);
         }
         if let Self::SentencePiece(s) = self {
             // Drop the prefix space where the first text piece begins.
@@ -906,10 +909,13 @@ impl<T: Deref<Target = Tokenizer>> StreamDecoder<T> {
         self.tok.piece_bytes(id, self.special, &mut self.pending);
         if self.first && self.pending.len() > start {
             self.first = false;
-            if let Tokenizer::SentencePiece(s) = &*self.tok {
-                if s.add_space_prefix && self.pending.get(start) == Some(&b' ') {
-                    self.pending.remove(start);
-                }
+            let drop_space = match &*self.tok {
+                Tokenizer::SentencePiece(s) => s.add_space_prefix,
+                Tokenizer::WordPiece(_) => true,
+                Tokenizer::Bpe(_) => false,
+            };
+            if drop_space && self.pending.get(start) == Some(&b' ') {
+                self.pending.remove(start);
             }
         }
         let mut out = String::new();
