@@ -93,7 +93,7 @@ impl CaseBuilder {
         let mut bytes = vec![0u8; t.nbytes()];
         if row_len > 0 {
             for (src, dst) in values.chunks(row_len).zip(bytes.chunks_mut(row_bytes)) {
-                row_from_f32(dtype, src, dst);
+                row_from_f32(dtype, src, dst)?;
             }
         }
         self.leaves.insert(id, bytes);

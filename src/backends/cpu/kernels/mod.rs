@@ -38,6 +38,11 @@ pub enum Prepacked {
 impl Prepacked {
     /// `a` (a 2-D F32, Q8_0 or Q4_0 weight) prepared; `None` for other tensors.
     pub fn new(a: &TensorView) -> Option<Self> {
+        // K-quants are dequantized while the GEMM packs them, per call: panels kept at 4
+        // bytes per weight would hold 7 to 14 times the weight's own bytes.
+        if a.dtype.is_k_quant() {
+            return None;
+        }
         if a.dtype.is_quantized() && quant::INT_GEMM {
             // Dims first: a 3-D/4-D weight is not cached, so packing it would be thrown away.
             if a.ne[2] != 1 || a.ne[3] != 1 {
