@@ -982,6 +982,17 @@ mod tests {
     }
 
     #[test]
+    fn k_quant_type_ids_are_ggml_s() {
+        for (id, d) in (10..15).zip(DType::K_QUANTS) {
+            assert_eq!(dtype_from_ggml(id), Some(d));
+            assert_eq!(ggml_type_id(d), id);
+        }
+        for d in DType::ALL {
+            assert_eq!(dtype_from_ggml(ggml_type_id(d)), Some(d));
+        }
+    }
+
+    #[test]
     fn every_truncation_is_an_error() {
         let bytes = sample().to_bytes();
         for n in 0..bytes.len() {

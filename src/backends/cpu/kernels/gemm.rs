@@ -1,4 +1,4 @@
-//! f32 matmul (src0 f32 or f16, or Q8_0/Q4_0 for many activation rows): a packed, register-tiled GEMM after BLIS, and a dot-product
+//! f32 matmul (src0 f32 or f16, Q8_0/Q4_0 for many activation rows, K-quants always, their rows dequantized as they are packed or read): a packed, register-tiled GEMM after BLIS, and a dot-product
 //! GEMV for few activation rows.
 //!
 //! ggml's layout: `dst[m, n] = dot(src0 row m, src1 row n)`, rows along K. The micro-kernel

@@ -2,7 +2,8 @@
 //! (SIMD128 on wasm32, a portable path elsewhere), chosen per node.
 //!
 //! - `simd`: the f32x4 / i8 dot primitives, one implementation per instruction set.
-//! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16) and a GEMV for few rows.
+//! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16; quantized rows dequantized, the
+//!   K-quants' only path) and a GEMV for few rows.
 //! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0,
 //!   for batches an int8 GEMM on weights regrouped once ([`Prepacked`]).
 //! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
