@@ -31,7 +31,7 @@ impl Mat {
         let row = dtype.row_bytes(k).expect("whole blocks");
         let mut bytes = vec![0u8; row * rows];
         for (src, dst) in vals.chunks(k).zip(bytes.chunks_mut(row)) {
-            row_from_f32(dtype, src, dst);
+            row_from_f32(dtype, src, dst).expect("a quantizable dtype");
         }
         Self {
             bytes,

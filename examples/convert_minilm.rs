@@ -265,7 +265,7 @@ fn convert(args: &Args) -> Res<()> {
         let rb = dtype.row_bytes(row).map_err(|e| e.to_string())?;
         let mut bytes = vec![0u8; t.values.len() / row * rb];
         for (src, dst) in t.values.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
-            row_from_f32(dtype, src, dst);
+            row_from_f32(dtype, src, dst).map_err(|e| e.to_string())?;
         }
         w.add_tensor(&to, dtype, &ne, bytes)
             .map_err(|e| e.to_string())?;

@@ -56,6 +56,15 @@ put("gguf", "kv_only.gguf", gguf(scalars, []))
 put("gguf", "tensors.gguf", gguf([kv("general.architecture", 8, s("test"))], [
     ("t.f32", [4, 2], 0, f32), ("t.f16", [4], 1, b"\x00\x3c" * 4), ("t.q8_0", [32], 8, b"\x00\x3c" + bytes(range(32))),
     ("t.q4_0", [32], 2, b"\x00\x3c" + bytes(16)), ("t.i32", [2, 1, 1, 2], 26, struct.pack("<4i", 1, -1, 2, -2))]))
+# Every K-quant (ggml type ids 10..14, 256-value super-blocks of 84/110/144/176/210 bytes),
+# one tensor of two rows each; f16 scales of 1.0 where the layout keeps them.
+kq = []
+for ty, nbytes, scales in [(10, 84, [80, 82]), (11, 110, [108]), (12, 144, [0, 2]), (13, 176, [0, 2]), (14, 210, [208])]:
+    blk = bytearray(i % 256 for i in range(nbytes))
+    for at in scales:
+        blk[at:at + 2] = b"\x00\x3c"
+    kq.append((f"t.k{ty}", [256, 2], ty, bytes(blk) * 2))
+put("gguf", "kquants.gguf", gguf([kv("general.architecture", 8, s("test"))], kq))
 put("gguf", "align64.gguf", gguf([kv("general.alignment", 4, struct.pack("<I", 64))], [("a", [8], 0, f32), ("b", [8], 0, f32)], 64))
 put("gguf", "vocab.gguf", gguf([kv("general.architecture", 8, s("bert")), kv("tokenizer.ggml.model", 8, s("bert")),
     kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, 6) + b"".join(s(t) for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "##s"]))], []))

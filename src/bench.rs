@@ -39,7 +39,7 @@ impl MatmulProblem {
                 let row = t.ne[0];
                 let rb = t.dtype.row_bytes(row)?;
                 for (src, dst) in vals.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
-                    row_from_f32(t.dtype, src, dst);
+                    row_from_f32(t.dtype, src, dst)?;
                 }
                 buf.write(0, &bytes)?;
             }

@@ -311,7 +311,7 @@ fn prepared_and_direct_runs_give_identical_bytes() {
         .chunks(64)
         .zip(wq.chunks_mut(DType::Q8_0.row_bytes(64).unwrap()))
     {
-        webtensor::graph::row_from_f32(DType::Q8_0, src, dst);
+        webtensor::graph::row_from_f32(DType::Q8_0, src, dst).unwrap();
     }
     let weights = HashMap::from([(w, wq), (b, bytemuck::cast_slice(&vals(48)).to_vec())]);
     let inputs = HashMap::from([(x, bytemuck::cast_slice(&vals(64 * 5)).to_vec())]);

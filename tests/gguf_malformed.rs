@@ -117,6 +117,14 @@ impl F {
 const F32: u32 = 0;
 const I32: u32 = 26;
 const Q8_0: u32 = 8;
+/// ggml's K-quant type ids and super-block bytes (256 values each).
+const K_QUANTS: [(u32, &str, usize); 5] = [
+    (10, "q2_k", 84),
+    (11, "q3_k", 110),
+    (12, "q4_k", 144),
+    (13, "q5_k", 176),
+    (14, "q6_k", 210),
+];
 const T_U8: u32 = 0;
 const T_I32: u32 = 5;
 const T_U32: u32 = 4;
@@ -765,6 +773,87 @@ fn cases() -> Vec<Case> {
                 check_tensors(g);
             },
         ),
+        // ---- K-quants: rows of whole 256-value super-blocks, every super-block present
+        err(
+            "q2_k row of 128 (half a super-block)",
+            F::v3(1, 0)
+                .tensor("t", &[128, 2], 10, 0)
+                .pad(32)
+                .data(256)
+                .done(),
+            Where::Tensor("t"),
+            "multiple of 256",
+        ),
+        err(
+            "q4_k row of 288 (not whole super-blocks)",
+            F::v3(1, 0)
+                .tensor("t", &[288], 12, 0)
+                .pad(32)
+                .data(512)
+                .done(),
+            Where::Tensor("t"),
+            "multiple of 256",
+        ),
+        err(
+            "q6_k row of 32 (a Q8_0 block, not a super-block)",
+            F::v3(1, 0)
+                .tensor("t", &[32, 4], 14, 0)
+                .pad(32)
+                .data(1024)
+                .done(),
+            Where::Tensor("t"),
+            "multiple of 256",
+        ),
+        err(
+            "q5_k last super-block one byte short",
+            F::v3(1, 0)
+                .tensor("t", &[256, 3], 13, 0)
+                .pad(32)
+                .data(3 * 176 - 1)
+                .done(),
+            Where::Tensor("t"),
+            "truncated",
+        ),
+        err(
+            "q3_k second tensor's super-block cut",
+            {
+                let mut f = F::v3(2, 0);
+                f.tensor("a", &[256], 11, 0).tensor("b", &[512], 11, 128);
+                f.pad(32).data(128 + 110).done()
+            },
+            Where::Tensor("b"),
+            "truncated",
+        ),
+        err(
+            "q2_k byte size overflows",
+            F::v3(1, 0)
+                .tensor("t", &[1 << 40, 1 << 30], 10, 0)
+                .pad(32)
+                .data(84)
+                .done(),
+            Where::Tensor("t"),
+            "overflows",
+        ),
+        ok(
+            "every K-quant, whole super-blocks",
+            {
+                let mut f = F::v3(5, 0);
+                let mut off = 0u64;
+                for (i, (ty, _, bytes)) in K_QUANTS.iter().enumerate() {
+                    f.tensor(&format!("k{i}"), &[512, 3], *ty, off);
+                    off = (off + 6 * *bytes as u64).next_multiple_of(32);
+                }
+                f.pad(32).data(off as usize).done()
+            },
+            |g| {
+                for (t, (_, name, bytes)) in g.tensors().iter().zip(K_QUANTS) {
+                    assert_eq!(t.dtype.name(), name);
+                    assert_eq!(t.nbytes, 6 * bytes, "{}", t.name);
+                    assert_eq!(g.tensor_data(t).unwrap().len(), 6 * bytes);
+                }
+                check_tensors(g);
+            },
+        ),
         // ---- data section (DATA_*)
         err(
             "data one byte short",
@@ -959,11 +1048,15 @@ fn written(seed: u64) -> (GgufWriter, Vec<Written>) {
     }
     let mut tensors = vec![];
     for i in 0..12 {
-        let (dtype, ne): (DType, Vec<usize>) = match i % 5 {
+        let (dtype, ne): (DType, Vec<usize>) = match i % 6 {
             0 => (DType::F32, vec![1 + rng.below(9), 1 + rng.below(3)]),
             1 => (DType::F16, vec![1 + rng.below(9)]),
             2 => (DType::Q8_0, vec![32 * (1 + rng.below(3)), 1 + rng.below(2)]),
             3 => (DType::Q4_0, vec![32, 1, 1 + rng.below(2)]),
+            4 => (
+                DType::K_QUANTS[rng.below(5)],
+                vec![256 * (1 + rng.below(2)), 1 + rng.below(2)],
+            ),
             _ => (DType::I32, vec![1 + rng.below(5), 1, 1, 2]),
         };
         let rows: usize = ne[1..].iter().product();

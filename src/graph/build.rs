@@ -27,6 +27,19 @@ fn shape4(op: &'static str, ne: &[usize]) -> Result<[usize; MAX_DIMS]> {
     Ok(out)
 }
 
+/// The dtypes a matmul's or get_rows' `a` (a weight) may have.
+pub const WEIGHT_DTYPES: [DType; 9] = [
+    DType::F32,
+    DType::F16,
+    DType::Q8_0,
+    DType::Q4_0,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+];
+
 impl Graph {
     fn new_tensor(
         &mut self,
@@ -165,10 +178,10 @@ impl Graph {
         }
         self.node(Op::SetRows, vec![a, b, idx], dtype, ne)
     }
-    /// `a` (`[k, m, ...]`, f32/f16/q8_0/q4_0) times `b` (`[k, n, ...]`, f32) → `[m, n, ...]`.
+    /// `a` (`[k, m, ...]`, any of [`WEIGHT_DTYPES`]) times `b` (`[k, n, ...]`, f32) → `[m, n, ...]`.
     pub fn matmul(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
         let op = "matmul";
-        let ta = self.expect_dtype(op, a, &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0])?;
+        let ta = self.expect_dtype(op, a, &WEIGHT_DTYPES)?;
         let tb = self.expect_dtype(op, b, &[DType::F32])?;
         if ta.ne[0] != tb.ne[0] {
             return Err(shape_err(
@@ -254,8 +267,27 @@ impl Graph {
         let ta = self.get(a)?;
         let ok = match (ta.dtype, dtype) {
             (DType::F32 | DType::F16, DType::I32) => false,
-            (DType::F32 | DType::F16, _) => true,
-            (DType::Q8_0 | DType::Q4_0, DType::F32 | DType::F16) => ta.rows_contiguous(),
+            (DType::F32 | DType::F16, DType::F32 | DType::F16 | DType::Q8_0 | DType::Q4_0) => true,
+            (
+                DType::F32 | DType::F16,
+                DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K,
+            ) => {
+                return Err(dtype_err(
+                    op,
+                    dtype,
+                    &format!("quantizing to {dtype:?} is not supported yet"),
+                ))
+            }
+            (
+                DType::Q8_0
+                | DType::Q4_0
+                | DType::Q2_K
+                | DType::Q3_K
+                | DType::Q4_K
+                | DType::Q5_K
+                | DType::Q6_K,
+                DType::F32 | DType::F16,
+            ) => ta.rows_contiguous(),
             (DType::I32, DType::I32) => true,
             (s, d) => s == d && ta.rows_contiguous(),
         };
@@ -315,7 +347,7 @@ impl Graph {
     /// Rows of `a` (`[ne0, rows, b]`) picked by I32 `idx` (`[n, b']`, `b` is 1 or `b'`) → f32.
     pub fn get_rows(&mut self, a: TensorId, idx: TensorId) -> Result<TensorId> {
         let op = "get_rows";
-        let ta = self.expect_dtype(op, a, &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0])?;
+        let ta = self.expect_dtype(op, a, &WEIGHT_DTYPES)?;
         let ti = self.expect_dtype(op, idx, &[DType::I32])?;
         if ta.ne[3] != 1
             || ti.ne[2] != 1

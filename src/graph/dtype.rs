@@ -15,20 +15,71 @@ pub enum DType {
     Q8_0,
     /// ggml Q4_0: blocks of 32 values, an f16 scale then 16 bytes of nibbles (18 bytes).
     Q4_0,
+    /// ggml Q2_K: super-blocks of 256 values, 16 4-bit scale/min pairs, 2-bit values, f16
+    /// `d` and `dmin` (84 bytes).
+    #[allow(non_camel_case_types)]
+    Q2_K,
+    /// ggml Q3_K: super-blocks of 256 values, a high-bit mask, 2-bit low values, 16 6-bit
+    /// scales packed in 12 bytes, f16 `d` (110 bytes).
+    #[allow(non_camel_case_types)]
+    Q3_K,
+    /// ggml Q4_K: super-blocks of 256 values, f16 `d` and `dmin`, 8 6-bit scale/min pairs
+    /// packed in 12 bytes, 4-bit values (144 bytes).
+    #[allow(non_camel_case_types)]
+    Q4_K,
+    /// ggml Q5_K: Q4_K's header, a high-bit plane of 32 bytes, 4-bit low values (176 bytes).
+    #[allow(non_camel_case_types)]
+    Q5_K,
+    /// ggml Q6_K: super-blocks of 256 values, 4-bit low values, 2-bit high values, 16 `i8`
+    /// scales, f16 `d` (210 bytes).
+    #[allow(non_camel_case_types)]
+    Q6_K,
 }
 
 /// Values per quantized block (ggml's QK8_0 / QK4_0).
 pub const QK: usize = 32;
 
+/// Values per K-quant super-block (ggml's QK_K).
+pub const QK_K: usize = 256;
+
 impl DType {
     /// All dtypes, for tables and tests.
-    pub const ALL: [DType; 5] = [DType::F32, DType::F16, DType::I32, DType::Q8_0, DType::Q4_0];
+    pub const ALL: [DType; 10] = [
+        DType::F32,
+        DType::F16,
+        DType::I32,
+        DType::Q8_0,
+        DType::Q4_0,
+        DType::Q2_K,
+        DType::Q3_K,
+        DType::Q4_K,
+        DType::Q5_K,
+        DType::Q6_K,
+    ];
+
+    /// The K-quant dtypes (256-value super-blocks).
+    pub const K_QUANTS: [DType; 5] = [
+        DType::Q2_K,
+        DType::Q3_K,
+        DType::Q4_K,
+        DType::Q5_K,
+        DType::Q6_K,
+    ];
 
     /// Number of elements one block holds (1 for plain types).
     pub fn block_size(self) -> usize {
         match self {
+            DType::F32 | DType::F16 | DType::I32 => 1,
             DType::Q8_0 | DType::Q4_0 => QK,
-            _ => 1,
+            DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => QK_K,
+        }
+    }
+
+    /// Whether this is one of ggml's K-quants (256-value super-blocks).
+    pub fn is_k_quant(self) -> bool {
+        match self {
+            DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 => false,
+            DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => true,
         }
     }
 
@@ -39,6 +90,16 @@ impl DType {
             DType::F16 => 2,
             DType::Q8_0 => 2 + QK,
             DType::Q4_0 => 2 + QK / 2,
+            // scales[16], qs[64], d, dmin
+            DType::Q2_K => QK_K / 16 + QK_K / 4 + 4,
+            // hmask[32], qs[64], scales[12], d
+            DType::Q3_K => QK_K / 8 + QK_K / 4 + 12 + 2,
+            // d, dmin, scales[12], qs[128]
+            DType::Q4_K => 4 + 12 + QK_K / 2,
+            // d, dmin, scales[12], qh[32], qs[128]
+            DType::Q5_K => 4 + 12 + QK_K / 8 + QK_K / 2,
+            // ql[128], qh[64], scales[16], d
+            DType::Q6_K => QK_K / 2 + QK_K / 4 + QK_K / 16 + 2,
         }
     }
 
@@ -71,6 +132,11 @@ impl DType {
             DType::I32 => "i32",
             DType::Q8_0 => "q8_0",
             DType::Q4_0 => "q4_0",
+            DType::Q2_K => "q2_k",
+            DType::Q3_K => "q3_k",
+            DType::Q4_K => "q4_k",
+            DType::Q5_K => "q5_k",
+            DType::Q6_K => "q6_k",
         }
     }
 }
@@ -153,6 +219,138 @@ pub fn dequantize_q4_0(src: &[u8], dst: &mut [f32]) {
     }
 }
 
+#[inline]
+fn f16_at(b: &[u8], i: usize) -> f32 {
+    half::f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
+}
+
+/// Dequantizes Q2_K bytes into `dst` (a whole number of super-blocks), as ggml's
+/// `dequantize_row_q2_K`: value `128h + 32s + l` is bits `2s..2s+2` of `qs[32h + l]` times
+/// `d · (scale & 15)`, less `dmin · (scale >> 4)`, with scale `(128h + 32s + l) / 16`.
+pub fn dequantize_q2_k(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src
+        .chunks_exact(DType::Q2_K.block_bytes())
+        .zip(dst.chunks_exact_mut(QK_K))
+    {
+        let (scales, qs) = (&blk[..16], &blk[16..80]);
+        let (d, min) = (f16_at(blk, 80), f16_at(blk, 82));
+        for (y, o) in out.iter_mut().enumerate() {
+            let (h, s, l) = (y / 128, (y / 32) % 4, y % 32);
+            let sc = scales[y / 16];
+            let dl = d * (sc & 0xf) as f32;
+            let ml = min * (sc >> 4) as f32;
+            let q = (qs[32 * h + l] >> (2 * s)) & 3;
+            *o = dl * q as f32 - ml;
+        }
+    }
+}
+
+/// Dequantizes Q3_K bytes into `dst` (a whole number of super-blocks), as ggml's
+/// `dequantize_row_q3_K`: 2 low bits as Q2_K's, less 4 where the value's `hmask` bit is
+/// clear, times `d · (scale - 32)` (16 6-bit scales: low nibbles in bytes 0..8, high bit
+/// pairs in bytes 8..12).
+pub fn dequantize_q3_k(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src
+        .chunks_exact(DType::Q3_K.block_bytes())
+        .zip(dst.chunks_exact_mut(QK_K))
+    {
+        let (hmask, qs, scales) = (&blk[..32], &blk[32..96], &blk[96..108]);
+        let d = f16_at(blk, 108);
+        let mut sc = [0f32; 16];
+        for (i, s) in sc.iter_mut().enumerate() {
+            let lo = (scales[i % 8] >> (4 * (i / 8))) & 0xf;
+            let hi = (scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+            *s = d * ((lo | (hi << 4)) as i32 - 32) as f32;
+        }
+        for (y, o) in out.iter_mut().enumerate() {
+            let (h, s, l) = (y / 128, (y / 32) % 4, y % 32);
+            let lo = ((qs[32 * h + l] >> (2 * s)) & 3) as i32;
+            let high = (hmask[l] >> (y / 32)) & 1;
+            let q = lo - if high != 0 { 0 } else { 4 };
+            *o = sc[y / 16] * q as f32;
+        }
+    }
+}
+
+/// Scale and min `j` (0..8) of a Q4_K/Q5_K super-block's 12 packed bytes (ggml's
+/// `get_scale_min_k4`).
+#[inline]
+fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
+/// Dequantizes Q4_K (or, with `high`, Q5_K) bytes into `dst`, as ggml's
+/// `dequantize_row_q4_K` / `_q5_K`: value `64c + 32n + l` is nibble `n` of `qs[32c + l]`
+/// (plus 16 for Q5_K's bit `y / 32` of `qh[l]`), times `d · scale`, less `dmin · min`,
+/// with scale/min pair `y / 32`.
+fn dequantize_q45_k(dtype: DType, src: &[u8], dst: &mut [f32]) {
+    let high = dtype == DType::Q5_K;
+    for (blk, out) in src
+        .chunks_exact(dtype.block_bytes())
+        .zip(dst.chunks_exact_mut(QK_K))
+    {
+        let (d, min) = (f16_at(blk, 0), f16_at(blk, 2));
+        let scales = &blk[4..16];
+        let (qh, qs) = if high {
+            (&blk[16..48], &blk[48..176])
+        } else {
+            (&blk[..0], &blk[16..144])
+        };
+        for (j, sub) in out.chunks_exact_mut(32).enumerate() {
+            let (sc, m) = scale_min_k4(j, scales);
+            let d1 = d * sc as f32;
+            let m1 = min * m as f32;
+            let (c, n) = (j / 2, j % 2);
+            for (l, o) in sub.iter_mut().enumerate() {
+                let mut q = (qs[32 * c + l] >> (4 * n)) & 0xf;
+                if high {
+                    q |= ((qh[l] >> j) & 1) << 4;
+                }
+                *o = d1 * q as f32 - m1;
+            }
+        }
+    }
+}
+
+/// Dequantizes Q4_K bytes into `dst` (a whole number of super-blocks).
+pub fn dequantize_q4_k(src: &[u8], dst: &mut [f32]) {
+    dequantize_q45_k(DType::Q4_K, src, dst)
+}
+
+/// Dequantizes Q5_K bytes into `dst` (a whole number of super-blocks).
+pub fn dequantize_q5_k(src: &[u8], dst: &mut [f32]) {
+    dequantize_q45_k(DType::Q5_K, src, dst)
+}
+
+/// Dequantizes Q6_K bytes into `dst` (a whole number of super-blocks), as ggml's
+/// `dequantize_row_q6_K`: value `128h + 64n + l` (l < 64) has low nibble `n` of
+/// `ql[64h + l]` and high bits `2s..2s+2` of `qh[32h + l % 32]` (`s = (y % 128) / 32`),
+/// less 32, times `d · scales[y / 16]` (`i8`).
+pub fn dequantize_q6_k(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src
+        .chunks_exact(DType::Q6_K.block_bytes())
+        .zip(dst.chunks_exact_mut(QK_K))
+    {
+        let (ql, qh, scales) = (&blk[..128], &blk[128..192], &blk[192..208]);
+        let d = f16_at(blk, 208);
+        for (y, o) in out.iter_mut().enumerate() {
+            let (h, r) = (y / 128, y % 128);
+            let (n, l) = (r / 64, r % 64);
+            let lo = (ql[64 * h + l] >> (4 * n)) & 0xf;
+            let hi = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+            let q = (lo | (hi << 4)) as i32 - 32;
+            *o = d * scales[y / 16] as i8 as f32 * q as f32;
+        }
+    }
+}
+
 /// Converts one row of `dtype` bytes into f32 values (`dst.len()` elements).
 pub fn row_to_f32(dtype: DType, src: &[u8], dst: &mut [f32]) {
     match dtype {
@@ -173,11 +371,22 @@ pub fn row_to_f32(dtype: DType, src: &[u8], dst: &mut [f32]) {
         }
         DType::Q8_0 => dequantize_q8_0(src, dst),
         DType::Q4_0 => dequantize_q4_0(src, dst),
+        DType::Q2_K => dequantize_q2_k(src, dst),
+        DType::Q3_K => dequantize_q3_k(src, dst),
+        DType::Q4_K => dequantize_q4_k(src, dst),
+        DType::Q5_K => dequantize_q5_k(src, dst),
+        DType::Q6_K => dequantize_q6_k(src, dst),
     }
 }
 
-/// Converts f32 values into one row of `dtype` bytes.
-pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) {
+/// Whether [`row_from_f32`] can write `dtype` (the K-quants have no quantizer yet).
+pub fn can_quantize(dtype: DType) -> bool {
+    !dtype.is_k_quant()
+}
+
+/// Converts f32 values into one row of `dtype` bytes; quantizing to a K-quant is an error
+/// (not supported yet: K-quant tensors come as ggml bytes).
+pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
     match dtype {
         DType::F32 => {
             for (v, c) in src.iter().zip(dst.chunks_exact_mut(4)) {
@@ -196,7 +405,15 @@ pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) {
         }
         DType::Q8_0 => quantize_q8_0(src, dst),
         DType::Q4_0 => quantize_q4_0(src, dst),
+        DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
+            return Err(Error::DType {
+                op: "quantize",
+                dtype: format!("{dtype:?}"),
+                msg: format!("quantizing to {dtype:?} is not supported yet"),
+            })
+        }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -224,6 +441,74 @@ mod tests {
         dequantize_q4_0(&q, &mut back);
         for (a, b) in src.iter().zip(&back) {
             assert!((a - b).abs() < 2.0 / 7.0, "{a} vs {b}");
+        }
+    }
+
+    /// ggml's K-quant dequantizers as the `gguf` Python package ports them, on random and
+    /// edge super-blocks (scripts/kquant-vectors.py wrote the fixture): equal bit for bit.
+    #[test]
+    fn k_quants_dequantize_as_ggml_bit_for_bit() {
+        let data: &[u8] = include_bytes!("../../tests/reference/kquant_vectors.bin");
+        let u32_at = |at: usize| u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+        assert_eq!(&data[..4], b"WTKQ");
+        assert_eq!(u32_at(4), 1, "fixture version");
+        let types = u32_at(8) as usize;
+        let mut at = 12;
+        let mut seen = Vec::new();
+        for _ in 0..types {
+            let (id, block_bytes, blocks) = (u32_at(at), u32_at(at + 4) as usize, u32_at(at + 8));
+            at += 12;
+            // ggml's type ids 10..14 (the GGUF reader's table, checked in its own tests).
+            assert!((10..15).contains(&id), "type id {id}");
+            let dtype = DType::K_QUANTS[id as usize - 10];
+            assert_eq!(dtype.block_bytes(), block_bytes, "{dtype:?}");
+            let n = blocks as usize * QK_K;
+            let bytes = &data[at..at + blocks as usize * block_bytes];
+            at += bytes.len();
+            let want: Vec<u32> = data[at..at + 4 * n]
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            at += 4 * n;
+            let mut got = vec![0f32; n];
+            row_to_f32(dtype, bytes, &mut got);
+            let bad: Vec<usize> = (0..n).filter(|&i| got[i].to_bits() != want[i]).collect();
+            assert!(
+                bad.is_empty(),
+                "{dtype:?}: {} of {n} values differ, first at {} (block {}): {} vs {}",
+                bad.len(),
+                bad[0],
+                bad[0] / QK_K,
+                got[bad[0]],
+                f32::from_bits(want[bad[0]])
+            );
+            // Row by row too (each block alone), as kernels dequantize panels.
+            for (b, blk) in bytes.chunks_exact(block_bytes).enumerate() {
+                let mut one = [0f32; QK_K];
+                row_to_f32(dtype, blk, &mut one);
+                assert!(one
+                    .iter()
+                    .zip(&want[b * QK_K..])
+                    .all(|(g, w)| g.to_bits() == *w));
+            }
+            seen.push((dtype, blocks));
+        }
+        assert_eq!(at, data.len(), "trailing bytes in the fixture");
+        let types: Vec<DType> = seen.iter().map(|s| s.0).collect();
+        assert_eq!(types, DType::K_QUANTS);
+        assert!(seen.iter().all(|s| s.1 >= 29), "{seen:?}");
+    }
+
+    #[test]
+    fn k_quant_block_layouts_are_ggml_s() {
+        let sizes: Vec<usize> = DType::K_QUANTS.iter().map(|d| d.block_bytes()).collect();
+        assert_eq!(sizes, [84, 110, 144, 176, 210]);
+        for d in DType::K_QUANTS {
+            assert_eq!(d.block_size(), 256);
+            assert!(d.is_quantized() && d.is_k_quant() && !can_quantize(d));
+            assert!(d.row_bytes(128).is_err());
+            let err = row_from_f32(d, &[0.0; 256], &mut vec![0; d.block_bytes()]).unwrap_err();
+            assert!(err.to_string().contains("not supported yet"), "{err}");
         }
     }
 

@@ -221,6 +221,11 @@ pub fn ggml_type_id(dtype: DType) -> u32 {
         DType::F16 => 1,
         DType::Q4_0 => 2,
         DType::Q8_0 => 8,
+        DType::Q2_K => 10,
+        DType::Q3_K => 11,
+        DType::Q4_K => 12,
+        DType::Q5_K => 13,
+        DType::Q6_K => 14,
         DType::I32 => 26,
     }
 }
@@ -232,6 +237,11 @@ pub fn dtype_from_ggml(id: u32) -> Option<DType> {
         1 => DType::F16,
         2 => DType::Q4_0,
         8 => DType::Q8_0,
+        10 => DType::Q2_K,
+        11 => DType::Q3_K,
+        12 => DType::Q4_K,
+        13 => DType::Q5_K,
+        14 => DType::Q6_K,
         26 => DType::I32,
         _ => return None,
     })
@@ -969,6 +979,17 @@ mod tests {
         let g = Gguf::parse(&bytes).unwrap();
         assert_eq!(g.alignment(), 64);
         assert!(g.tensors().iter().all(|t| t.offset % 64 == 0));
+    }
+
+    #[test]
+    fn k_quant_type_ids_are_ggml_s() {
+        for (id, d) in (10..15).zip(DType::K_QUANTS) {
+            assert_eq!(dtype_from_ggml(id), Some(d));
+            assert_eq!(ggml_type_id(d), id);
+        }
+        for d in DType::ALL {
+            assert_eq!(dtype_from_ggml(ggml_type_id(d)), Some(d));
+        }
     }
 
     #[test]

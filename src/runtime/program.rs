@@ -127,7 +127,7 @@ impl Program {
         let mut bytes = vec![0u8; numel / row.max(1) * rb];
         if row > 0 {
             for (src, dst) in values.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
-                row_from_f32(dtype, src, dst);
+                row_from_f32(dtype, src, dst)?;
             }
         }
         self.weight_bytes(name, dtype, ne, bytes)

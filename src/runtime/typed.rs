@@ -83,7 +83,13 @@ pub fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<TypedVec> {
     let whole = match dtype {
         DType::F32 | DType::I32 => bytes.len().is_multiple_of(4),
         DType::F16 => bytes.len().is_multiple_of(2),
-        DType::Q8_0 | DType::Q4_0 => true,
+        DType::Q8_0
+        | DType::Q4_0
+        | DType::Q2_K
+        | DType::Q3_K
+        | DType::Q4_K
+        | DType::Q5_K
+        | DType::Q6_K => true,
     };
     if !whole {
         return Err(Error::InvalidArgument(format!(
@@ -104,7 +110,13 @@ pub fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<TypedVec> {
                 .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect(),
         ),
-        DType::Q8_0 | DType::Q4_0 => TypedVec::U8(bytes.to_vec()),
+        DType::Q8_0
+        | DType::Q4_0
+        | DType::Q2_K
+        | DType::Q3_K
+        | DType::Q4_K
+        | DType::Q5_K
+        | DType::Q6_K => TypedVec::U8(bytes.to_vec()),
     })
 }
 
@@ -149,5 +161,15 @@ mod tests {
         assert!(add_weight(&mut p, "d", DType::I32, &[2], Typed::F32(&f)).is_err());
         assert!(add_weight(&mut p, "e", DType::I32, &[2], Typed::I32(&i)).is_ok());
         assert!(add_weight(&mut p, "f", DType::F32, &[3], Typed::I32(&i)).is_err());
+        // K-quants: raw bytes load; f32 values would need a quantizer (not yet).
+        let q = add_weight(&mut p, "g", DType::Q4_K, &[256], Typed::F32(&[0.5; 256]));
+        let msg = q.unwrap_err().to_string();
+        assert!(
+            msg.contains("quantizing to Q4_K is not supported yet"),
+            "{msg}"
+        );
+        assert!(add_weight(&mut p, "h", DType::Q6_K, &[256, 2], Typed::U8(&[0; 420])).is_ok());
+        let out = bytes_to_typed(&[7; 84], DType::Q2_K).unwrap();
+        assert_eq!(out, TypedVec::U8(vec![7; 84]));
     }
 }

@@ -407,12 +407,28 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
             },
         ]);
     }
+    // K-quants: every type, odd weight rows, the GEMV's few columns and the GEMM's many,
+    // batches broadcast, and views (offset rows, permuted batches, transposed activations).
+    for q in DType::K_QUANTS {
+        all.extend([
+            mm(q, 256, 1, 1),
+            mm(q, 0, 4, 2),
+            mm(q, 256, 33, 7),
+            mm(q, 512, 37, 2),
+            mm(q, 256, 70, 40),
+            mm(q, 768, 9, 3),
+            bcast(mm(q, 256, 8, 5)),
+            la(mm(q, 256, 10, 3), Layout::Offset),
+            lb(mm(q, 256, 20, 35), Layout::Transposed),
+            Mm {
+                a_batch: [3, 1],
+                b_batch: [3, 1],
+                ..la(mm(q, 256, 6, 4), Layout::Permuted)
+            },
+        ]);
+    }
     for c in all {
-        let tol = if c.dtype.is_quantized() {
-            QUANT_MATMUL
-        } else {
-            F32_ACC
-        };
+        let tol = matmul_tolerance(c.dtype);
         let name = format!(
             "matmul_{}_k{}_m{}_n{}_batch{}x{}of{}x{}_{:?}_{:?}",
             c.dtype.name(),
@@ -434,6 +450,19 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
             let z = b.g.matmul(x, y)?;
             b.output(z)
         }));
+    }
+}
+
+/// A matmul's tolerance for weights of `dtype` against the reference (which multiplies the
+/// weights dequantized, in f64).
+fn matmul_tolerance(dtype: DType) -> f64 {
+    match dtype {
+        DType::F32 | DType::F16 | DType::I32 => F32_ACC,
+        DType::Q8_0 | DType::Q4_0 => QUANT_MATMUL,
+        // Dequantized exactly to f32 on every device that runs them (the CPU; WebGPU has no
+        // K-quant kernels yet): only the f32 sums' order differs. Integer-dot kernels, with
+        // activations quantized to 8 bits, will take QUANT_MATMUL.
+        DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => F32_ACC,
     }
 }
 
@@ -605,7 +634,7 @@ fn rope_cases(v: &mut Vec<OpCase>) {
 fn cpy_cases(v: &mut Vec<OpCase>) {
     use DType::*;
     // (from, to, shape, layout)
-    let list: [(DType, DType, [usize; 4], Layout); 23] = [
+    let list: [(DType, DType, [usize; 4], Layout); 30] = [
         (F32, F16, [65, 3, 2, 1], Layout::Contig),
         // f32 to f32 rows: memcpy (permuted rows, an offset view) or a strided gather.
         (F32, F32, [6, 4, 3, 2], Layout::Permuted),
@@ -632,6 +661,14 @@ fn cpy_cases(v: &mut Vec<OpCase>) {
         (F16, Q8_0, [64, 3, 1, 1], Layout::Contig),
         (F16, Q4_0, [64, 3, 1, 1], Layout::Contig),
         (Q4_0, Q4_0, [32, 3, 1, 1], Layout::Offset),
+        // K-quants dequantized (no quantizer yet: they are only read), and copied as bytes.
+        (Q2_K, F32, [256, 3, 1, 1], Layout::Contig),
+        (Q3_K, F16, [512, 2, 1, 1], Layout::Contig),
+        (Q4_K, F32, [256, 3, 2, 1], Layout::Offset),
+        (Q5_K, F32, [256, 4, 3, 1], Layout::Permuted),
+        (Q6_K, F16, [256, 3, 1, 1], Layout::Contig),
+        (Q4_K, Q4_K, [256, 3, 1, 1], Layout::Offset),
+        (Q6_K, Q6_K, [512, 2, 1, 1], Layout::Contig),
     ];
     for (from, to, ne, layout) in list {
         let tol = if to.is_quantized() {
@@ -860,8 +897,14 @@ fn set_rows_cases(v: &mut Vec<OpCase>) {
 
 fn get_rows_cases(v: &mut Vec<OpCase>) {
     use DType::*;
-    for dtype in [F32, F16, Q8_0, Q4_0] {
-        let ne0 = if dtype.is_quantized() { 64 } else { 7 };
+    for dtype in [F32, F16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K] {
+        let ne0 = if dtype.is_k_quant() {
+            256
+        } else if dtype.is_quantized() {
+            64
+        } else {
+            7
+        };
         let tol = EXACTISH;
         v.push(OpCase::new(
             format!("get_rows_{}_{ne0}x10_idx5", dtype.name()),
@@ -899,6 +942,19 @@ fn get_rows_cases(v: &mut Vec<OpCase>) {
             b.output(y)
         },
     ));
+    for dtype in DType::K_QUANTS {
+        v.push(OpCase::new(
+            format!("get_rows_{}_512x5_Offset", dtype.name()),
+            OpKind::GetRows,
+            EXACTISH,
+            move |b| {
+                let a = operand(b, dtype, [512, 5, 1, 1], Layout::Offset, -1.0, 1.0)?;
+                let i = b.input_i32(&[3], &[4, 1, 2])?;
+                let y = b.g.get_rows(a, i)?;
+                b.output(y)
+            },
+        ));
+    }
     v.push(OpCase::new(
         "get_rows_q4_0_64x5_Offset",
         OpKind::GetRows,
@@ -918,7 +974,7 @@ fn get_rows_cases(v: &mut Vec<OpCase>) {
 fn fused_cases(v: &mut Vec<OpCase>) {
     // matmul (k, m, n, batch of b) → add(bias [m]) → activation, for every weight dtype.
     type Chain = (DType, usize, usize, usize, usize, Option<UnaryOp>);
-    let chains: [Chain; 10] = [
+    let chains: [Chain; 12] = [
         (DType::F32, 64, 33, 7, 2, None),
         (DType::F32, 40, 37, 45, 1, Some(UnaryOp::GeluErf)),
         (DType::F16, 64, 19, 3, 3, Some(UnaryOp::Gelu)),
@@ -929,13 +985,11 @@ fn fused_cases(v: &mut Vec<OpCase>) {
         (DType::Q4_0, 64, 33, 5, 2, Some(UnaryOp::Relu)),
         (DType::Q4_0, 96, 21, 40, 1, Some(UnaryOp::GeluErf)),
         (DType::Q4_0, 32, 70, 9, 1, None),
+        (DType::Q4_K, 256, 33, 5, 2, Some(UnaryOp::Silu)),
+        (DType::Q6_K, 512, 19, 40, 1, None),
     ];
     for (dtype, k, m, n, batch, act) in chains {
-        let tol = if dtype.is_quantized() {
-            QUANT_MATMUL
-        } else {
-            F32_ACC
-        };
+        let tol = matmul_tolerance(dtype);
         let name = format!(
             "fused_matmul_{}_k{k}_m{m}_n{n}_batch{batch}_bias_{act:?}",
             dtype.name()

@@ -37,6 +37,44 @@ pub struct CaseGraph {
     pub leaves: HashMap<TensorId, Vec<u8>>,
 }
 
+/// Where a K-quant super-block keeps its f16 scales (byte offset) and the largest factor
+/// each multiplies (sub-scale × value levels), so that `amax / factor` bounds the values.
+fn k_quant_scales(dtype: DType) -> &'static [(usize, f32)] {
+    match dtype {
+        // d · (4-bit scale) · (2-bit value), dmin · (4-bit min)
+        DType::Q2_K => &[(80, 15.0 * 3.0), (82, 15.0)],
+        // d · (6-bit scale - 32) · (3-bit value - 4)
+        DType::Q3_K => &[(108, 32.0 * 4.0)],
+        // d · (6-bit scale) · (4-/5-bit value), dmin · (6-bit min)
+        DType::Q4_K => &[(0, 63.0 * 15.0), (2, 63.0)],
+        DType::Q5_K => &[(0, 63.0 * 31.0), (2, 63.0)],
+        // d · (i8 scale) · (6-bit value - 32)
+        DType::Q6_K => &[(208, 128.0 * 32.0)],
+        DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 => &[],
+    }
+}
+
+/// `n` values (a multiple of 256) of K-quant `dtype` as random valid super-blocks: random
+/// bytes with the f16 scale fields set to finite values that keep every value within
+/// about `±amax` (as no quantizer makes K-quants yet).
+pub fn random_k_quant(rng: &mut Rng, dtype: DType, n: usize, amax: f32) -> Result<Vec<u8>> {
+    if !dtype.is_k_quant() {
+        return Err(Error::InvalidArgument(format!(
+            "{dtype:?} is not a K-quant"
+        )));
+    }
+    let mut bytes: Vec<u8> = (0..dtype.row_bytes(n)?)
+        .map(|_| rng.next_u32() as u8)
+        .collect();
+    for blk in bytes.chunks_exact_mut(dtype.block_bytes()) {
+        for &(at, factor) in k_quant_scales(dtype) {
+            let d = half::f16::from_f32(amax / factor * rng.uniform(0.25, 1.0));
+            blk[at..at + 2].copy_from_slice(&d.to_le_bytes());
+        }
+    }
+    Ok(bytes)
+}
+
 /// Builds a case graph from seeded random data; handed to each case's build function.
 pub struct CaseBuilder {
     /// The graph under construction.
@@ -72,6 +110,17 @@ impl CaseBuilder {
         hi: f32,
     ) -> Result<TensorId> {
         let n: usize = ne.iter().product();
+        if dtype.is_k_quant() {
+            // No quantizer for K-quants: random valid super-blocks, values within about
+            // the range's magnitude.
+            let id = self
+                .g
+                .input(&format!("in{}", self.leaves.len()), dtype, ne)?;
+            let amax = lo.abs().max(hi.abs());
+            let bytes = random_k_quant(&mut self.rng, dtype, n, amax)?;
+            self.leaves.insert(id, bytes);
+            return Ok(id);
+        }
         let values: Vec<f32> = (0..n).map(|_| self.rng.uniform(lo, hi)).collect();
         self.input_values(dtype, ne, &values)
     }
@@ -93,7 +142,7 @@ impl CaseBuilder {
         let mut bytes = vec![0u8; t.nbytes()];
         if row_len > 0 {
             for (src, dst) in values.chunks(row_len).zip(bytes.chunks_mut(row_bytes)) {
-                row_from_f32(dtype, src, dst);
+                row_from_f32(dtype, src, dst)?;
             }
         }
         self.leaves.insert(id, bytes);

@@ -39,7 +39,11 @@ fn parse_dtype(s: &str) -> Result<DType, JsError> {
     DType::ALL
         .into_iter()
         .find(|d| d.name() == s.to_ascii_lowercase())
-        .ok_or_else(|| JsError::new(&format!("unknown dtype {s:?} (f32, f16, i32, q8_0, q4_0)")))
+        .ok_or_else(|| {
+            JsError::new(&format!(
+                "unknown dtype {s:?} (f32, f16, i32, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k)"
+            ))
+        })
 }
 
 /// A typed array's contents, copied out of JS (for [`crate::runtime::typed`]).

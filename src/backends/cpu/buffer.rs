@@ -279,7 +279,7 @@ mod tests {
             let row = dtype.row_bytes(k).unwrap();
             let mut wq = vec![0u8; row * m];
             for (src, dst) in wf.chunks(k).zip(wq.chunks_mut(row)) {
-                row_from_f32(dtype, src, dst);
+                row_from_f32(dtype, src, dst).unwrap();
             }
             let xb: Vec<u8> = (0..k * n)
                 .flat_map(|_| rng.uniform(-1.0, 1.0).to_le_bytes())

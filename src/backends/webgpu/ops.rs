@@ -296,7 +296,13 @@ pub(super) fn unit(dt: DType) -> usize {
     match dt {
         DType::F32 | DType::I32 => 4,
         DType::F16 => 2,
-        DType::Q8_0 | DType::Q4_0 => 1,
+        DType::Q8_0
+        | DType::Q4_0
+        | DType::Q2_K
+        | DType::Q3_K
+        | DType::Q4_K
+        | DType::Q5_K
+        | DType::Q6_K => 1,
     }
 }
 
@@ -406,6 +412,19 @@ fn plan_node(
         .collect::<Result<Vec<_>>>()?;
     if srcs.is_empty() {
         return Err(unsupported(format!("{} has no operands", t.op.name())));
+    }
+    // K-quants have no WGSL dequantizer yet: the scheduler runs their nodes on the CPU.
+    if let Some(k) = std::iter::once(t)
+        .chain(srcs.iter().copied())
+        .find(|x| x.dtype.is_k_quant())
+    {
+        return Err(unsupported_dtype(
+            k.dtype,
+            format!(
+                "{:?} tensors have no WebGPU kernels yet (the CPU runs them)",
+                k.dtype
+            ),
+        ));
     }
     let shared_b = srcs.len() >= 2 && overlaps(graph, t.src[0], t.src[1]);
     if srcs.len() == 3 && t.src[..2].iter().any(|&s| overlaps(graph, t.src[2], s)) {

@@ -77,7 +77,7 @@ async fn run(device: Rc<WebGpuDevice>, sabotage: bool) -> Result<Option<String>>
     let rb = DType::Q8_0.row_bytes(K)?;
     let mut wq = vec![0u8; M * rb];
     for (src, dst) in w.chunks_exact(K).zip(wq.chunks_exact_mut(rb)) {
-        row_from_f32(DType::Q8_0, src, dst);
+        row_from_f32(DType::Q8_0, src, dst)?;
     }
     let mut wd = vec![0f32; K * M];
     for (src, dst) in wq.chunks_exact(rb).zip(wd.chunks_exact_mut(K)) {

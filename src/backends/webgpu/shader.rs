@@ -531,6 +531,11 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         (_, DType::F16) => &[wgsl::A_PACKED, wgsl::A_F16],
         (_, DType::Q8_0) => &[wgsl::A_PACKED, wgsl::A_Q8_0],
         (_, DType::Q4_0) => &[wgsl::A_PACKED, wgsl::A_Q4_0],
+        // `plan_node` refuses every node with a K-quant operand (no WGSL dequantizer yet),
+        // so no pipeline for one is ever built; the bytes alone, as the copies read them.
+        (_, DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K) => {
+            &[wgsl::A_PACKED]
+        }
         (_, DType::F32) if x4 => &[wgsl::A_F32X4],
         (_, DType::F32) => &[wgsl::A_F32],
     };
@@ -592,7 +597,15 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         s.push_str(match dtype {
             DType::Q8_0 => wgsl::DOT_Q8_0,
             DType::Q4_0 => wgsl::DOT_Q4_0,
-            _ => wgsl::DOT_PLAIN,
+            // K-quants never reach a kernel (see `a` above).
+            DType::F32
+            | DType::F16
+            | DType::I32
+            | DType::Q2_K
+            | DType::Q3_K
+            | DType::Q4_K
+            | DType::Q5_K
+            | DType::Q6_K => wgsl::DOT_PLAIN,
         });
     }
     s.push_str(r.body);

@@ -1,4 +1,4 @@
-//! f32 matmul (src0 f32 or f16, or Q8_0/Q4_0 for many activation rows): a packed, register-tiled GEMM after BLIS, and a dot-product
+//! f32 matmul (src0 f32 or f16, Q8_0/Q4_0 for many activation rows, K-quants always, their rows dequantized as they are packed or read): a packed, register-tiled GEMM after BLIS, and a dot-product
 //! GEMV for few activation rows.
 //!
 //! ggml's layout: `dst[m, n] = dot(src0 row m, src1 row n)`, rows along K. The micro-kernel
@@ -189,9 +189,12 @@ fn matmul_with(
     // activation rows, as ggml hands them to BLAS; fewer rows take the integer-dot kernel.
     // Weights packed once (dequantized into `pre`) take it from a few rows on; builds with
     // the int8 GEMM multiply unpacked quantized weights there instead.
+    // K-quants have no integer kernel yet: every matmul of one dequantizes its rows here.
     let quant_ok = a.dtype.is_quantized()
         && a.rows_contiguous()
-        && (pre.is_some() || (!super::quant::INT_GEMM && n >= QUANT_GEMM_MIN_N));
+        && (a.dtype.is_k_quant()
+            || pre.is_some()
+            || (!super::quant::INT_GEMM && n >= QUANT_GEMM_MIN_N));
     if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)
         || b.dtype != DType::F32
         || dst.dtype != DType::F32

@@ -2,7 +2,8 @@
 //! (SIMD128 on wasm32, a portable path elsewhere), chosen per node.
 //!
 //! - `simd`: the f32x4 / i8 dot primitives, one implementation per instruction set.
-//! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16) and a GEMV for few rows.
+//! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16; quantized rows dequantized, the
+//!   K-quants' only path) and a GEMV for few rows.
 //! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0,
 //!   for batches an int8 GEMM on weights regrouped once ([`Prepacked`]).
 //! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
@@ -38,6 +39,11 @@ pub enum Prepacked {
 impl Prepacked {
     /// `a` (a 2-D F32, Q8_0 or Q4_0 weight) prepared; `None` for other tensors.
     pub fn new(a: &TensorView) -> Option<Self> {
+        // K-quants are dequantized while the GEMM packs them, per call: panels kept at 4
+        // bytes per weight would hold 7 to 14 times the weight's own bytes.
+        if a.dtype.is_k_quant() {
+            return None;
+        }
         if a.dtype.is_quantized() && quant::INT_GEMM {
             // Dims first: a 3-D/4-D weight is not cached, so packing it would be thrown away.
             if a.ne[2] != 1 || a.ne[3] != 1 {

@@ -236,7 +236,15 @@ pub fn matmul(
     let (q4, dot): (bool, RowDot) = match a.dtype {
         DType::Q8_0 => (false, dot_q8_0),
         DType::Q4_0 => (true, dot_q4_0),
-        _ => return false,
+        // K-quants take the f32 kernels (dequantized rows); the others are not quantized.
+        DType::F32
+        | DType::F16
+        | DType::I32
+        | DType::Q2_K
+        | DType::Q3_K
+        | DType::Q4_K
+        | DType::Q5_K
+        | DType::Q6_K => return false,
     };
     if b.dtype != DType::F32 || !super::packed_f32(dst) || !a.rows_contiguous() {
         return false;
@@ -327,7 +335,14 @@ impl Int8Panels {
         let (block_bytes, q4) = match a.dtype {
             DType::Q8_0 => (34, false),
             DType::Q4_0 => (18, true),
-            _ => return None,
+            DType::F32
+            | DType::F16
+            | DType::I32
+            | DType::Q2_K
+            | DType::Q3_K
+            | DType::Q4_K
+            | DType::Q5_K
+            | DType::Q6_K => return None,
         };
         if !a.rows_contiguous() || !a.ne[0].is_multiple_of(QK) || a2 >= a.ne[2] || a3 >= a.ne[3] {
             return None;

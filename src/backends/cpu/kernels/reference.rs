@@ -44,10 +44,7 @@ pub fn compute(op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
             Ok(())
         }
         Op::Rope(p) => rope(dst, &src[0], &src[1], p),
-        Op::Cpy => {
-            cpy(dst, &src[0]);
-            Ok(())
-        }
+        Op::Cpy => cpy(dst, &src[0]),
         Op::Concat { dim } => {
             concat(dst, &src[0], &src[1], dim);
             Ok(())
@@ -219,10 +216,10 @@ fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -> Re
     Ok(())
 }
 
-fn cpy(dst: &TensorView, a: &TensorView) {
+fn cpy(dst: &TensorView, a: &TensorView) -> Result<()> {
     if a.dtype == DType::I32 {
         each_index(dst.ne, |i| dst.set_i32(i, a.get_i32(i)));
-        return;
+        return Ok(());
     }
     if a.dtype == dst.dtype && a.dtype.is_quantized() {
         for (i1, i2, i3) in a.rows() {
@@ -231,13 +228,14 @@ fn cpy(dst: &TensorView, a: &TensorView) {
                     .copy_from_slice(a.row_bytes(i1, i2, i3))
             };
         }
-        return;
+        return Ok(());
     }
     let mut row = vec![0f32; a.ne[0]];
     for (i1, i2, i3) in a.rows() {
         a.load_row(i1, i2, i3, &mut row);
-        crate::graph::row_from_f32(dst.dtype, &row, unsafe { dst.row_bytes_mut(i1, i2, i3) });
+        crate::graph::row_from_f32(dst.dtype, &row, unsafe { dst.row_bytes_mut(i1, i2, i3) })?;
     }
+    Ok(())
 }
 
 fn concat(dst: &TensorView, a: &TensorView, b: &TensorView, dim: usize) {
