@@ -217,8 +217,10 @@ pub fn set_rows(
     for (j, i2, i3) in b.rows() {
         b.load_row(j, i2, i3, &mut row);
         let r = row_of(j, i2, i3) as usize;
-        // In range (checked above); one writer.
-        row_from_f32(dst.dtype, &row, unsafe { dst.row_bytes_mut(r, i2, i3) });
+        // In range (checked above); one writer. dst is f32 or f16, which always convert.
+        if let Err(e) = row_from_f32(dst.dtype, &row, unsafe { dst.row_bytes_mut(r, i2, i3) }) {
+            return Some(Err(e));
+        }
     }
     Some(Ok(()))
 }
