@@ -1,10 +1,14 @@
 //! BERT's WordPiece tokenizer, as Hugging Face `tokenizers` runs it for uncased BERT models
 //! (`BertNormalizer` → `BertPreTokenizer` → `WordPiece`).
 //!
-//! Normalization: drop NUL, U+FFFD and "other" characters (Cc/Cf/Cn/Co/Cs except tab, CR,
-//! LF), map whitespace to a space, put spaces around CJK ideographs, strip accents (NFD,
-//! then drop nonspacing marks, Mn) and lower-case. Pre-tokenization splits on whitespace
-//! and isolates each punctuation character (ASCII punctuation or Unicode P*). WordPiece
+//! Normalization: drop NUL, U+FFFD and control, format and private-use characters (Cc/Cf/Co
+//! except tab, CR, LF; unassigned code points stay), map whitespace to a space, put spaces
+//! around CJK ideographs, strip accents (NFD, then drop nonspacing marks, Mn) and lower-case
+//! each character. Pre-tokenization splits on whitespace and isolates each punctuation
+//! character (ASCII punctuation or Unicode P*). Categories and NFD follow Unicode 9, the
+//! tables of the reference (`tokenizers` uses `unicode_categories` and
+//! `unicode-normalization-alignments`): characters assigned since then are neither dropped,
+//! split off as punctuation, stripped as marks, decomposed nor reordered. WordPiece
 //! then matches each word greedily, longest piece first, continuation pieces prefixed with
 //! `##`; a word with an unmatched rest, or longer than 100 characters, becomes `[UNK]`.
 
