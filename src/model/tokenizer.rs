@@ -298,7 +298,8 @@ fn nfd_unicode_9(text: &str) -> Vec<char> {
         }
         let at = out.len();
         decompose_canonical(c, |d| out.push(d));
-        if !(out.len() == at + 1 && out[at] == c) && !assigned_in_unicode_9(c) {
+        let unchanged = out.len() == at + 1 && out[at] == c;
+        if !unchanged && !assigned_in_unicode_9(c) {
             out.truncate(at);
             out.push(c);
         }
