@@ -72,6 +72,57 @@ fn converted_minilm_vocab_round_trips() {
     assert_eq!(from_txt.tokenize(text), from_gguf.tokenize(text));
 }
 
+/// WordPiece against Hugging Face `tokenizers` with MiniLM's own tokenizer.json on seeded
+/// random texts mixing scripts, emoji, control, format, private-use and unassigned code
+/// points (tests/reference/wordpiece_minilm.jsonl, written by scripts/wordpiece-vectors.py).
+/// Needs models/minilm/vocab.txt (scripts/fetch-model.sh): without it the test says so and
+/// passes, unless WEBTENSOR_REQUIRE_VECTORS=1.
+#[test]
+fn wordpiece_matches_hf_tokenizers_on_random_text() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Ok(vocab) = std::fs::read_to_string(root.join("models/minilm/vocab.txt")) else {
+        assert!(
+            std::env::var("WEBTENSOR_REQUIRE_VECTORS").as_deref() != Ok("1"),
+            "WEBTENSOR_REQUIRE_VECTORS=1 but models/minilm/vocab.txt is missing: run scripts/fetch-model.sh"
+        );
+        println!("skipped: run scripts/fetch-model.sh");
+        return;
+    };
+    let wp = WordPiece::from_vocab_txt(&vocab).expect("MiniLM's vocab.txt");
+    let fixture = std::fs::read_to_string(root.join("tests/reference/wordpiece_minilm.jsonl"))
+        .expect("the committed fixture");
+    let mut lines = fixture.lines();
+    lines.next().expect("the generator's settings line");
+    let (mut total, mut failures) = (0, Vec::new());
+    for line in lines {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let text = v["text"].as_str().expect("text");
+        let want: Vec<u32> = v["ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|id| id.as_u64().unwrap() as u32)
+            .collect();
+        total += 1;
+        let got = wp.tokenize(text);
+        if got != want {
+            let points: Vec<String> = text.chars().map(|c| format!("{:04X}", c as u32)).collect();
+            failures.push(format!(
+                "{text:?}\n  code points {}\n  got  {got:?}\n  want {want:?}",
+                points.join(" ")
+            ));
+        }
+    }
+    println!("{} of {total} random texts match", total - failures.len());
+    assert!(total >= 1000, "the fixture holds {total} texts");
+    assert!(
+        failures.is_empty(),
+        "{} of {total} texts differ; the first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(8)].join("\n")
+    );
+}
+
 /// The vocab files whose every vector must pass (tokenized exactly, and detokenized back to
 /// the input where noted), and the other BPE files of the package: each either passes all
 /// its vectors or is refused with an error naming its pre-tokenizer.

@@ -1,10 +1,14 @@
 //! BERT's WordPiece tokenizer, as Hugging Face `tokenizers` runs it for uncased BERT models
 //! (`BertNormalizer` → `BertPreTokenizer` → `WordPiece`).
 //!
-//! Normalization: drop NUL, U+FFFD and "other" characters (Cc/Cf/Cn/Co/Cs except tab, CR,
-//! LF), map whitespace to a space, put spaces around CJK ideographs, strip accents (NFD,
-//! then drop nonspacing marks, Mn) and lower-case. Pre-tokenization splits on whitespace
-//! and isolates each punctuation character (ASCII punctuation or Unicode P*). WordPiece
+//! Normalization: drop NUL, U+FFFD and control, format and private-use characters (Cc/Cf/Co
+//! except tab, CR, LF; unassigned code points stay), map whitespace to a space, put spaces
+//! around CJK ideographs, strip accents (NFD, then drop nonspacing marks, Mn) and lower-case
+//! each character. Pre-tokenization splits on whitespace and isolates each punctuation
+//! character (ASCII punctuation or Unicode P*). Categories and NFD follow Unicode 9, the
+//! tables of the reference (`tokenizers` uses `unicode_categories` and
+//! `unicode-normalization-alignments`): characters assigned since then are neither dropped,
+//! split off as punctuation, stripped as marks, decomposed nor reordered. WordPiece
 //! then matches each word greedily, longest piece first, continuation pieces prefixed with
 //! `##`; a word with an unmatched rest, or longer than 100 characters, becomes `[UNK]`.
 
@@ -15,8 +19,8 @@ pub use llm::{Bpe, Specials, Spm, StreamDecoder, TokenType, Tokenizer};
 
 use std::collections::HashMap;
 
-use unicode_general_category::{get_general_category, GeneralCategory as Gc};
-use unicode_normalization::UnicodeNormalization;
+use unicode_categories::UnicodeCategories;
+use unicode_normalization::char::{canonical_combining_class, decompose_canonical};
 
 use crate::error::{At, Error, ModelFile, Result};
 use crate::model::gguf::Gguf;
@@ -249,28 +253,71 @@ fn is_whitespace(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r') || c.is_whitespace()
 }
 
+/// Characters the reference's cleaning drops: Unicode 9's Cc, Cf and Co (`unicode_categories`'
+/// `is_other`, which Hugging Face `tokenizers` uses), except tab, LF and CR. Unassigned code
+/// points (Cn) and characters assigned after Unicode 9 are kept, as the reference keeps them.
 fn is_control(c: char) -> bool {
-    if matches!(c, '\t' | '\n' | '\r') {
-        return false;
-    }
-    matches!(
-        get_general_category(c),
-        Gc::Control | Gc::Format | Gc::Unassigned | Gc::PrivateUse | Gc::Surrogate
-    )
+    !matches!(c, '\t' | '\n' | '\r') && !c.is_ascii_graphic() && c != ' ' && c.is_other()
 }
 
+/// ASCII punctuation, or Unicode 9's P* (the reference's tables).
 fn is_punctuation(c: char) -> bool {
-    c.is_ascii_punctuation()
-        || matches!(
-            get_general_category(c),
-            Gc::ConnectorPunctuation
-                | Gc::DashPunctuation
-                | Gc::OpenPunctuation
-                | Gc::ClosePunctuation
-                | Gc::InitialPunctuation
-                | Gc::FinalPunctuation
-                | Gc::OtherPunctuation
-        )
+    c.is_ascii_punctuation() || (!c.is_ascii() && UnicodeCategories::is_punctuation(c))
+}
+
+/// Whether `c` was assigned in Unicode 9, the version of the reference's tables
+/// (`unicode_categories` and `unicode-normalization-alignments`).
+fn assigned_in_unicode_9(c: char) -> bool {
+    c.is_letter()
+        || c.is_mark()
+        || c.is_number()
+        || UnicodeCategories::is_punctuation(c)
+        || c.is_symbol()
+        || c.is_separator()
+        || c.is_other()
+}
+
+/// Canonical combining class as Unicode 9 had it: 0 for characters assigned later (a
+/// class, once assigned, never changes).
+fn combining_class_9(c: char) -> u8 {
+    match canonical_combining_class(c) {
+        0 => 0,
+        k if assigned_in_unicode_9(c) => k,
+        _ => 0,
+    }
+}
+
+/// NFD as the reference's Unicode 9 tables compute it: characters assigned since do not
+/// decompose and do not reorder (decompositions of assigned characters never change).
+fn nfd_unicode_9(text: &str) -> Vec<char> {
+    let mut out: Vec<char> = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+            continue;
+        }
+        let at = out.len();
+        decompose_canonical(c, |d| out.push(d));
+        let unchanged = out.len() == at + 1 && out[at] == c;
+        if !unchanged && !assigned_in_unicode_9(c) {
+            out.truncate(at);
+            out.push(c);
+        }
+    }
+    // Canonical ordering: each run of non-starters sorted (stably) by combining class.
+    let mut i = 0;
+    while i < out.len() {
+        if out[i].is_ascii() || combining_class_9(out[i]) == 0 {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < out.len() && !out[i].is_ascii() && combining_class_9(out[i]) != 0 {
+            i += 1;
+        }
+        out[start..i].sort_by_key(|&c| combining_class_9(c));
+    }
+    out
 }
 
 /// CJK ideographs (BERT's `_is_chinese_char` blocks), which become words of their own.
@@ -303,11 +350,13 @@ pub fn normalize(text: &str) -> String {
             cleaned.push(c);
         }
     }
-    let stripped: String = cleaned
-        .nfd()
-        .filter(|&c| get_general_category(c) != Gc::NonspacingMark)
-        .collect();
-    stripped.to_lowercase()
+    // Lower-cased one character at a time, as the reference does: no final-sigma rule
+    // (`str::to_lowercase` would make a word-final Σ into ς).
+    nfd_unicode_9(&cleaned)
+        .into_iter()
+        .filter(|&c| c.is_ascii() || !c.is_mark_nonspacing())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// Words of normalized text: split at whitespace, each punctuation character on its own.
