@@ -136,6 +136,8 @@ fn fixed_llm() -> &'static [Tokenizer; 2] {
             ),
             ("tokenizer.ggml.pre", Value::String("llama-bpe".into())),
             ("tokenizer.ggml.eos_token_id", Value::U32(eos)),
+            // llama-bpe adds BOS by default: this vocabulary has none.
+            ("tokenizer.ggml.add_bos_token", Value::Bool(false)),
         ])
         .expect("the fixed BPE vocabulary is valid");
         [spm, bpe]
