@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/reference/kquant_vectors.bin: K-quant super-blocks and their dequantized
+"""Writes models/vectors/kquant_vectors.bin: K-quant super-blocks and their dequantized
 values from the `gguf` package's `gguf.quants` (a numpy port of ggml's dequantize_row_q*_K),
 for tests/kquant_vectors.rs to compare webtensor's dequantization against bit for bit.
 
@@ -86,7 +86,7 @@ def edge_blocks(nbytes, f16_offs):
 
 def main():
     out_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(__file__), "..", "tests", "reference", "kquant_vectors.bin")
+        os.path.dirname(__file__), "..", "models", "vectors", "kquant_vectors.bin")
     rng = np.random.default_rng(0x4B51)
     parts = [b"WTKQ", struct.pack("<II", 1, len(TYPES))]
     for qtype, nbytes, f16_offs in TYPES:

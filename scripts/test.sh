@@ -64,6 +64,9 @@ model_files() {  # the real model, tokenizer vectors and numpy for the reference
   bash scripts/fetch-model.sh
   bash scripts/fetch-test-vectors.sh
   python3 -c 'import numpy' 2>/dev/null || python3 -m pip install --quiet numpy
+  # K-quant dequantization reference (gguf.quants), generated rather than committed.
+  python3 -c 'import gguf' 2>/dev/null || python3 -m pip install --quiet gguf
+  python3 scripts/kquant-vectors.py
 }
 step "model files (fetch-model, test vectors, numpy)" model_files
 # setup.sh installs lavapipe, so native WebGPU must be there: the op suite and the WebGPU
