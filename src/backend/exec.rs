@@ -169,5 +169,6 @@ fn role_name(r: Role) -> &'static str {
         Role::Input => "input",
         Role::Weight => "weight",
         Role::Compute => "tensor",
+        Role::State => "state",
     }
 }

@@ -89,6 +89,19 @@ impl Graph {
         Ok(id)
     }
 
+    /// A state of `dtype` and shape `ne`: memory that outlives a run (a KV cache), bound when
+    /// the graph runs (a runtime's `State`). Every op may read it; `set_rows` on it (or on an
+    /// earlier `set_rows` of it) writes its rows in place, and the state's later readers in
+    /// the graph read that result (reading an older version after a write is a plan error).
+    pub fn state(&mut self, name: &str, dtype: DType, ne: &[usize]) -> Result<TensorId> {
+        if dtype.is_quantized() {
+            return Err(dtype_err("state", dtype, "states are f32, f16 or i32"));
+        }
+        let id = self.new_tensor(Op::Leaf, vec![], dtype, shape4("state", ne)?, Role::State)?;
+        self.set_name(id, name)?;
+        Ok(id)
+    }
+
     fn expect_dtype(&self, op: &'static str, id: TensorId, allowed: &[DType]) -> Result<&Tensor> {
         let t = self.get(id)?;
         if !allowed.contains(&t.dtype) {

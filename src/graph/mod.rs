@@ -101,6 +101,65 @@ impl Graph {
         }
     }
 
+    /// The state whose memory `id` is (through views): the state leaf itself, or a `set_rows`
+    /// on the state (or on an earlier such `set_rows`), which writes the state in place.
+    pub fn state_of(&self, id: TensorId) -> Option<TensorId> {
+        let (mut root, _) = self.storage_of(id);
+        loop {
+            let t = self.tensor(root);
+            match (t.role, t.op) {
+                (Role::State, _) => return Some(root),
+                (Role::Compute, Op::SetRows) => {
+                    let a = *t.src.first()?;
+                    if self.tensor(a).is_view() {
+                        return None;
+                    }
+                    root = a;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Ids of the state leaves.
+    pub fn states(&self) -> Vec<TensorId> {
+        self.iter()
+            .filter(|(_, t)| t.role == Role::State)
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// Checks that every reader of a state reads its latest version: once a `set_rows` wrote
+    /// it, later nodes read that result, never the state as it was before (the write is in
+    /// place, so the older value is gone).
+    pub fn check_states(&self) -> Result<()> {
+        let mut latest: std::collections::HashMap<TensorId, TensorId> = Default::default();
+        for (id, t) in self.iter() {
+            if t.op.is_noop() {
+                continue;
+            }
+            for &s in &t.src {
+                let (root, _) = self.storage_of(s);
+                if let Some(st) = self.state_of(root) {
+                    let cur = *latest.get(&st).unwrap_or(&st);
+                    if cur != root {
+                        return Err(Error::Graph(format!(
+                            "{} reads state {} as it was before {} wrote it in place; read {}'s                              result instead",
+                            t.name,
+                            self.tensor(st).name,
+                            self.tensor(cur).name,
+                            self.tensor(cur).name
+                        )));
+                    }
+                }
+            }
+            if let Some(st) = self.state_of(id) {
+                latest.insert(st, id);
+            }
+        }
+        Ok(())
+    }
+
     /// Marks a tensor as an output: its value is kept and may be read after a run.
     pub fn set_output(&mut self, id: TensorId) -> Result<()> {
         self.get(id)?;

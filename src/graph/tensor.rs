@@ -19,6 +19,10 @@ pub enum Role {
     Weight,
     /// Computed by the graph.
     Compute,
+    /// Kept on one device across runs (a decoder's KV cache, a running sum): bound to a
+    /// runtime's state memory, read by any op and written in place by `set_rows` on it
+    /// ([`super::Graph::state`]).
+    State,
 }
 
 /// One tensor of a graph: metadata only, no data.

@@ -5,11 +5,13 @@
 
 mod program;
 mod queue;
+mod state;
 mod tensor;
 pub mod typed;
 
 pub use crate::backend::{ByteSource, CopyStats, Device, StoredWeight, WeightSpec};
 pub use program::Program;
+pub use state::State;
 pub use tensor::DeviceTensor;
 
 use std::cell::{Cell, RefCell};
@@ -73,6 +75,7 @@ pub const DEFAULT_CACHED_SESSIONS: usize = 8;
 struct SessionKey {
     graph: u64,
     stored: Vec<(TensorId, usize)>,
+    states: Vec<(TensorId, u64)>,
     owned: u64,
 }
 
@@ -84,10 +87,14 @@ impl SessionKey {
             .iter()
             .filter_map(|(id, _)| p.stored.get(&id).map(|w| (id, w.id())))
             .collect();
+        let mut states: Vec<(TensorId, u64)> =
+            p.states.iter().map(|(&id, s)| (id, s.uid())).collect();
+        states.sort_unstable();
         let (graph, owned) = p.shape_key();
         Self {
             graph,
             stored,
+            states,
             owned,
         }
     }
@@ -266,6 +273,34 @@ impl Runtime {
         crate::backend::store_weights(self.sched.devices(), self.uid, specs, src, progress)
     }
 
+    /// A state on device `device` (an index into [`Runtime::device_names`]): `dtype` (f32,
+    /// f16 or i32) values of shape `ne`, zeroed, kept until every clone is dropped. Programs
+    /// bind it with [`Program::state`]; runs read and write it in place on that device.
+    pub fn create_state(
+        &self,
+        name: &str,
+        dtype: DType,
+        ne: &[usize],
+        device: usize,
+    ) -> Result<State> {
+        let dev = self.sched.devices().get(device).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "state {name}: device {device} is not one of this runtime's {}",
+                self.sched.devices().len()
+            ))
+        })?;
+        State::alloc(
+            dev.buffer_type(),
+            self.uid,
+            device,
+            dev.name().to_string(),
+            name,
+            dtype,
+            ne,
+            next_uid(),
+        )
+    }
+
     /// How many graph shapes keep their sessions (memory) at once; at least 1.
     pub fn set_cached_sessions(&self, n: usize) {
         self.max_sessions.set(n.max(1));
@@ -302,8 +337,19 @@ impl Runtime {
             }
             opts.resident.insert(id, names[w.device()].clone());
         }
+        let mut bound = HashMap::new();
+        for (&id, st) in &p.states {
+            if st.owner() != self.uid {
+                return Err(Error::InvalidArgument(format!(
+                    "state {} belongs to another runtime",
+                    st.name()
+                )));
+            }
+            opts.states.insert(id, names[st.device()].clone());
+            bound.insert(id, st.buffer().clone());
+        }
         let plan = self.sched.plan(&p.graph, &opts)?;
-        let mut session = Session::new(&self.sched, &p.graph, plan, &p.stored)?;
+        let mut session = Session::with_states(&self.sched, &p.graph, plan, &p.stored, &bound)?;
         session.set_weights(&p.weights)?;
         let (session, queue) = (Rc::new(session), Rc::new(RunQueue::default()));
         self.sessions.borrow_mut().push(Cached {
@@ -441,7 +487,9 @@ impl Runtime {
         };
         Ok(Some(PlanEstimates {
             planned,
-            alone: self.sched.single_device_estimates(session.graph())?,
+            alone: self
+                .sched
+                .single_device_estimates(session.graph(), &session.plan().states.iter().copied().collect())?,
         }))
     }
 

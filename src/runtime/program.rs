@@ -15,6 +15,7 @@ pub struct Program {
     pub(super) graph: Graph,
     pub(super) weights: HashMap<TensorId, Vec<u8>>,
     pub(super) stored: HashMap<TensorId, StoredWeight>,
+    pub(super) states: HashMap<TensorId, super::State>,
     pub(super) version: u64,
     /// (version, graph fingerprint, digest of the owned weight bytes), computed once per
     /// version: what the runtime's session cache keys on.
@@ -34,6 +35,7 @@ impl Program {
             graph: Graph::new(),
             weights: HashMap::new(),
             stored: HashMap::new(),
+            states: HashMap::new(),
             version: 0,
             shape_key: Cell::new(None),
         }
@@ -96,6 +98,15 @@ impl Program {
     pub fn weight_stored(&mut self, name: &str, w: &StoredWeight) -> Result<TensorId> {
         let id = self.graph_mut().weight(name, w.dtype(), w.ne())?;
         self.stored.insert(id, w.clone());
+        Ok(id)
+    }
+
+    /// Adds state `s` ([`super::Runtime::create_state`]) as a leaf named after it: runs read
+    /// it on its device, and `set_rows` on it writes its rows in place.
+    pub fn state(&mut self, s: &super::State) -> Result<TensorId> {
+        let ne = s.shape();
+        let id = self.graph_mut().state(s.name(), s.dtype(), &ne)?;
+        self.states.insert(id, s.clone());
         Ok(id)
     }
 

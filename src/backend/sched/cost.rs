@@ -189,7 +189,8 @@ impl CostModel {
                 let (root, _) = graph.storage_of(s);
                 let rt = graph.tensor(root);
                 let from = match rt.role {
-                    Role::Weight => continue,
+                    // Weights and states live where their ops run (placed there).
+                    Role::Weight | Role::State => continue,
                     Role::Input => *home.entry(root).or_insert(d),
                     Role::Compute => dev(root),
                 };
@@ -251,7 +252,7 @@ impl CostModel {
                         let (root, _) = graph.storage_of(s);
                         let rt = graph.tensor(root);
                         let from = match rt.role {
-                            Role::Weight => continue,
+                            Role::Weight | Role::State => continue,
                             Role::Input => host,
                             Role::Compute => dev[root.0].unwrap_or(host),
                         };

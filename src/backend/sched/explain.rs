@@ -99,6 +99,22 @@ impl Plan {
                 );
             }
         }
+        for &(st, d) in &self.states {
+            let t = graph.tensor(st);
+            let writes = graph
+                .iter()
+                .filter(|(id, w)| !w.op.is_noop() && graph.state_of(*id) == Some(st))
+                .count();
+            let _ = writeln!(
+                s,
+                "state: {} {} {} on {} ({}, kept across runs, {writes} in-place write(s))",
+                t.name,
+                t.dtype.name(),
+                t.shape_str(),
+                self.devices[d],
+                human_bytes(t.nbytes())
+            );
+        }
         for c in &self.weight_copies {
             let _ = writeln!(
                 s,
@@ -142,6 +158,12 @@ impl Plan {
         }
         let _ = writeln!(s, "memory:");
         for (d, m) in self.memory.iter().enumerate() {
+            let state_bytes: usize = self
+                .states
+                .iter()
+                .filter(|&&(_, sd)| sd == d)
+                .map(|&(st, _)| graph.tensor(st).nbytes())
+                .sum();
             let copies: usize = self
                 .weight_copies
                 .iter()
@@ -151,12 +173,13 @@ impl Plan {
             let _ = writeln!(
                 s,
                 "  {}: compute {} planned ({} without reuse, {} in place), weights {}, \
-                 weight copies kept {}",
+                 states {}, weight copies kept {}",
                 self.devices[d],
                 human_bytes(m.compute_bytes),
                 human_bytes(m.unshared_bytes),
                 m.in_place,
                 human_bytes(m.weight_bytes),
+                human_bytes(state_bytes),
                 human_bytes(copies)
             );
         }

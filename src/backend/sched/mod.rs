@@ -35,6 +35,9 @@ pub struct PlanOptions {
     /// there unless placed elsewhere (offload, cost), and then read a copy made once for that
     /// device; [`Session::new`] binds their memory.
     pub resident: HashMap<TensorId, String>,
+    /// The device (by name) of each state the graph declares ([`Graph::state`]): every op
+    /// touching a state runs there, and [`Session::new`] binds its memory.
+    pub states: HashMap<TensorId, String>,
 }
 
 /// Places graphs on devices in priority order (first = preferred, last = fallback, the CPU).
@@ -77,7 +80,11 @@ impl Scheduler {
     /// The cost model's estimate of one run of `graph` with every node each device supports
     /// on that device (the rest where the scheduler falls back), per device; empty when the
     /// cost model is off.
-    pub fn single_device_estimates(&self, graph: &Graph) -> Result<Vec<(String, f64)>> {
+    pub fn single_device_estimates(
+        &self,
+        graph: &Graph,
+        states: &HashMap<TensorId, usize>,
+    ) -> Result<Vec<(String, f64)>> {
         let Some(cost) = &self.cost else {
             return Ok(Vec::new());
         };
@@ -88,6 +95,7 @@ impl Scheduler {
             &mut sup,
             &HashMap::new(),
             &HashMap::new(),
+            states,
         )?;
         let mut out = Vec::new();
         for (d, dev) in self.devices.iter().enumerate() {
@@ -124,16 +132,35 @@ impl Scheduler {
             }
             resident.insert(id, self.device_index(name)?);
         }
-        let mut sup = place::SupportTable::new(graph, &self.devices);
-        let mut placement = place::place(graph, &self.devices, &mut sup, &pins, &resident)?;
-        if let Some(cost) = &self.cost {
-            cost.refine(graph, &self.devices, &mut sup, &mut placement, &pins);
+        let mut states = HashMap::new();
+        for (&id, name) in &opts.states {
+            if graph.get(id)?.role != Role::State {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not a state",
+                    graph.tensor(id).name
+                )));
+            }
+            states.insert(id, self.device_index(name)?);
         }
-        let mut plan = plan::build(graph, &self.devices, placement, &resident)?;
+        graph.check_states()?;
+        let mut sup = place::SupportTable::new(graph, &self.devices);
+        let mut placement =
+            place::place(graph, &self.devices, &mut sup, &pins, &resident, &states)?;
+        if let Some(cost) = &self.cost {
+            // Nodes on states stay where their state is.
+            let mut fixed = pins.clone();
+            for (i, why) in placement.why.iter().enumerate() {
+                if let (Some(place::Why::State), Some(d)) = (why, placement.device[i]) {
+                    fixed.insert(TensorId(i), d);
+                }
+            }
+            cost.refine(graph, &self.devices, &mut sup, &mut placement, &fixed);
+        }
+        let mut plan = plan::build(graph, &self.devices, placement, &resident, &states)?;
         if let Some(cost) = &self.cost {
             plan.cost = Some(PlanCost {
                 per_device: cost.breakdown(graph, &plan.device_of),
-                alone: self.single_device_estimates(graph)?,
+                alone: self.single_device_estimates(graph, &states)?,
             });
         }
         Ok(plan)
@@ -211,12 +238,25 @@ impl Session {
     /// `resident` gives the stored value of each weight the plan was told is resident (stored
     /// on the same devices, in the same order); those count as set, and their copies for other
     /// devices are made (once, shared with every session binding the same weight) here and
-    /// filled by the first run.
+    /// filled by the first run. A plan with states needs [`Session::with_states`].
     pub fn new(
         scheduler: &Scheduler,
         graph: &Graph,
         plan: Plan,
         resident: &HashMap<TensorId, StoredWeight>,
+    ) -> Result<Self> {
+        Self::with_states(scheduler, graph, plan, resident, &HashMap::new())
+    }
+
+    /// [`Session::new`] where `states` gives the memory of each state in the plan (a buffer
+    /// of the state's device, the state at offset 0), bound to the state and to every
+    /// `set_rows` writing it in place.
+    pub fn with_states(
+        scheduler: &Scheduler,
+        graph: &Graph,
+        plan: Plan,
+        resident: &HashMap<TensorId, StoredWeight>,
+        states: &HashMap<TensorId, Rc<Buffer>>,
     ) -> Result<Self> {
         let devices = scheduler.devices();
         // Every arena is checked against its device's limit before any is allocated.
@@ -255,6 +295,26 @@ impl Session {
                 }
             }
             mems.push(mem);
+        }
+        for &(st, d) in &plan.states {
+            let t = graph.get(st)?;
+            let buf = states.get(&st).ok_or_else(|| {
+                Error::Graph(format!("state {} has no memory bound", t.name))
+            })?;
+            if buf.size() < t.nbytes() {
+                return Err(Error::InvalidArgument(format!(
+                    "state {} needs {} bytes, its memory has {}",
+                    t.name,
+                    t.nbytes(),
+                    buf.size()
+                )));
+            }
+            mems[d].place(graph, st, buf.clone(), 0)?;
+            for (id, w) in graph.iter() {
+                if !w.is_view() && w.role == Role::Compute && graph.state_of(id) == Some(st) {
+                    mems[d].place(graph, id, buf.clone(), 0)?;
+                }
+            }
         }
         let mut weights_set = HashSet::new();
         let mut weight_copies = Vec::new();

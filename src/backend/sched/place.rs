@@ -15,6 +15,8 @@ pub enum Why {
     Pinned,
     /// Its weights live on that device.
     Weights,
+    /// It reads or writes a state kept on that device (states never move).
+    State,
     /// Its weights live elsewhere, and this device's `offload_op` asked for it.
     Offload,
     /// It follows its neighbour in graph order onto the same (non-last) device.
@@ -32,6 +34,7 @@ impl std::fmt::Display for Why {
         match self {
             Why::Pinned => write!(f, "pinned"),
             Why::Weights => write!(f, "weights"),
+            Why::State => write!(f, "state"),
             Why::Offload => write!(f, "offload"),
             Why::Neighbour => write!(f, "neighbour"),
             Why::Priority => write!(f, "priority"),
@@ -82,6 +85,7 @@ pub(crate) fn place(
     sup: &mut SupportTable<'_>,
     pins: &HashMap<TensorId, usize>,
     resident: &HashMap<TensorId, usize>,
+    states: &HashMap<TensorId, usize>,
 ) -> Result<Placement> {
     let n = graph.len();
     let mut device = vec![None; n];
@@ -105,6 +109,42 @@ pub(crate) fn place(
         }
         device[id.0] = Some(d);
         why[id.0] = Some(Why::Pinned);
+    }
+    // 1b. ops reading or writing a state run on the state's device, whatever else they read
+    for &id in &nodes {
+        let t = graph.tensor(id);
+        let Some(st) = t.src.iter().find_map(|&s| graph.state_of(s)) else {
+            continue;
+        };
+        let Some(&d) = states.get(&st) else {
+            return Err(Error::Graph(format!(
+                "state {} has no memory bound (give it with Program::state)",
+                graph.tensor(st).name
+            )));
+        };
+        if device[id.0].is_some_and(|p| p != d) {
+            return Err(Error::InvalidArgument(format!(
+                "node {} is pinned to {}, but it touches state {} on {}",
+                t.name,
+                devices[device[id.0].unwrap_or(d)].name(),
+                graph.tensor(st).name,
+                devices[d].name()
+            )));
+        }
+        if let Support::No(reason) = sup.get(id, d) {
+            return Err(Error::Unsupported {
+                op: t.op.name(),
+                dtype: t.dtype.name(),
+                device: devices[d].name().to_string(),
+                reason: format!(
+                    "{reason} (node {} touches state {}, which lives there)",
+                    t.name,
+                    graph.tensor(st).name
+                ),
+            });
+        }
+        device[id.0] = Some(d);
+        why[id.0] = Some(Why::State);
     }
     // 2. ops on resident weights run where the weights live, unless a higher device offloads
     for &id in &nodes {

@@ -120,6 +120,9 @@ pub struct Plan {
     pub(crate) location: PerDevice<Option<Slot>>,
     /// The cost model's estimate that decided the placement (`None`: cost model off).
     pub cost: Option<super::cost::PlanCost>,
+    /// Each state leaf and its device, in graph order: kept outside the plan's memory (the
+    /// session binds it), with the `set_rows` nodes writing it in place.
+    pub states: Vec<(TensorId, usize)>,
 }
 
 /// Builds splits and plans memory. `resident` weights live outside the plan, on their home
@@ -130,6 +133,7 @@ pub(crate) fn build(
     devices: &[Rc<dyn Device>],
     placement: Placement,
     resident: &HashMap<TensorId, usize>,
+    states: &HashMap<TensorId, usize>,
 ) -> Result<Plan> {
     let nodes = graph.compute_nodes();
     let device_of = placement.device;
@@ -167,6 +171,15 @@ pub(crate) fn build(
             home[id.0] = Some(last_dev);
         }
     }
+    // States live on their device; nodes writing them share their memory.
+    let mut state_list: Vec<(TensorId, usize)> = states.iter().map(|(&s, &d)| (s, d)).collect();
+    state_list.sort_unstable();
+    for &(s, d) in &state_list {
+        if s.0 < n {
+            home[s.0] = Some(d);
+        }
+    }
+    let in_state = |id: TensorId| graph.state_of(id).is_some();
 
     // Splits and their input copies (once per device and tensor).
     let mut splits: Vec<Split> = Vec::new();
@@ -268,8 +281,8 @@ pub(crate) fn build(
     // Freed after their last use: intermediates on their own device, and every copy (split
     // inputs, including inputs and weights copied to a device that does not keep them).
     let stored_on = |d: usize, id: TensorId| match graph.tensor(id).role {
-        Role::Compute => false,
-        Role::Input => home[id.0] == Some(d),
+        Role::Compute => in_state(id),
+        Role::Input | Role::State => home[id.0] == Some(d),
         Role::Weight => weight_devices[id.0].contains(&d),
     };
     let mut frees: Vec<Vec<(usize, TensorId)>> = vec![Vec::new(); nodes.len()];
@@ -294,7 +307,8 @@ pub(crate) fn build(
             }
         }
         let t = graph.tensor(id);
-        if !t.is_view() {
+        // A write of a state is bound to the state's memory by the session.
+        if !t.is_view() && !in_state(id) {
             let sz = size_on(d, id);
             memory[d].unshared_bytes += sz;
             let reuse = t.src.first().copied().filter(|&s| {
@@ -302,6 +316,7 @@ pub(crate) fn build(
                 devices[d].supports_inplace(graph, id)
                     && !ts.is_view()
                     && ts.role == Role::Compute
+                    && !in_state(s)
                     && !ts.is_output
                     && home[s.0] == Some(d)
                     && *last_use.get(d, s) == Some(p)
@@ -366,5 +381,6 @@ pub(crate) fn build(
         weight_copies,
         location,
         cost: None,
+        states: state_list,
     })
 }
