@@ -67,6 +67,9 @@ model_files() {  # the real model, tokenizer vectors and numpy for the reference
   # K-quant dequantization reference (gguf.quants), generated rather than committed.
   python3 -c 'import gguf' 2>/dev/null || python3 -m pip install --quiet gguf
   python3 scripts/kquant-vectors.py
+  # Tiny random-weight llama/qwen2/qwen3 decoders (numpy + gguf, deterministic) that
+  # tests/reference/decoder/*.json hold llama.cpp's outputs for.
+  python3 scripts/decoder-models.py
 }
 step "model files (fetch-model, test vectors, numpy)" model_files
 # setup.sh installs lavapipe, so native WebGPU must be there: the op suite and the WebGPU

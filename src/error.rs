@@ -90,6 +90,8 @@ pub enum ModelFile {
     Bert,
     /// A WordPiece vocabulary.
     Vocabulary,
+    /// A decoder language model in a GGUF file (its `{arch}.*` keys and tensors).
+    Decoder,
 }
 
 impl fmt::Display for ModelFile {
@@ -98,6 +100,7 @@ impl fmt::Display for ModelFile {
             Self::Gguf => "GGUF file",
             Self::Bert => "BERT model",
             Self::Vocabulary => "vocabulary",
+            Self::Decoder => "decoder model",
         })
     }
 }

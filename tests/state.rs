@@ -144,7 +144,7 @@ fn ops_on_a_state_run_on_its_device() {
         return;
     };
     let names = rt.device_names();
-    for dev in 0..names.len() {
+    for (dev, name) in names.iter().enumerate() {
         let s = rt.create_state("sum", DType::F32, &[4, 1], dev).unwrap();
         let p = running_sum(&s);
         let inputs = HashMap::from([
@@ -161,10 +161,7 @@ fn ops_on_a_state_run_on_its_device() {
             .find(|l| l.trim_start().starts_with("setrows"))
             .unwrap_or_else(|| panic!("{plan}"));
         assert!(set_rows.ends_with("state"), "{plan}");
-        assert!(
-            plan.contains(&format!("on {} (16 B", names[dev])),
-            "{plan}"
-        );
+        assert!(plan.contains(&format!("on {name} (16 B")), "{plan}");
     }
 }
 
@@ -204,7 +201,9 @@ fn stale_reads_and_foreign_states_are_errors() {
     // Bad states.
     assert!(rt.create_state("q", DType::Q8_0, &[32], 0).is_err());
     assert!(rt.create_state("d", DType::F32, &[4], 7).is_err());
-    assert!(rt.create_state("big", DType::F32, &[1 << 20, 1 << 20, 1 << 20], 0).is_err());
+    assert!(rt
+        .create_state("big", DType::F32, &[1 << 20, 1 << 20, 1 << 20], 0)
+        .is_err());
     // An index past the state's rows fails the run and leaves the state as it was.
     let s = rt.create_state("sum", DType::F32, &[4, 1], 0).unwrap();
     let p = running_sum(&s);

@@ -4,6 +4,7 @@
 //! internals directly.
 
 pub mod bert;
+pub mod decoder;
 pub mod gguf;
 pub mod smoke;
 pub mod tokenizer;

@@ -144,6 +144,8 @@ pub struct Runtime {
     sessions: RefCell<Vec<Cached>>,
     max_sessions: Cell<usize>,
     copied: Cell<CopyStats>,
+    /// Plans made (sessions created) so far.
+    plans: Cell<u64>,
     /// This runtime's per-op profile: only its own runs record into it.
     profile: Profile,
 }
@@ -200,6 +202,7 @@ impl Runtime {
             sessions: RefCell::new(Vec::new()),
             max_sessions: Cell::new(DEFAULT_CACHED_SESSIONS),
             copied: Cell::new(CopyStats::default()),
+            plans: Cell::new(0),
             profile: Profile::new(),
         })
     }
@@ -301,6 +304,22 @@ impl Runtime {
         )
     }
 
+    /// Whether device `d` (an index into [`Runtime::device_names`]) is the CPU.
+    pub fn device_is_cpu(&self, d: usize) -> bool {
+        self.sched
+            .devices()
+            .get(d)
+            .is_some_and(|dev| dev.kind() == DeviceKind::Cpu)
+    }
+
+    /// Keeps at least `n` graph shapes' sessions (a model with that many shapes: each runs
+    /// its prepared plan instead of planning again); never lowers the limit.
+    pub fn reserve_cached_sessions(&self, n: usize) {
+        if n > self.max_sessions.get() {
+            self.max_sessions.set(n);
+        }
+    }
+
     /// How many graph shapes keep their sessions (memory) at once; at least 1.
     pub fn set_cached_sessions(&self, n: usize) {
         self.max_sessions.set(n.max(1));
@@ -349,6 +368,7 @@ impl Runtime {
             bound.insert(id, st.buffer().clone());
         }
         let plan = self.sched.plan(&p.graph, &opts)?;
+        self.plans.set(self.plans.get() + 1);
         let mut session = Session::with_states(&self.sched, &p.graph, plan, &p.stored, &bound)?;
         session.set_weights(&p.weights)?;
         let (session, queue) = (Rc::new(session), Rc::new(RunQueue::default()));
@@ -487,9 +507,10 @@ impl Runtime {
         };
         Ok(Some(PlanEstimates {
             planned,
-            alone: self
-                .sched
-                .single_device_estimates(session.graph(), &session.plan().states.iter().copied().collect())?,
+            alone: self.sched.single_device_estimates(
+                session.graph(),
+                &session.plan().states.iter().copied().collect(),
+            )?,
         }))
     }
 
@@ -514,6 +535,11 @@ impl Runtime {
     /// Frees every session (device memory of every graph run so far).
     pub fn clear(&self) {
         self.sessions.borrow_mut().clear();
+    }
+
+    /// How many plans (sessions) this runtime has made: a run of a shape it keeps makes none.
+    pub fn plans_made(&self) -> u64 {
+        self.plans.get()
     }
 
     /// Number of sessions kept.

@@ -298,9 +298,9 @@ impl Session {
         }
         for &(st, d) in &plan.states {
             let t = graph.get(st)?;
-            let buf = states.get(&st).ok_or_else(|| {
-                Error::Graph(format!("state {} has no memory bound", t.name))
-            })?;
+            let buf = states
+                .get(&st)
+                .ok_or_else(|| Error::Graph(format!("state {} has no memory bound", t.name)))?;
             if buf.size() < t.nbytes() {
                 return Err(Error::InvalidArgument(format!(
                     "state {} needs {} bytes, its memory has {}",

@@ -1,0 +1,768 @@
+//! Decoder language models from GGUF files in llama.cpp's layout: `llama` (llama 2/3,
+//! TinyLlama, SmolLM), `qwen2` (q/k/v biases) and `qwen3` (per-head q/k RMSNorm). RMSNorm,
+//! RoPE, grouped-query attention over a KV cache, SwiGLU, tied or untied output.
+//!
+//! The KV cache is [`State`]s, one K and one V per layer, `[head_dim, n_ctx + 1, n_head_kv]`
+//! on the device that runs the layer's attention (f16 on the CPU, f32 where the device's
+//! `set_rows` writes no f16): each run writes its tokens' rows in place with `set_rows` at
+//! their positions and reads the filled rows through views (K as the scores' matmul operand,
+//! V transposed through strides), so nothing of the cache is copied per step and wasm memory
+//! does not grow per token. Row `n_ctx` is scratch: padding tokens write there and no query
+//! ever reads it.
+//!
+//! A run is a chunk of `T` tokens (prefill: chunks of at most [`DecoderOptions::batch`]
+//! tokens; decode: one) attending over the first `n_kv` cache rows. Both are bucketed
+//! (`T` to a power of two from 8, `n_kv` to a multiple of [`KV_STEP`]) and the positions,
+//! cache rows, causal mask and the row to read logits from are inputs, so each bucket's
+//! [`Program`] is built once and the runtime reuses its prepared session: a decode step
+//! plans nothing and, on WebGPU, creates no GPU object.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use crate::error::{At, Error, ModelFile, Result};
+use crate::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
+use crate::model::gguf::Gguf;
+use crate::model::tokenizer::Tokenizer;
+use crate::runtime::{ByteSource, Program, Runtime, State, StoredWeight, WeightSpec};
+
+/// Cache rows a run attends over are a multiple of this (as llama.cpp pads its KV cache),
+/// so a context of 1024 has 4 decode shapes.
+pub const KV_STEP: usize = 256;
+/// Added to the scores of masked keys: exp() of it is exactly 0.
+const MASKED: f32 = -1e30;
+/// Shortest prefill chunk (shorter chunks are padded to it; one token is a decode step).
+const MIN_CHUNK: usize = 8;
+
+fn key_err(key: &str, what: impl Into<String>) -> Error {
+    Error::model_at(ModelFile::Decoder, At::Key(key.into()), what)
+}
+
+fn tensor_err(name: &str, what: impl Into<String>) -> Error {
+    Error::model_at(ModelFile::Decoder, At::Tensor(name.into()), what)
+}
+
+/// The architectures the decoder builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    /// `llama`: RoPE on adjacent pairs (llama.cpp's converter permutes Q and K for it).
+    Llama,
+    /// `qwen2`: biases on Q, K and V; NeoX RoPE.
+    Qwen2,
+    /// `qwen3`: RMSNorm of each Q and K head before RoPE; NeoX RoPE.
+    Qwen3,
+}
+
+impl Arch {
+    fn parse(s: &str) -> Result<Self> {
+        match s {
+            "llama" => Ok(Self::Llama),
+            "qwen2" => Ok(Self::Qwen2),
+            "qwen3" => Ok(Self::Qwen3),
+            other => Err(key_err(
+                "general.architecture",
+                format!("architecture {other:?} is not supported (llama, qwen2 and qwen3 are)"),
+            )),
+        }
+    }
+
+    /// The GGUF key prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Llama => "llama",
+            Self::Qwen2 => "qwen2",
+            Self::Qwen3 => "qwen3",
+        }
+    }
+}
+
+/// A decoder's hyper-parameters, from the GGUF's `{arch}.*` keys and tensor shapes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecoderConfig {
+    /// The architecture.
+    pub arch: Arch,
+    /// Layers (`block_count`).
+    pub n_layer: usize,
+    /// Hidden size (`embedding_length`).
+    pub n_embd: usize,
+    /// Query heads (`attention.head_count`).
+    pub n_head: usize,
+    /// Key/value heads (`attention.head_count_kv`, default `n_head`).
+    pub n_head_kv: usize,
+    /// Values per head (`attention.key_length`, default `n_embd / n_head`).
+    pub head_dim: usize,
+    /// Feed-forward size (`feed_forward_length`).
+    pub n_ff: usize,
+    /// The context the model was trained for (`context_length`).
+    pub n_ctx_train: usize,
+    /// RMSNorm epsilon (`attention.layer_norm_rms_epsilon`).
+    pub eps: f32,
+    /// RoPE (`rope.dimension_count`, `rope.freq_base`, linear `rope.scaling.factor`).
+    pub rope: RopeParams,
+    /// Vocabulary size (rows of `token_embd`).
+    pub n_vocab: usize,
+    /// Whether the output projection is `token_embd` (no `output.weight`).
+    pub tied: bool,
+}
+
+/// How a decoder is loaded.
+#[derive(Clone, Debug)]
+pub struct DecoderOptions {
+    /// Context length (cache rows); default and most: the model's `context_length`.
+    pub context: Option<usize>,
+    /// Prefill chunk: most tokens one run takes (default 64).
+    pub batch: usize,
+    /// K/V cache dtype: `None` picks f16 on the CPU and f32 on a GPU.
+    pub kv_dtype: Option<DType>,
+}
+
+impl Default for DecoderOptions {
+    fn default() -> Self {
+        Self {
+            context: None,
+            batch: 64,
+            kv_dtype: None,
+        }
+    }
+}
+
+/// A decoder on a runtime's devices: weights stored once, a KV cache, and the position it
+/// has reached.
+pub struct Decoder {
+    config: DecoderConfig,
+    tokenizer: Option<Tokenizer>,
+    weights: Vec<(String, StoredWeight)>,
+    /// (K, V) cache per layer.
+    cache: Vec<(State, State)>,
+    n_ctx: usize,
+    batch: usize,
+    /// Tokens in the cache.
+    len: usize,
+    /// Programs by (chunk tokens, attended rows), built once.
+    programs: RefCell<HashMap<(usize, usize), Program>>,
+    last_shape: std::cell::Cell<Option<(usize, usize)>>,
+}
+
+impl std::fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder")
+            .field("config", &self.config)
+            .field("n_ctx", &self.n_ctx)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Names of layer `i`'s weights the architecture has, with their shapes.
+fn layer_weights(c: &DecoderConfig, i: usize) -> Vec<(String, Vec<usize>)> {
+    let (h, q, kv, ff) = (
+        c.n_embd,
+        c.n_head * c.head_dim,
+        c.n_head_kv * c.head_dim,
+        c.n_ff,
+    );
+    let mut w = vec![
+        ("attn_norm.weight", vec![h]),
+        ("attn_q.weight", vec![h, q]),
+        ("attn_k.weight", vec![h, kv]),
+        ("attn_v.weight", vec![h, kv]),
+        ("attn_output.weight", vec![q, h]),
+        ("ffn_norm.weight", vec![h]),
+        ("ffn_gate.weight", vec![h, ff]),
+        ("ffn_up.weight", vec![h, ff]),
+        ("ffn_down.weight", vec![ff, h]),
+    ];
+    match c.arch {
+        Arch::Llama => {}
+        Arch::Qwen2 => w.extend([
+            ("attn_q.bias", vec![q]),
+            ("attn_k.bias", vec![kv]),
+            ("attn_v.bias", vec![kv]),
+        ]),
+        Arch::Qwen3 => w.extend([
+            ("attn_q_norm.weight", vec![c.head_dim]),
+            ("attn_k_norm.weight", vec![c.head_dim]),
+        ]),
+    }
+    w.into_iter()
+        .map(|(n, s)| (format!("blk.{i}.{n}"), s))
+        .collect()
+}
+
+/// Reads a GGUF header from the first bytes of `src` (more when it is longer).
+pub fn read_header(src: &dyn ByteSource) -> Result<Gguf<'static>> {
+    let len = src.len();
+    let mut n = (1usize << 20).min(len);
+    loop {
+        let mut prefix = vec![0u8; n];
+        src.read_into(0, &mut prefix)?;
+        match Gguf::parse_header(&prefix, len)? {
+            Some(g) => return Ok(g),
+            None if n == len => {
+                return Err(Error::model(
+                    ModelFile::Gguf,
+                    "the header does not fit in the file",
+                ))
+            }
+            None => n = n.saturating_mul(4).min(len),
+        }
+    }
+}
+
+/// The decoder's hyper-parameters from `g`'s metadata (and `token_embd`'s shape).
+pub fn config_from_gguf(g: &Gguf) -> Result<DecoderConfig> {
+    let arch = Arch::parse(g.get_str("general.architecture")?)?;
+    let a = arch.name();
+    let key = |k: &str| format!("{a}.{k}");
+    let get = |k: &str| g.get_usize(&key(k));
+    let opt_usize = |k: &str| g.get(&key(k)).map(|_| get(k)).transpose();
+    let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
+    let n_embd = get("embedding_length")?;
+    let n_head = get("attention.head_count")?;
+    let n_head_kv = opt_usize("attention.head_count_kv")?.unwrap_or(n_head);
+    if n_head == 0 || n_head_kv == 0 || n_head % n_head_kv != 0 {
+        return Err(key_err(
+            &key("attention.head_count_kv"),
+            format!("{n_head_kv} KV heads do not divide {n_head} heads"),
+        ));
+    }
+    let head_dim = match opt_usize("attention.key_length")? {
+        Some(d) => d,
+        None if n_embd % n_head == 0 => n_embd / n_head,
+        None => {
+            return Err(key_err(
+                &key("attention.head_count"),
+                format!("{n_head} heads do not divide {n_embd}"),
+            ))
+        }
+    };
+    if let Some(v) = opt_usize("attention.value_length")? {
+        if v != head_dim {
+            return Err(key_err(
+                &key("attention.value_length"),
+                format!("{v}, unlike key_length {head_dim} (not supported)"),
+            ));
+        }
+    }
+    let n_rot = opt_usize("rope.dimension_count")?.unwrap_or(head_dim);
+    if n_rot == 0 || n_rot % 2 != 0 || n_rot > head_dim {
+        return Err(key_err(
+            &key("rope.dimension_count"),
+            format!("{n_rot} must be even and at most the head size {head_dim}"),
+        ));
+    }
+    let scale = match g.get(&key("rope.scaling.type")).and_then(|v| v.as_str()) {
+        None | Some("none") => 1.0,
+        Some("linear") => {
+            let f = opt_f32("rope.scaling.factor")?.unwrap_or(1.0);
+            if !(f.is_finite() && f > 0.0) {
+                return Err(key_err(&key("rope.scaling.factor"), format!("{f}")));
+            }
+            1.0 / f
+        }
+        Some(other) => {
+            return Err(key_err(
+                &key("rope.scaling.type"),
+                format!("RoPE scaling {other:?} is not supported (linear is)"),
+            ))
+        }
+    };
+    let base = opt_f32("rope.freq_base")?.unwrap_or(10000.0);
+    let eps = g.get_f32(&key("attention.layer_norm_rms_epsilon"))?;
+    if !(base.is_finite() && base > 0.0 && eps.is_finite() && eps >= 0.0) {
+        return Err(key_err(
+            &key("rope.freq_base"),
+            format!("RoPE base {base} or epsilon {eps} is out of range"),
+        ));
+    }
+    let embd = g
+        .tensor("token_embd.weight")
+        .ok_or_else(|| tensor_err("token_embd.weight", "missing"))?;
+    let n_vocab = *embd.ne.get(1).unwrap_or(&0);
+    let config = DecoderConfig {
+        arch,
+        n_layer: get("block_count")?,
+        n_embd,
+        n_head,
+        n_head_kv,
+        head_dim,
+        n_ff: get("feed_forward_length")?,
+        n_ctx_train: get("context_length")?,
+        eps,
+        rope: RopeParams {
+            n_dims: n_rot,
+            mode: match arch {
+                Arch::Llama => RopeMode::Normal,
+                Arch::Qwen2 | Arch::Qwen3 => RopeMode::NeoX,
+            },
+            freq_base: base,
+            freq_scale: scale,
+        },
+        n_vocab,
+        tied: g.tensor("output.weight").is_none(),
+    };
+    if config.n_layer == 0 || n_embd == 0 || config.n_ff == 0 || n_vocab == 0 {
+        return Err(Error::model(
+            ModelFile::Decoder,
+            format!("a size is 0: {config:?}"),
+        ));
+    }
+    Ok(config)
+}
+
+impl Decoder {
+    /// Loads a GGUF file onto `rt`'s devices.
+    pub fn load(rt: &Runtime, bytes: &[u8], opts: &DecoderOptions) -> Result<Self> {
+        Self::load_from(rt, &bytes, opts, &mut |_, _| {})
+    }
+
+    /// Loads from any [`ByteSource`]: the header first, then each weight copied a chunk at a
+    /// time into the device buffer that keeps it, with `progress(done, total)` in bytes.
+    /// Every tensor and key is checked (an unsupported architecture, a missing or misshapen
+    /// tensor, a context past the model's) before anything is stored.
+    pub fn load_from(
+        rt: &Runtime,
+        src: &dyn ByteSource,
+        opts: &DecoderOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Self> {
+        let g = read_header(src)?;
+        let config = config_from_gguf(&g)?;
+        let tokenizer = match g.get("tokenizer.ggml.model") {
+            Some(_) => Some(Tokenizer::from_gguf(&g)?),
+            None => None,
+        };
+        if let Some(t) = &tokenizer {
+            if t.len() != config.n_vocab {
+                return Err(tensor_err(
+                    "token_embd.weight",
+                    format!("{} rows, the vocabulary {} tokens", config.n_vocab, t.len()),
+                ));
+            }
+        }
+        let n_ctx = opts.context.unwrap_or(config.n_ctx_train);
+        if n_ctx == 0 || n_ctx > config.n_ctx_train {
+            return Err(Error::InvalidArgument(format!(
+                "context {n_ctx} is outside 1 to the model's {}",
+                config.n_ctx_train
+            )));
+        }
+        if opts.batch == 0 {
+            return Err(Error::InvalidArgument(
+                "the prefill batch must be at least 1 token".into(),
+            ));
+        }
+        let (h, v) = (config.n_embd, config.n_vocab);
+        let mut expected = vec![
+            ("token_embd.weight".to_string(), vec![h, v]),
+            ("output_norm.weight".to_string(), vec![h]),
+        ];
+        if !config.tied {
+            expected.push(("output.weight".to_string(), vec![h, v]));
+        }
+        for i in 0..config.n_layer {
+            expected.extend(layer_weights(&config, i));
+        }
+        let mut infos = Vec::with_capacity(expected.len());
+        for (name, want) in &expected {
+            let t = g.tensor(name).ok_or_else(|| tensor_err(name, "missing"))?;
+            if &t.ne != want {
+                return Err(tensor_err(
+                    name,
+                    format!("shape {:?}, expected {want:?}", t.ne),
+                ));
+            }
+            let vector = want.len() == 1;
+            if vector && t.dtype != DType::F32 {
+                return Err(tensor_err(
+                    name,
+                    format!("{}; norms and biases must be f32", t.dtype),
+                ));
+            }
+            infos.push((name.clone(), t.dtype, t.ne.clone(), g.tensor_range(t)));
+        }
+        // Each weight lives where the runtime's own plan of a one-token step runs its ops
+        // (the cache as plain inputs here: its home follows the layer's weights).
+        let mut probe = Program::new();
+        let ids = infos
+            .iter()
+            .map(|(n, dt, ne, _)| probe.graph_mut().weight(n, *dt, ne))
+            .collect::<Result<Vec<_>>>()?;
+        let kv_ne = [config.head_dim, n_ctx + 1, config.n_head_kv];
+        let mut caches = Vec::new();
+        for i in 0..config.n_layer {
+            let g = probe.graph_mut();
+            caches.push((
+                g.input(&format!("cache_k.{i}"), DType::F32, &kv_ne)?,
+                g.input(&format!("cache_v.{i}"), DType::F32, &kv_ne)?,
+            ));
+        }
+        build(
+            &config,
+            &mut probe,
+            &ids,
+            &caches,
+            n_ctx,
+            1,
+            KV_STEP.min(n_ctx),
+        )?;
+        let homes = rt.weight_homes(probe.graph())?;
+        let home = |name: &str| -> Result<usize> {
+            let i = infos
+                .iter()
+                .position(|w| w.0 == name)
+                .ok_or_else(|| tensor_err(name, "missing"))?;
+            homes
+                .get(&ids[i])
+                .copied()
+                .ok_or_else(|| Error::Graph(format!("weight {name} has no device to live on")))
+        };
+        let specs = infos
+            .iter()
+            .map(|(name, dtype, ne, range)| {
+                Ok(WeightSpec {
+                    device: home(name)?,
+                    dtype: *dtype,
+                    ne: ne.clone(),
+                    ranges: vec![range.clone()],
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut cache = Vec::with_capacity(config.n_layer);
+        for i in 0..config.n_layer {
+            let d = home(&format!("blk.{i}.attn_k.weight"))?;
+            let dtype = match opts.kv_dtype {
+                Some(dt @ (DType::F32 | DType::F16)) => dt,
+                Some(other) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "the KV cache is f32 or f16, not {}",
+                        other.name()
+                    )))
+                }
+                None if rt.device_is_cpu(d) => DType::F16,
+                None => DType::F32,
+            };
+            cache.push((
+                rt.create_state(&format!("cache_k.{i}"), dtype, &kv_ne, d)?,
+                rt.create_state(&format!("cache_v.{i}"), dtype, &kv_ne, d)?,
+            ));
+        }
+        let stored = rt.store_weights(&specs, src, progress)?;
+        // Every bucket's session stays cached: (chunk sizes) × (attended lengths).
+        let chunks = chunk_sizes(opts.batch.min(n_ctx)).len() + 1;
+        rt.reserve_cached_sessions(chunks * n_ctx.div_ceil(KV_STEP));
+        Ok(Self {
+            config,
+            tokenizer,
+            weights: infos.into_iter().map(|w| w.0).zip(stored).collect(),
+            cache,
+            n_ctx,
+            batch: opts.batch.min(n_ctx),
+            len: 0,
+            programs: RefCell::new(HashMap::new()),
+            last_shape: std::cell::Cell::new(None),
+        })
+    }
+
+    /// The model's hyper-parameters.
+    pub fn config(&self) -> &DecoderConfig {
+        &self.config
+    }
+
+    /// The tokenizer the file names (`None` when it has no `tokenizer.*` keys).
+    pub fn tokenizer(&self) -> Option<&Tokenizer> {
+        self.tokenizer.as_ref()
+    }
+
+    /// The context length (cache rows).
+    pub fn context(&self) -> usize {
+        self.n_ctx
+    }
+
+    /// Tokens in the cache (the next token's position).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the cache holds no token.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The KV cache's states, (K, V) per layer.
+    pub fn cache(&self) -> &[(State, State)] {
+        &self.cache
+    }
+
+    /// Forgets every token (the cache's rows are overwritten as new tokens come).
+    pub fn reset(&mut self) {
+        self.len = 0;
+    }
+
+    /// Drops tokens past `len` (a conversation rewound to a shared prefix).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Runs `ids` after the tokens in the cache (in chunks of at most the prefill batch);
+    /// returns the logits after the last one. Nothing runs, and the cache is as it was, when
+    /// an id is outside the vocabulary or the tokens do not fit the context. A failed run
+    /// leaves the tokens before its chunk in place ([`Decoder::len`] says how many).
+    pub async fn prefill(&mut self, rt: &Runtime, ids: &[u32]) -> Result<Vec<f32>> {
+        if ids.is_empty() {
+            return Err(Error::InvalidArgument(
+                "prefill needs at least one token".into(),
+            ));
+        }
+        if let Some(&bad) = ids.iter().find(|&&t| t as usize >= self.config.n_vocab) {
+            return Err(Error::InvalidArgument(format!(
+                "token {bad} is outside the {}-token vocabulary",
+                self.config.n_vocab
+            )));
+        }
+        if self.len + ids.len() > self.n_ctx {
+            return Err(Error::InvalidArgument(format!(
+                "{} tokens after {} do not fit the context of {}",
+                ids.len(),
+                self.len,
+                self.n_ctx
+            )));
+        }
+        let mut logits = Vec::new();
+        for chunk in ids.chunks(self.batch) {
+            logits = self.run_chunk(rt, chunk).await?;
+        }
+        Ok(logits)
+    }
+
+    /// Runs one token after the cache's; returns the logits for the next.
+    pub async fn step(&mut self, rt: &Runtime, id: u32) -> Result<Vec<f32>> {
+        self.prefill(rt, &[id]).await
+    }
+
+    /// Greedy generation: `n` tokens after `prompt` (run after what the cache holds),
+    /// stopping early at the context's end.
+    pub async fn generate(&mut self, rt: &Runtime, prompt: &[u32], n: usize) -> Result<Vec<u32>> {
+        let mut logits = self.prefill(rt, prompt).await?;
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let next = argmax(&logits);
+            out.push(next);
+            if out.len() == n || self.len >= self.n_ctx {
+                break;
+            }
+            logits = self.step(rt, next).await?;
+        }
+        Ok(out)
+    }
+
+    /// The program of a chunk of `t` tokens attending over `n_kv` rows (built once).
+    pub fn program(&self, t: usize, n_kv: usize) -> Result<Program> {
+        if let Some(p) = self.programs.borrow().get(&(t, n_kv)) {
+            return Ok(p.clone());
+        }
+        let mut p = Program::new();
+        let ids = self
+            .weights
+            .iter()
+            .map(|(name, w)| p.weight_stored(name, w))
+            .collect::<Result<Vec<_>>>()?;
+        let caches = self
+            .cache
+            .iter()
+            .map(|(k, v)| Ok((p.state(k)?, p.state(v)?)))
+            .collect::<Result<Vec<_>>>()?;
+        build(&self.config, &mut p, &ids, &caches, self.n_ctx, t, n_kv)?;
+        self.programs.borrow_mut().insert((t, n_kv), p.clone());
+        Ok(p)
+    }
+
+    /// The plan of the shape run last (a decode step once one ran), or a note that nothing
+    /// ran yet.
+    pub fn explain(&self, rt: &Runtime) -> Result<String> {
+        match self.last_shape.get() {
+            Some((t, n_kv)) => Ok(format!(
+                "{t} token(s) over {n_kv} cache rows\n{}",
+                rt.explain(&self.program(t, n_kv)?)?
+            )),
+            None => Ok("nothing run yet".into()),
+        }
+    }
+
+    /// The (chunk, attended rows) shape that runs `n` tokens after the cache's.
+    fn shape(&self, n: usize) -> (usize, usize) {
+        let t = if n == 1 {
+            1
+        } else {
+            n.next_power_of_two()
+                .clamp(MIN_CHUNK, self.batch.max(MIN_CHUNK))
+        };
+        let n_kv = (self.len + n).next_multiple_of(KV_STEP).min(self.n_ctx);
+        (t, n_kv)
+    }
+
+    async fn run_chunk(&mut self, rt: &Runtime, ids: &[u32]) -> Result<Vec<f32>> {
+        let n = ids.len();
+        let (t, n_kv) = self.shape(n);
+        let program = self.program(t, n_kv)?;
+        self.last_shape.set(Some((t, n_kv)));
+        let start = self.len;
+        let mut tokens = vec![0i32; t];
+        let mut pos = vec![0i32; t];
+        let mut rows = vec![self.n_ctx as i32; t];
+        let mut mask = vec![MASKED; n_kv * t];
+        for i in 0..t {
+            if i < n {
+                let p = start + i;
+                tokens[i] = ids[i] as i32;
+                pos[i] = p as i32;
+                rows[i] = p as i32;
+                mask[i * n_kv..i * n_kv + p + 1].fill(0.0);
+            } else {
+                // Padding: writes the scratch row, attends to row 0, is never read.
+                mask[i * n_kv] = 0.0;
+            }
+        }
+        let last = [(n - 1) as i32];
+        let inputs = HashMap::from([
+            ("tokens".to_string(), bytemuck::cast_slice(&tokens).to_vec()),
+            ("pos".to_string(), bytemuck::cast_slice(&pos).to_vec()),
+            ("rows".to_string(), bytemuck::cast_slice(&rows).to_vec()),
+            ("mask".to_string(), bytemuck::cast_slice(&mask).to_vec()),
+            ("last".to_string(), bytemuck::cast_slice(&last).to_vec()),
+        ]);
+        let outs = rt.run(&program, &inputs).await?;
+        let (_, _, bytes) = outs
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Graph("the decoder graph has no output".into()))?;
+        if bytes.len() != self.config.n_vocab * 4 {
+            return Err(Error::Graph(format!(
+                "logits have {} bytes, expected {}",
+                bytes.len(),
+                self.config.n_vocab * 4
+            )));
+        }
+        self.len = start + n;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+}
+
+/// The prefill chunk sizes below `batch` (powers of two from [`MIN_CHUNK`]) and `batch`.
+fn chunk_sizes(batch: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (3..)
+        .map(|s| 1usize << s)
+        .take_while(|&c| c < batch)
+        .collect();
+    v.push(batch.max(MIN_CHUNK));
+    v
+}
+
+/// Index of the largest value (the first on ties).
+pub fn argmax(v: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// Adds the graph of a chunk of `t` tokens attending over the first `n_kv` cache rows to
+/// `p`, whose weights `ids` are in the loader's order and whose caches are `[head_dim,
+/// n_ctx + 1, n_head_kv]` per layer (states, or inputs in a probe).
+///
+/// Inputs: `tokens`, `pos` (RoPE positions) and `rows` (cache rows written) I32 `[t]`;
+/// `mask` f32 `[n_kv, t]` (0 where a token sees a row, a large negative value elsewhere);
+/// `last` I32 `[1]`, the token whose logits are read. Output: `logits` f32 `[n_vocab, 1]`.
+fn build(
+    c: &DecoderConfig,
+    p: &mut Program,
+    ids: &[TensorId],
+    caches: &[(TensorId, TensorId)],
+    n_ctx: usize,
+    t: usize,
+    n_kv: usize,
+) -> Result<()> {
+    let w: HashMap<String, TensorId> = ids
+        .iter()
+        .map(|&id| (p.graph().tensor(id).name.clone(), id))
+        .collect();
+    let get = |name: &str| {
+        w.get(name)
+            .copied()
+            .ok_or_else(|| Error::Graph(format!("weight {name} not loaded")))
+    };
+    let (hd, nh, nkv) = (c.head_dim, c.n_head, c.n_head_kv);
+    let g = p.graph_mut();
+    let tokens = g.input("tokens", DType::I32, &[t])?;
+    let pos = g.input("pos", DType::I32, &[t])?;
+    let rows = g.input("rows", DType::I32, &[t])?;
+    let mask = g.input("mask", DType::F32, &[n_kv, t])?;
+    let last = g.input("last", DType::I32, &[1])?;
+    let norm = |g: &mut Graph, x: TensorId, weight: &str| -> Result<TensorId> {
+        let y = g.rms_norm(x, c.eps)?;
+        g.mul(y, get(weight)?)
+    };
+    let scale = 1.0 / (hd as f32).sqrt();
+    let mut x = g.get_rows(get("token_embd.weight")?, tokens)?;
+    for (i, &(kc, vc)) in caches.iter().enumerate() {
+        let b = |s: &str| format!("blk.{i}.{s}");
+        let h = norm(g, x, &b("attn_norm.weight"))?;
+        let proj = |g: &mut Graph, name: &str, heads: usize| -> Result<TensorId> {
+            let mut y = g.matmul(get(&b(&format!("{name}.weight")))?, h)?;
+            if c.arch == Arch::Qwen2 {
+                y = g.add(y, get(&b(&format!("{name}.bias")))?)?;
+            }
+            g.reshape(y, &[hd, heads, t])
+        };
+        let mut q = proj(g, "attn_q", nh)?;
+        let mut k = proj(g, "attn_k", nkv)?;
+        let v = proj(g, "attn_v", nkv)?;
+        if c.arch == Arch::Qwen3 {
+            q = norm(g, q, &b("attn_q_norm.weight"))?;
+            k = norm(g, k, &b("attn_k_norm.weight"))?;
+        }
+        let q = g.rope(q, pos, c.rope)?;
+        let k = g.rope(k, pos, c.rope)?;
+        // [hd, heads, t] → [hd, t, heads]: rows by token within each head.
+        let by_token = [0, 2, 1, 3];
+        let k = g.permute(k, by_token)?;
+        let v = g.permute(v, by_token)?;
+        let kc = g.set_rows(kc, k, rows)?;
+        let vc = g.set_rows(vc, v, rows)?;
+        let es = g.tensor(kc).dtype.block_bytes();
+        let head_bytes = (n_ctx + 1) * hd * es;
+        let keys = g.view(kc, &[hd, n_kv, nkv], &[es, hd * es, head_bytes], 0)?;
+        // V transposed through strides: [n_kv, hd, heads], element j of row d at row j.
+        let values_t = g.view(vc, &[n_kv, hd, nkv], &[hd * es, es, head_bytes], 0)?;
+        let q = g.permute(q, by_token)?;
+        let scores = g.matmul(keys, q)?; // [n_kv, t, nh]: head h reads KV head h / (nh / nkv)
+        let probs = g.softmax(scores, Some(mask), scale)?;
+        let o = g.matmul(values_t, probs)?; // [hd, t, nh]
+        let o = g.permute(o, by_token)?;
+        let o = g.cont(o)?;
+        let o = g.reshape(o, &[hd * nh, t])?;
+        let o = g.matmul(get(&b("attn_output.weight"))?, o)?;
+        x = g.add(x, o)?;
+        let h = norm(g, x, &b("ffn_norm.weight"))?;
+        let gate = g.matmul(get(&b("ffn_gate.weight"))?, h)?;
+        let gate = g.silu(gate)?;
+        let up = g.matmul(get(&b("ffn_up.weight"))?, h)?;
+        let y = g.mul(gate, up)?;
+        let y = g.matmul(get(&b("ffn_down.weight"))?, y)?;
+        x = g.add(x, y)?;
+    }
+    let x = g.get_rows(x, last)?;
+    let x = norm(g, x, "output_norm.weight")?;
+    let out = if c.tied {
+        "token_embd.weight"
+    } else {
+        "output.weight"
+    };
+    let logits = g.matmul(get(out)?, x)?;
+    g.set_name(logits, "logits")?;
+    g.set_output(logits)?;
+    Ok(())
+}
