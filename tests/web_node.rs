@@ -212,3 +212,72 @@ fn tokenizer_bindings_refuse_bad_input() {
     let bytes = js_sys::Uint8Array::from(w.to_bytes().as_slice());
     assert!(err(Tokenizer::from_gguf(bytes.into())).contains("tokenizer.ggml.model"));
 }
+
+/// The decoder in wasm (the SIMD128 CPU kernels) against llama.cpp's outputs for two of the
+/// tiny models (tests/decoder.rs runs them all natively): the short prompt's logits by cosine
+/// and 32 greedy tokens, fed llama.cpp's own (every one must agree for f32; Q8_0 differs
+/// from llama.cpp's activation rounding only at near-ties, margins below 1).
+#[wasm_bindgen_test]
+async fn decoders_match_llama_cpp_in_wasm() {
+    use webtensor::model::decoder::{argmax, Decoder, DecoderOptions};
+    let rt = webtensor::create_runtime(webtensor::runtime::DeviceChoice::Cpu, false)
+        .await
+        .unwrap();
+    let b64 = js_sys::Function::new_with_args(
+        "s",
+        "return new Uint8Array(Buffer.from(s, 'base64'));",
+    );
+    for (name, min_cos, tie) in [("qwen3-f32", 0.99999, 0.0), ("llama-q8_0", 0.999, 1.0)] {
+        let (Some(gguf), Some(json)) = (
+            read_repo_file(&format!("models/decoder/{name}.gguf")),
+            read_repo_file(&format!("tests/reference/decoder/{name}.json")),
+        ) else {
+            assert!(
+                !vectors_required(),
+                "WEBTENSOR_REQUIRE_VECTORS=1 but models/decoder/{name}.gguf is missing: run \
+                 scripts/decoder-models.py"
+            );
+            console_log!("skipped {name}: run scripts/decoder-models.py");
+            continue;
+        };
+        let opts = DecoderOptions {
+            kv_dtype: Some(webtensor::graph::DType::F32),
+            ..DecoderOptions::default()
+        };
+        let mut dec = Decoder::load(&rt, &gguf, &opts).unwrap();
+        let j = js_sys::JSON::parse(std::str::from_utf8(&json).unwrap()).unwrap();
+        let case = js_sys::Reflect::get(&js_sys::Reflect::get(&j, &"cases".into()).unwrap(), &0.into())
+            .unwrap();
+        let field = |k: &str| js_sys::Reflect::get(&case, &k.into()).unwrap();
+        let nums = |v: JsValue| -> Vec<f64> {
+            js_sys::Array::from(&v).iter().map(|x| x.as_f64().unwrap()).collect()
+        };
+        let prompt: Vec<u32> = nums(field("prompt")).iter().map(|&x| x as u32).collect();
+        let greedy: Vec<u32> = nums(field("greedy")).iter().map(|&x| x as u32).collect();
+        let margins = nums(field("margins"));
+        let reference: Vec<f32> = bytemuck::pod_collect_to_vec(
+            &js_sys::Uint8Array::from(b64.call1(&JsValue::NULL, &field("logits")).unwrap()).to_vec(),
+        );
+        let mut logits = dec.prefill(&rt, &prompt).await.unwrap();
+        let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
+        for (&x, &y) in logits.iter().zip(&reference) {
+            ab += x as f64 * y as f64;
+            aa += x as f64 * x as f64;
+            bb += y as f64 * y as f64;
+        }
+        let cos = ab / (aa.sqrt() * bb.sqrt());
+        assert!(cos >= min_cos, "{name}: cosine {cos}");
+        let mut agree = 0;
+        for (i, &w) in greedy.iter().enumerate() {
+            let got = argmax(&logits);
+            agree += usize::from(got == w);
+            assert!(
+                got == w || margins[i] < tie,
+                "{name}: token {i} is {got}, llama.cpp's {w} (margin {})",
+                margins[i]
+            );
+            logits = dec.step(&rt, w).await.unwrap();
+        }
+        console_log!("{name} in wasm: cosine {cos:.7}, {agree} of 32 greedy tokens agree");
+    }
+}
