@@ -7,6 +7,7 @@
     python3 scripts/decoder-models.py            # writes models/decoder/<name>.gguf
     python3 scripts/decoder-models.py --reference    # + tests/reference/decoder/<name>.json
     python3 scripts/decoder-models.py --check-numpy  # + float64 numpy forward vs llama.cpp
+    python3 scripts/decoder-models.py --bench        # + models/decoder/bench-stories15m-*.gguf
 
 Default mode writes `models/decoder/<name>.gguf` for every model in MODELS (2 layers,
 n_embd 64, n_ff 128, context 256) and prints each file's size and sha256; a file whose
@@ -19,6 +20,11 @@ gguf-py version. Every `tokenizer.*` key of the vocab-only file (llama-spm: Sent
 hyper-parameter keys are the ones llama.cpp's convert_hf_to_gguf.py writes. Tensor names and
 shapes are llama.cpp's (ggml order, ne0 innermost: a numpy array of shape (rows, cols) is
 stored as ne = [cols, rows]).
+
+`--bench` also writes the BENCH models (not written by default): llama2.c stories15M shapes
+(n_embd 288, 6 layers, 6 heads = 6 KV heads of 48, n_ff 768, llama-spm vocab, untied output,
+context_length 1024) as F32 / Q8_0 / Q4_0, from the same weight generator and quantizer, for
+scripts/bench-decoder.sh. Random weights: for speed only, no reference outputs.
 
 `--reference` (needs llama_cpp) runs every model through llama.cpp exactly as described in
 REFERENCE_PARAMS (f32 KV cache, no flash attention, one 256-token batch) and writes
@@ -116,6 +122,16 @@ MODELS = {
     "qwen2-q8_0":     (2001, QT.Q8_0, QWEN2),
     "qwen3-f32":      (3001, QT.F32,  QWEN3),
 }
+# --bench only: the shapes of llama2.c's stories15M (n_embd 288, 6 layers, 6 heads, no GQA,
+# n_ff 768), llama-spm vocab, untied output, context 1024 -- for scripts/bench-decoder.sh
+# (speed only: random weights, no reference outputs).
+STORIES15M = dict(LLAMA, n_head=6, n_head_kv=6, head_dim=48, n_embd=288, n_layer=6, n_ff=768,
+                  n_ctx=1024)
+BENCH = {
+    "bench-stories15m-f32":  (4001, QT.F32,  STORIES15M),
+    "bench-stories15m-q8_0": (4001, QT.Q8_0, STORIES15M),
+    "bench-stories15m-q4_0": (4001, QT.Q4_0, STORIES15M),
+}
 # the one model per arch whose "long"/"fill" cases keep their logits in the JSON
 LOGITS_ALL = {"llama-f32", "qwen2-f32", "qwen3-f32"}
 
@@ -168,6 +184,7 @@ def draw_weights(seed, cfg, n_vocab):
     """float32 numpy arrays in (rows, cols) = (out features, in features) layout, llama.cpp names."""
     rng = np.random.default_rng(seed)
     nh, nkv, hd = cfg["n_head"], cfg["n_head_kv"], cfg["head_dim"]
+    N_EMBD, N_LAYER, N_FF = dims(cfg)[:3]  # noqa: N806 (the MODELS defaults unless cfg says)
 
     def normal(shape, std):
         return (rng.standard_normal(shape) * std).astype(np.float32)
@@ -240,14 +257,21 @@ def vocab_fields(vocab_file):
 _VOCAB_CACHE = {}
 
 
+def dims(cfg):
+    """(n_embd, n_layer, n_ff, n_ctx): the module defaults unless cfg overrides them (BENCH)."""
+    return (cfg.get("n_embd", N_EMBD), cfg.get("n_layer", N_LAYER), cfg.get("n_ff", N_FF),
+            cfg.get("n_ctx", N_CTX))
+
+
 def write_gguf(name, path):
     """Writes the GGUF file for `name` to `path`; returns the float32 weights before quantization."""
-    seed, wtype, cfg = MODELS[name]
+    seed, wtype, cfg = MODELS[name] if name in MODELS else BENCH[name]
     if cfg["vocab"] not in _VOCAB_CACHE:
         _VOCAB_CACHE[cfg["vocab"]] = vocab_fields(cfg["vocab"])
     fields, n_vocab = _VOCAB_CACHE[cfg["vocab"]]
     w = draw_weights(seed, cfg, n_vocab)
     arch, nh, nkv, hd = cfg["arch"], cfg["n_head"], cfg["n_head_kv"], cfg["head_dim"]
+    N_EMBD, N_LAYER, N_FF, N_CTX = dims(cfg)  # noqa: N806
 
     wr = gguf.GGUFWriter(path, arch)  # adds general.architecture
     wr.add_name(name)
@@ -298,10 +322,10 @@ def sha256_file(path):
     return h.hexdigest()
 
 
-def write_models():
+def write_models(names=None):
     os.makedirs(OUT_DIR, exist_ok=True)
     shas = {}
-    for name in MODELS:
+    for name in (MODELS if names is None else names):
         path = model_path(name)
         tmp = path + ".tmp"
         write_gguf(name, tmp)
@@ -545,9 +569,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reference", action="store_true", help="also write tests/reference/decoder/*.json")
     ap.add_argument("--check-numpy", action="store_true", help="compare a float64 numpy forward with the JSON logits")
+    ap.add_argument("--bench", action="store_true",
+                    help="also write models/decoder/bench-*.gguf (stories15M shapes, for scripts/bench-decoder.sh)")
     args = ap.parse_args()
     t0 = time.time()
     shas = write_models()
+    if args.bench:
+        write_models(BENCH)
     log(f"models done in {time.time() - t0:.1f}s")
     if args.reference:
         write_reference(shas)
