@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example generate -- models/decoder/llama-q8_0.gguf \
 //!     --prompt "Once upon a time" -n 32 [--device cpu|webgpu|auto] [--context 256] [--ids 1,2,3]
+//!     [--kv f32|f16] [--logits FILE]   (the prompt's last logits, little-endian f32, for comparisons)
 //! ```
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -26,6 +27,8 @@ mod native {
         let path = args
             .next()
             .ok_or("usage: generate MODEL.gguf [--prompt TEXT] [-n N]")?;
+        let mut logits_out: Option<String> = None;
+        let mut kv = None;
         let (mut prompt, mut ids, mut n, mut device, mut context) = (
             "Once upon a time".to_string(),
             None,
@@ -47,6 +50,14 @@ mod native {
                 }
                 "-n" => n = val()?.parse().map_err(|e| format!("-n: {e}"))?,
                 "--device" => device = val()?,
+                "--logits" => logits_out = Some(val()?),
+                "--kv" => {
+                    kv = Some(match val()?.as_str() {
+                        "f32" => webtensor::graph::DType::F32,
+                        "f16" => webtensor::graph::DType::F16,
+                        other => return Err(format!("--kv f32|f16, not {other}")),
+                    })
+                }
                 "--context" => {
                     context = Some(val()?.parse().map_err(|e| format!("--context: {e}"))?)
                 }
@@ -63,6 +74,7 @@ mod native {
         let t0 = Instant::now();
         let opts = DecoderOptions {
             context,
+            kv_dtype: kv,
             ..DecoderOptions::default()
         };
         let mut dec = Decoder::load(&rt, &bytes, &opts).map_err(|e| e.to_string())?;
@@ -77,6 +89,10 @@ mod native {
         let t1 = Instant::now();
         let logits = block_on(dec.prefill(&rt, &ids)).map_err(|e| e.to_string())?;
         let prefill_s = t1.elapsed().as_secs_f64();
+        if let Some(path) = &logits_out {
+            let bytes: Vec<u8> = logits.iter().flat_map(|x| x.to_le_bytes()).collect();
+            std::fs::write(path, bytes).map_err(|e| format!("{path}: {e}"))?;
+        }
         let mut next = webtensor::model::decoder::argmax(&logits);
         let mut out = vec![next];
         let t2 = Instant::now();
@@ -90,6 +106,9 @@ mod native {
             .tokenizer()
             .map(|t| t.decode(&out, false))
             .unwrap_or_default();
+        if std::env::var("EXPLAIN").is_ok() {
+            println!("{}", dec.explain(&rt).map_err(|e| e.to_string())?);
+        }
         println!("ids: {out:?}");
         println!("text: {text:?}");
         let steps = out.len().saturating_sub(1).max(1);

@@ -40,7 +40,7 @@ export interface LoadModelOptions {
   signal?: AbortSignal;
 }
 export interface CallOptions { signal?: AbortSignal }
-export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensorProxy>;
+export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensorProxy | StateProxy>;
 export type Outputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensorProxy>;
 
 /** Options of `Tokenizer.fromGguf` (for a URL: how it is fetched). */
@@ -75,9 +75,22 @@ export interface GpuTensorProxy {
   read(): Promise<Float32Array | Int32Array | Uint8Array>;
   dispose(): void;
 }
+/** A State in worker mode (memory kept across runs on one device; it lives in the worker). */
+export interface StateProxy {
+  readonly name: string;
+  readonly dtype: string;
+  readonly shape: number[];
+  readonly device: string;
+  readonly disposed: boolean;
+  read(): Promise<Float32Array | Int32Array>;
+  zero(): Promise<void>;
+  dispose(): void;
+}
 export interface RuntimeProxy {
   readonly devices: string[];
   readonly notes: string[];
+  /** Memory kept across runs on one device, zeroed; give it as the input named after a graph's state leaf. */
+  createState(dtype: 'f32' | 'f16' | 'i32', shape: number[], options?: Engine.StateOptions): Promise<StateProxy>;
   run(graph: Engine.Graph, inputs?: Inputs, options?: { keepOnDevice?: boolean; signal?: AbortSignal }): Promise<Outputs>;
   explain(graph: Engine.Graph): Promise<string>;
   copyStats(): Promise<{ perRunBytes: number; perRunWeightBytes: number; oneTimeBytes: number }>;
@@ -152,6 +165,7 @@ export interface WorkerModule {
   Tokenizer: { fromGguf(source: string | Uint8Array, options?: TokenizerSourceOptions): Promise<TokenizerProxy> };
   TokenStream: new (...args: never[]) => TokenStreamProxy;
   GpuTensor: new (...args: never[]) => GpuTensorProxy;
+  State: new (...args: never[]) => StateProxy;
   /** Stops the worker: calls in flight and later ones reject. */
   terminate(): void;
 }

@@ -105,7 +105,7 @@ export const GRAPH_CALLS = {
   getRows: [[0, 1], true], reshape: [[0], true], view: [[0], true], permute: [[0], true],
   transpose: [[0], true], tanh: [[0], true], sigmoid: [[0], true], exp: [[0], true],
   neg: [[0], true], sqr: [[0], true], sqrt: [[0], true], clamp: [[0], true],
-  setRows: [[0, 1, 2], true],
+  setRows: [[0, 1, 2], true], state: [[], true],
 };
 
 /** The Tokenizer getters the worker sends at fromGguf: the proxy's fields (they never change). */
@@ -189,6 +189,35 @@ export function proxyModule(link, loaded, cache) {
     }
   }
 
+  class State {
+    #handle; #disposed = false;
+    constructor(ref) {
+      this.#handle = ref.__state;
+      this.name = ref.name;
+      this.dtype = ref.dtype;
+      this.shape = ref.shape;
+      this.device = ref.device;
+    }
+    get disposed() { return this.#disposed; }
+    _ref() {
+      if (this.#disposed) throw new Error('this State was disposed');
+      return { __state: this.#handle };
+    }
+    read() {
+      if (this.#disposed) return Promise.reject(new Error('this State was disposed'));
+      return link.call('state.read', { handle: this.#handle });
+    }
+    zero() {
+      if (this.#disposed) return Promise.reject(new Error('this State was disposed'));
+      return link.call('state.zero', { handle: this.#handle });
+    }
+    dispose() {
+      if (this.#disposed) return;
+      this.#disposed = true;
+      link.call('state.dispose', { handle: this.#handle }).catch(() => {});
+    }
+  }
+
   class Runtime {
     #handle;
     constructor(r) { this.#handle = r.handle; this.devices = r.devices; this.notes = r.notes; }
@@ -206,7 +235,7 @@ export function proxyModule(link, loaded, cache) {
         let ins = inputs;
         if (inputs && typeof inputs === 'object' && !Array.isArray(inputs) && !ArrayBuffer.isView(inputs)) {
           ins = {};
-          for (const [k, v] of Object.entries(inputs)) ins[k] = v instanceof GpuTensor ? v._ref() : v;
+          for (const [k, v] of Object.entries(inputs)) ins[k] = v instanceof GpuTensor || v instanceof State ? v._ref() : v;
         }
         return withGraph(graph, 'runtime.run', { handle: this.#handle, inputs: ins, options: rest }, { signal })
           .then((outs) => {
@@ -216,6 +245,9 @@ export function proxyModule(link, loaded, cache) {
       } catch (e) {
         return Promise.reject(e);
       }
+    }
+    async createState(dtype, shape, options) {
+      return new State(await link.call('runtime.createState', { handle: this.#handle, dtype, shape, options }));
     }
     async explain(graph) { return withGraph(graph, 'runtime.explain', { handle: this.#handle }); }
     copyStats() { return link.call('runtime.copyStats', { handle: this.#handle }); }
@@ -331,6 +363,7 @@ export function proxyModule(link, loaded, cache) {
     Tokenizer,
     TokenStream,
     GpuTensor,
+    State,
     terminate: () => link.terminate(),
   });
 }

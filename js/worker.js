@@ -62,7 +62,9 @@ function graph(ref) {
 function inputs(obj) {
   if (obj === null || typeof obj !== 'object') return obj;
   const out = {};
-  for (const [k, v] of Object.entries(obj)) out[k] = v && v.__gpuTensor ? get(v.__gpuTensor, 'GpuTensor') : v;
+  for (const [k, v] of Object.entries(obj)) {
+    out[k] = v && v.__gpuTensor ? get(v.__gpuTensor, 'GpuTensor') : v && v.__state ? get(v.__state, 'State') : v;
+  }
   return out;
 }
 
@@ -80,6 +82,7 @@ function gpuRef(t) {
 
 // The calls the page's proxy (proxy.js) may send, by op name: the engine's functions by
 // their names, class members as runtime.*, model.* (SentenceEmbedder), gpu.* (GpuTensor),
+// state.* (State),
 // tokenizer.* (Tokenizer), stream.* (TokenStream, a Tokenizer's streaming decoder).
 // Exported for scripts/check-js-surface.mjs, which checks them against webtensor.d.ts.
 export const OPS = {
@@ -109,6 +112,10 @@ export const OPS = {
       else { result[k] = v; transfer.push(...transferable(v)); }
     }
     return { value: result, transfer };
+  },
+  'runtime.createState'({ handle, dtype, shape, options }) {
+    const s = get(handle, 'Runtime').createState(dtype, shape, options);
+    return { __state: keep(s), name: s.name, dtype: s.dtype, shape: s.shape, device: s.device };
   },
   'runtime.explain': ({ handle, graph: ref }) => get(handle, 'Runtime').explain(graph(ref)),
   'runtime.copyStats': ({ handle }) => get(handle, 'Runtime').copyStats(),
@@ -157,6 +164,13 @@ export const OPS = {
   'stream.push': ({ handle, id }) => get(handle, 'TokenStream').push(id),
   'stream.finish': ({ handle }) => get(handle, 'TokenStream').finish(),
   'stream.dispose': drop,
+
+  async 'state.read'({ handle }) {
+    const v = await get(handle, 'State').read();
+    return { value: v, transfer: transferable(v) };
+  },
+  'state.zero': ({ handle }) => get(handle, 'State').zero(),
+  'state.dispose': drop,
 
   'gpu.read': ({ handle }) => get(handle, 'GpuTensor').read(),
   'gpu.dispose': drop,

@@ -9,13 +9,13 @@
 //   3. js/proxy.js: GRAPH_CALLS (Graph's recorded methods) and the proxy classes and module
 //      that proxyModule() returns (the page's side in worker mode, the default);
 //   4. js/index.d.ts: WorkerModule and the RuntimeProxy / SentenceEmbedderProxy /
-//      TokenizerProxy / TokenStreamProxy / GpuTensorProxy interfaces.
+//      TokenizerProxy / TokenStreamProxy / GpuTensorProxy / StateProxy interfaces.
 // The rules:
 //   - every Graph method of the bindings is in GRAPH_CALLS and every GRAPH_CALLS name is a
 //     Graph method (its tensor-argument positions within the method's parameters), but for
 //     GRAPH_EXEMPT; a Graph getter is a member of the proxy's Graph;
 //   - every method, static method and getter of Runtime, SentenceEmbedder, Tokenizer,
-//     TokenStream and GpuTensor (the classes of PROXIED) is a
+//     TokenStream, GpuTensor and State (the classes of PROXIED) is a
 //     member of the proxy class and of its index.d.ts interface (a static one: of
 //     WorkerModule's Runtime / SentenceEmbedder), and every (static) method has its worker op
 //     (`runtime.run`, `model.embed`, `gpu.read`), but for CLASS_EXEMPT; and back: every such
@@ -84,6 +84,12 @@ const CLASS_EXEMPT = {
     // tensors travel as { __gpuTensor: handle } and the worker swaps in the real one.
     __webtensorGpuTensor: 'internal: marks a GpuTensor for Runtime.run inside the engine',
   },
+  State: {
+    free: 'wasm-bindgen memory management; worker mode has dispose()',
+    '[Symbol.dispose]': 'wasm-bindgen memory management (same as free)',
+    // As for GpuTensor: the page's proxy states travel as { __state: handle }.
+    __webtensorState: 'internal: marks a State for Runtime.run inside the engine',
+  },
 };
 
 /** Free functions of the bindings that are not worker ops / WorkerModule members. */
@@ -112,7 +118,7 @@ const JS_ONLY = {
   ops: ['init', 'graph.free', 'cache.list', 'cache.delete', 'cache.clear'],
   // The module's members that are not the engine's functions.
   module: ['loaded', 'worker', 'cache', 'terminate', 'Graph', 'Runtime', 'SentenceEmbedder', 'Tokenizer', 'TokenStream',
-    'GpuTensor'],
+    'GpuTensor', 'State'],
 };
 
 /** The proxied classes: their worker-op prefix and index.d.ts interface. */
@@ -122,6 +128,7 @@ const PROXIED = {
   Tokenizer: { op: 'tokenizer', iface: 'TokenizerProxy' },
   TokenStream: { op: 'stream', iface: 'TokenStreamProxy' },
   GpuTensor: { op: 'gpu', iface: 'GpuTensorProxy' },
+  State: { op: 'state', iface: 'StateProxy' },
 };
 
 // wasm-bindgen's own exports of every --target web module (the loader calls them).

@@ -346,3 +346,111 @@ async fn a_device_failing_its_self_check_is_dropped_in_chromium() {
         "{plan}"
     );
 }
+
+/// States through the JS surface: `runtime.createState`, `graph.state`, the State given as
+/// the input of its name: a running sum over runs on each device (WebGPU on SwiftShader, and
+/// the CPU), read back, zeroed, and errors for a wrong shape and a disposed State.
+#[wasm_bindgen_test]
+async fn states_keep_a_running_sum_in_chromium() {
+    use js_sys::{Float32Array, Function, Int32Array, Object, Promise, Reflect};
+    use wasm_bindgen::{JsCast, JsValue};
+    use wasm_bindgen_futures::JsFuture;
+    use webtensor::wasm::runtime::{JsGraph, JsRuntime};
+
+    pool().await;
+    let obj = |pairs: &[(&str, JsValue)]| -> JsValue {
+        let o = Object::new();
+        for (k, v) in pairs {
+            Reflect::set(&o, &(*k).into(), v).unwrap();
+        }
+        o.into()
+    };
+    let get = |o: &JsValue, k: &str| Reflect::get(o, &k.into()).unwrap();
+    let message = |e: JsValue| get(&e, "message").as_string().unwrap_or_default();
+    for device in ["WebGPU", "CPU"] {
+        let opts = obj(&[("devices", "webgpu".into()), ("costModel", false.into())]);
+        let rt = JsRuntime::create(opts)
+            .await
+            .unwrap_or_else(|_| panic!("a WebGPU runtime"));
+        let g = JsGraph::new();
+        let s = g.state("sum", "f32", vec![4, 1]).ok().unwrap();
+        let x = g.input("x", "f32", vec![4, 1]).ok().unwrap();
+        let row = g.input("row", "i32", vec![1]).ok().unwrap();
+        let y = g.add(s, x).ok().unwrap();
+        let w = g.set_rows(s, y, row).ok().unwrap();
+        let out = g.scale(w, 1.0).ok().unwrap();
+        g.set_name(out, "total").ok().unwrap();
+        g.output(out).ok().unwrap();
+        let state: JsValue = rt
+            .create_state(
+                "f32",
+                vec![4, 1],
+                obj(&[("device", device.into()), ("name", "sum".into())]),
+            )
+            .ok()
+            .unwrap()
+            .into();
+        assert_eq!(get(&state, "device").as_string().as_deref(), Some(device));
+        let mut want = [0.0f32; 4];
+        for step in 1..=3 {
+            let xs = [step as f32, 1.0, -2.0, 0.5];
+            for (w, v) in want.iter_mut().zip(xs) {
+                *w += v;
+            }
+            let inputs = obj(&[
+                ("x", Float32Array::from(xs.as_slice()).into()),
+                ("row", Int32Array::from([0i32].as_slice()).into()),
+                ("sum", state.clone()),
+            ]);
+            let outs = JsFuture::from(rt.run(&g, inputs, JsValue::UNDEFINED))
+                .await
+                .unwrap_or_else(|e| panic!("{device}: {}", message(e)));
+            let total = get(&outs, "total").dyn_into::<Float32Array>().unwrap();
+            assert_eq!(total.to_vec(), want, "{device} step {step}");
+        }
+        let read: Promise = get(&state, "read")
+            .dyn_into::<Function>()
+            .unwrap()
+            .call0(&state)
+            .unwrap()
+            .dyn_into()
+            .unwrap();
+        let values = JsFuture::from(read).await.unwrap();
+        assert_eq!(values.dyn_into::<Float32Array>().unwrap().to_vec(), want);
+        let plan = rt.explain(&g);
+        // Unbound (no inputs here): explain names the missing binding.
+        assert!(plan.is_err());
+        // A State of the wrong shape, then a disposed one.
+        let small: JsValue = rt
+            .create_state("f32", vec![2], JsValue::UNDEFINED)
+            .ok()
+            .unwrap()
+            .into();
+        let bad = obj(&[
+            ("x", Float32Array::from([0.0f32; 4].as_slice()).into()),
+            ("row", Int32Array::from([0i32].as_slice()).into()),
+            ("sum", small),
+        ]);
+        let e = JsFuture::from(rt.run(&g, bad, JsValue::UNDEFINED))
+            .await
+            .unwrap_err();
+        assert!(
+            message(e).contains("but the State given is f32"),
+            "{device}"
+        );
+        get(&state, "dispose")
+            .dyn_into::<Function>()
+            .unwrap()
+            .call0(&state)
+            .unwrap();
+        let gone = obj(&[
+            ("x", Float32Array::from([0.0f32; 4].as_slice()).into()),
+            ("row", Int32Array::from([0i32].as_slice()).into()),
+            ("sum", state.clone()),
+        ]);
+        let e = JsFuture::from(rt.run(&g, gone, JsValue::UNDEFINED))
+            .await
+            .unwrap_err();
+        assert!(message(e).contains("this State was disposed"), "{device}");
+    }
+}

@@ -223,10 +223,8 @@ async fn decoders_match_llama_cpp_in_wasm() {
     let rt = webtensor::create_runtime(webtensor::runtime::DeviceChoice::Cpu, false)
         .await
         .unwrap();
-    let b64 = js_sys::Function::new_with_args(
-        "s",
-        "return new Uint8Array(Buffer.from(s, 'base64'));",
-    );
+    let b64 =
+        js_sys::Function::new_with_args("s", "return new Uint8Array(Buffer.from(s, 'base64'));");
     for (name, min_cos, tie) in [("qwen3-f32", 0.99999, 0.0), ("llama-q8_0", 0.999, 1.0)] {
         let (Some(gguf), Some(json)) = (
             read_repo_file(&format!("models/decoder/{name}.gguf")),
@@ -246,17 +244,24 @@ async fn decoders_match_llama_cpp_in_wasm() {
         };
         let mut dec = Decoder::load(&rt, &gguf, &opts).unwrap();
         let j = js_sys::JSON::parse(std::str::from_utf8(&json).unwrap()).unwrap();
-        let case = js_sys::Reflect::get(&js_sys::Reflect::get(&j, &"cases".into()).unwrap(), &0.into())
-            .unwrap();
+        let case = js_sys::Reflect::get(
+            &js_sys::Reflect::get(&j, &"cases".into()).unwrap(),
+            &0.into(),
+        )
+        .unwrap();
         let field = |k: &str| js_sys::Reflect::get(&case, &k.into()).unwrap();
         let nums = |v: JsValue| -> Vec<f64> {
-            js_sys::Array::from(&v).iter().map(|x| x.as_f64().unwrap()).collect()
+            js_sys::Array::from(&v)
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
         };
         let prompt: Vec<u32> = nums(field("prompt")).iter().map(|&x| x as u32).collect();
         let greedy: Vec<u32> = nums(field("greedy")).iter().map(|&x| x as u32).collect();
         let margins = nums(field("margins"));
         let reference: Vec<f32> = bytemuck::pod_collect_to_vec(
-            &js_sys::Uint8Array::from(b64.call1(&JsValue::NULL, &field("logits")).unwrap()).to_vec(),
+            &js_sys::Uint8Array::from(b64.call1(&JsValue::NULL, &field("logits")).unwrap())
+                .to_vec(),
         );
         let mut logits = dec.prefill(&rt, &prompt).await.unwrap();
         let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);

@@ -110,6 +110,31 @@ impl Program {
         Ok(id)
     }
 
+    /// Binds state `s` to the graph's state leaf named `name` (declared with
+    /// [`crate::graph::Graph::state`]), checked to be of the leaf's dtype and shape.
+    pub fn bind_state(&mut self, name: &str, s: &super::State) -> Result<()> {
+        let id = self
+            .graph
+            .iter()
+            .find(|(_, t)| t.role == crate::graph::Role::State && t.name == name)
+            .map(|(id, _)| id)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("the graph has no state named {name:?}"))
+            })?;
+        let t = self.graph.tensor(id);
+        if t.dtype != s.dtype() || t.ne != s.shape() {
+            return Err(Error::InvalidArgument(format!(
+                "state {name} is {} {:?}, but the State given is {} {:?}",
+                t.dtype.name(),
+                t.ne,
+                s.dtype().name(),
+                s.shape()
+            )));
+        }
+        self.states.insert(id, s.clone());
+        Ok(())
+    }
+
     /// Adds a weight from f32 values, converted (or quantized) to `dtype`.
     pub fn weight_f32(
         &mut self,

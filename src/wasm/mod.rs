@@ -7,6 +7,7 @@ mod convert;
 mod model;
 // Public so that browser tests drive the JS surface (`Runtime`, `Graph`, `GpuTensor`) itself.
 pub mod runtime;
+mod state;
 mod threads;
 // Public so that the wasm tests (tests/web_node.rs) drive `Tokenizer` through its bindings.
 pub mod tokenizer;

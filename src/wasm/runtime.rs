@@ -23,9 +23,16 @@ export interface RuntimeOptions {
   /** Place ops with measured device costs (default true). */
   costModel?: boolean;
 }
-/** Input values by input name: typed arrays, or tensors a run of the same runtime kept on
- * its device. */
-export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensor>;
+/** Input values by input name: typed arrays, tensors a run of the same runtime kept on
+ * its device, or `State`s for the graph's state leaves of those names. */
+export type Inputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensor | State>;
+/** Options of `Runtime.createState`. */
+export interface StateOptions {
+  /** One of the runtime's `devices` (default: the first). */
+  device?: string;
+  /** Its name in `explain()` (default "state"). */
+  name?: string;
+}
 /** Output values by output name (`GpuTensor`s with `keepOnDevice`). */
 export type Outputs = Record<string, Float32Array | Int32Array | Uint8Array | GpuTensor>;
 /** Options of `Runtime.run`. */
@@ -61,7 +68,7 @@ fn js_typed(v: &JsValue, what: &str) -> Result<TypedVec, JsError> {
     }
 }
 
-fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<JsValue, JsError> {
+pub(super) fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<JsValue, JsError> {
     Ok(
         match typed::bytes_to_typed(bytes, dtype).map_err(to_js_error)? {
             TypedVec::F32(v) => Float32Array::from(v.as_slice()).into(),
@@ -124,6 +131,14 @@ impl JsGraph {
         typed::add_weight(&mut p, name, dt, &shape, data.as_typed())
             .map(|id| id.0 as u32)
             .map_err(to_js_error)
+    }
+
+    /// A state leaf: memory kept across runs on one device, given to each run as the input
+    /// named `name` (a `State` from `runtime.createState` of this dtype and shape). Every op
+    /// may read it; `setRows` on it writes those rows in place.
+    pub fn state(&self, name: &str, dtype: &str, shape: Vec<usize>) -> Result<u32, JsError> {
+        let dt = parse_dtype(dtype)?;
+        self.with(|g| g.state(name, dt, &shape))
     }
 
     /// Marks `t` as an output of runs.
@@ -373,8 +388,8 @@ impl JsRuntime {
         #[wasm_bindgen(unchecked_optional_param_type = "RunOptions")] options: JsValue,
     ) -> Promise {
         let rt = self.live().cloned();
-        let program = graph.p.borrow().clone();
-        let parsed = parse_inputs(&program, &inputs);
+        let mut program = graph.p.borrow().clone();
+        let parsed = parse_inputs(&mut program, &inputs);
         let keep = super::convert::prop(&options, "keepOnDevice")
             .and_then(|v| v.as_bool())
             .unwrap_or(false);
@@ -395,6 +410,45 @@ impl JsRuntime {
             }
             Ok(o.into())
         })
+    }
+
+    /// A state on one of the runtime's devices: `dtype` ("f32", "f16", "i32") values of
+    /// `shape` (innermost first), zeroed. `options`: `{ device, name }`, `device` one of
+    /// `devices` (default: the first, the GPU when the runtime has one).
+    #[wasm_bindgen(js_name = createState)]
+    pub fn create_state(
+        &self,
+        dtype: &str,
+        shape: Vec<usize>,
+        #[wasm_bindgen(unchecked_optional_param_type = "StateOptions")] options: JsValue,
+    ) -> Result<super::state::JsState, JsError> {
+        let rt = self.live()?;
+        let dt = parse_dtype(dtype)?;
+        let name = super::convert::prop(&options, "name")
+            .and_then(|v| v.as_string())
+            .unwrap_or_else(|| "state".to_string());
+        let names = rt.device_names();
+        let device = match super::convert::prop(&options, "device") {
+            None => 0,
+            Some(v) => {
+                let want = v
+                    .as_string()
+                    .ok_or_else(|| JsError::new("options.device must be a device name"))?;
+                names
+                    .iter()
+                    .position(|n| n.eq_ignore_ascii_case(&want))
+                    .ok_or_else(|| {
+                        JsError::new(&format!(
+                            "device {want:?} is not one of this runtime's ({})",
+                            names.join(", ")
+                        ))
+                    })?
+            }
+        };
+        let s = rt
+            .create_state(&name, dt, &shape, device)
+            .map_err(to_js_error)?;
+        Ok(super::state::JsState::register(s))
     }
 
     /// Bytes copied between devices by every run so far: `{ perRunBytes, perRunWeightBytes,
@@ -438,7 +492,9 @@ impl JsRuntime {
     }
 }
 
-fn parse_inputs(p: &Program, inputs: &JsValue) -> Result<HashMap<String, Value>, JsError> {
+/// A run's inputs by name: typed arrays and GpuTensors as values; States bound to the
+/// graph's state leaves of their names (into `p`, this run's copy of the program).
+fn parse_inputs(p: &mut Program, inputs: &JsValue) -> Result<HashMap<String, Value>, JsError> {
     let mut out = HashMap::new();
     if inputs.is_undefined() || inputs.is_null() {
         return Ok(out);
@@ -451,6 +507,10 @@ fn parse_inputs(p: &Program, inputs: &JsValue) -> Result<HashMap<String, Value>,
         let value = Reflect::get(obj, &key).map_err(|_| JsError::new("cannot read inputs"))?;
         if let Some(t) = JsGpuTensor::lookup(&value)? {
             out.insert(name, Value::Device(t));
+            continue;
+        }
+        if let Some(s) = super::state::JsState::lookup(&value)? {
+            p.bind_state(&name, &s).map_err(to_js_error)?;
             continue;
         }
         let dtype = p

@@ -118,7 +118,7 @@ pub(crate) fn place(
         };
         let Some(&d) = states.get(&st) else {
             return Err(Error::Graph(format!(
-                "state {} has no memory bound (give it with Program::state)",
+                "state {} has no memory bound (bind a State to it)",
                 graph.tensor(st).name
             )));
         };
