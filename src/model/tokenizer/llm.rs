@@ -76,6 +76,9 @@ pub struct Vocab {
     ids: HashMap<String, u32>,
     scores: Vec<f32>,
     types: Vec<TokenType>,
+    /// llama.cpp's token attributes ([`attr`]): the types, as llama.cpp's loader overrides
+    /// them (control-looking texts, per-model strip flags).
+    attrs: Vec<u16>,
     specials: Specials,
     add_bos: bool,
     add_eos: bool,
@@ -83,6 +86,105 @@ pub struct Vocab {
     /// `cache_special_tokens`).
     special_cache: Vec<u32>,
 }
+
+/// llama.cpp's `llama_token_attr` bits.
+mod attr {
+    pub const UNKNOWN: u16 = 1 << 0;
+    pub const UNUSED: u16 = 1 << 1;
+    pub const NORMAL: u16 = 1 << 2;
+    pub const CONTROL: u16 = 1 << 3;
+    pub const USER_DEFINED: u16 = 1 << 4;
+    pub const BYTE: u16 = 1 << 5;
+    pub const LSTRIP: u16 = 1 << 7;
+    pub const RSTRIP: u16 = 1 << 8;
+}
+
+/// Texts llama.cpp's loader takes for end-of-generation tokens: each is made a control
+/// token whatever its type in the file (`special_eog_ids` in src/llama-vocab.cpp).
+const EOG_TEXTS: [&str; 22] = [
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<\u{ff5c}end\u{2581}of\u{2581}sentence\u{ff5c}>",
+    "[e~[",
+];
+
+/// The fill-in-the-middle tokens llama.cpp's loader looks for by text when the file names
+/// none (`tokenizer.ggml.<key>`), made control tokens: (keys, texts). llama.cpp takes the
+/// first match in hash order; vocabularies have at most one of each.
+const FIM_TEXTS: [(&[&str], &[&str]); 6] = [
+    (
+        &["fim_pre_token_id", "prefix_token_id"],
+        &[
+            "<|fim_prefix|>",
+            "<fim-prefix>",
+            "<fim_prefix>",
+            "<\u{ff5c}fim\u{2581}begin\u{ff5c}>",
+            "<PRE>",
+            "\u{2581}<PRE>",
+            "<|code_prefix|>",
+            "<|prefix|>",
+        ],
+    ),
+    (
+        &["fim_suf_token_id", "suffix_token_id"],
+        &[
+            "<|fim_suffix|>",
+            "<fim-suffix>",
+            "<fim_suffix>",
+            "<\u{ff5c}fim\u{2581}hole\u{ff5c}>",
+            "<SUF>",
+            "\u{2581}<SUF>",
+            "<|code_suffix|>",
+            "<|suffix|>",
+        ],
+    ),
+    (
+        &["fim_mid_token_id", "middle_token_id"],
+        &[
+            "<|fim_middle|>",
+            "<fim-middle>",
+            "<fim_middle>",
+            "<\u{ff5c}fim\u{2581}end\u{ff5c}>",
+            "<MID>",
+            "\u{2581}<MID>",
+            "<|code_middle|>",
+            "<|middle|>",
+        ],
+    ),
+    (
+        &["fim_pad_token_id"],
+        &["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"],
+    ),
+    (
+        &["fim_rep_token_id"],
+        &[
+            "<|fim_repo|>",
+            "<|repo_name|>",
+            "<fim-repo>",
+            "<REPO>",
+            "<reponame>",
+        ],
+    ),
+    (&["fim_sep_token_id"], &["<|file_sep|>"]),
+];
 
 fn numbers<'v>(g: &'v Gguf, key: &str, n: usize) -> Result<Option<&'v [Value]>> {
     match g.get(key) {
@@ -101,6 +203,125 @@ fn numbers<'v>(g: &'v Gguf, key: &str, n: usize) -> Result<Option<&'v [Value]>> 
             format!("must be an array of numbers, got {:?}", v.value_type()),
         )),
     }
+}
+
+/// llama.cpp's token attributes: the file's types, then what its loader changes
+/// (`llama_vocab::impl::load` in src/llama-vocab.cpp): control-looking texts (end of
+/// generation, fill-in-the-middle) become control tokens, gpt-oss's channel tokens
+/// user-defined, and Phi-3's special tokens strip the whitespace after them.
+fn token_attrs(
+    g: &Gguf,
+    tokens: &[String],
+    ids: &HashMap<String, u32>,
+    types: &[TokenType],
+    specials: &Specials,
+) -> Vec<u16> {
+    let mut attrs: Vec<u16> = types
+        .iter()
+        .map(|t| match t {
+            TokenType::Undefined => 0,
+            TokenType::Normal => attr::NORMAL,
+            TokenType::Unknown => attr::UNKNOWN,
+            TokenType::Control => attr::CONTROL,
+            TokenType::UserDefined => attr::USER_DEFINED,
+            TokenType::Unused => attr::UNUSED,
+            TokenType::Byte => attr::BYTE,
+        })
+        .collect();
+    let meta_id = |key: &str| -> Option<u32> {
+        g.get(&format!("tokenizer.ggml.{key}"))
+            .and_then(Value::as_i64)
+            .filter(|&i| (0..tokens.len() as i64).contains(&i))
+            .map(|i| i as u32)
+    };
+    let mut eog: Vec<u32> = Vec::new();
+    for (i, (keys, texts)) in FIM_TEXTS.iter().enumerate() {
+        let found = match keys.iter().find_map(|k| meta_id(k)) {
+            Some(id) => Some(id),
+            None => texts
+                .iter()
+                .find_map(|t| ids.get(*t).copied())
+                .inspect(|&id| {
+                    attrs[id as usize] |= attr::CONTROL;
+                }),
+        };
+        // FIM pad, repo and separator end generation.
+        if i >= 3 {
+            eog.extend(found);
+        }
+    }
+    for t in EOG_TEXTS {
+        if let Some(&id) = ids.get(t) {
+            attrs[id as usize] |= attr::CONTROL;
+            eog.push(id);
+        }
+    }
+    for t in ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"] {
+        if let Some(&id) = ids.get(t) {
+            attrs[id as usize] = attr::USER_DEFINED;
+        }
+    }
+    eog.extend(specials.eos);
+    eog.extend(specials.eot);
+    eog.extend(meta_id("eom_token_id"));
+    let has = |t: &str| eog.iter().any(|&id| tokens[id as usize] == t);
+    // o200k_harmony and solar-open: "<|end|>" is no end of generation there.
+    if has("<|end|>") && has("<|call|>") && (has("<|return|>") || has("<|flush|>"))
+        || has("<|end|>") && has("<|calls|>") && (has("<|return|>") || has("<|flush|>"))
+    {
+        if let Some(&id) = ids.get("<|end|>") {
+            attrs[id as usize] = attr::USER_DEFINED;
+        }
+    }
+    // Gemma 4 and PLaMo: "</s>" is a normal token.
+    if has("</s>") && (has("<|tool_response>") || has("<|plamo:eos|>")) {
+        if let Some(&id) = ids.get("</s>") {
+            attrs[id as usize] = attr::NORMAL;
+        }
+    }
+    let text = |key: &str| g.get(key).and_then(Value::as_str).unwrap_or("");
+    let name = text("general.name").to_ascii_lowercase();
+    let pre = text("tokenizer.ggml.pre");
+    let arch = text("general.architecture");
+    let mut set = |t: &str, bit: u16, on: bool| {
+        if let Some(&id) = ids.get(t) {
+            if on {
+                attrs[id as usize] |= bit;
+            } else {
+                attrs[id as usize] &= !bit;
+            }
+        }
+    };
+    if ["jina-v2-de", "jina-v2-es", "jina-v2-code"]
+        .iter()
+        .any(|p| pre.contains(p))
+        || ["nomic-bert-moe", "jina-bert-v3"]
+            .iter()
+            .any(|a| arch.contains(a))
+    {
+        set("<mask>", attr::LSTRIP, true);
+    } else if name.contains("phi-3") || name.contains("phi3") {
+        let special = attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN;
+        for a in attrs.iter_mut().filter(|a| **a & special != 0) {
+            *a |= attr::RSTRIP;
+        }
+        let mut set = |t: &str, on: bool| {
+            if let Some(&id) = ids.get(t) {
+                if on {
+                    attrs[id as usize] |= attr::RSTRIP;
+                } else {
+                    attrs[id as usize] &= !attr::RSTRIP;
+                }
+            }
+        };
+        set("</s>", true);
+        for t in ["<unk>", "<s>", "<|endoftext|>"] {
+            set(t, false);
+        }
+    } else if name.contains("modern-bert") {
+        set("[MASK]", attr::LSTRIP, true);
+    }
+    attrs
 }
 
 impl Vocab {
@@ -189,12 +410,10 @@ impl Vocab {
                 "missing, but EOS is to be added",
             ));
         }
+        let attrs = token_attrs(g, &tokens, &ids, &types, &specials);
         let mut special_cache: Vec<u32> = (0..n as u32)
             .filter(|&i| {
-                matches!(
-                    types[i as usize],
-                    TokenType::Control | TokenType::UserDefined | TokenType::Unknown
-                )
+                attrs[i as usize] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0
             })
             .collect();
         special_cache.sort_by_key(|&i| std::cmp::Reverse(tokens[i as usize].len()));
@@ -203,6 +422,7 @@ impl Vocab {
             ids,
             scores,
             types,
+            attrs,
             specials,
             add_bos,
             add_eos,
@@ -230,8 +450,8 @@ impl Vocab {
             return Vec::new();
         }
         for &sid in &self.special_cache {
-            let ty = self.types[sid as usize];
-            if !parse_special && matches!(ty, TokenType::Control | TokenType::Unknown) {
+            let a = self.attrs[sid as usize];
+            if !parse_special && a & (attr::CONTROL | attr::UNKNOWN) != 0 {
                 continue;
             }
             let s = self.tokens[sid as usize].as_str();
@@ -246,11 +466,18 @@ impl Vocab {
                 match f {
                     Frag::Text(mut t) => {
                         while let Some(at) = t.find(s) {
-                            if at > 0 {
-                                next.push(Frag::Text(&t[..at]));
+                            let mut left = &t[..at];
+                            if a & attr::LSTRIP != 0 {
+                                left = left.trim_end_matches(c_space);
+                            }
+                            if !left.is_empty() {
+                                next.push(Frag::Text(left));
                             }
                             next.push(Frag::Token(sid));
                             t = &t[at + s.len()..];
+                            if a & attr::RSTRIP != 0 {
+                                t = t.trim_start_matches(c_space);
+                            }
                         }
                         if !t.is_empty() {
                             next.push(Frag::Text(t));
@@ -263,6 +490,11 @@ impl Vocab {
         }
         frags
     }
+}
+
+/// C's `isspace` in the "C" locale (llama.cpp strips around special tokens with it).
+fn c_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\u{b}' | '\u{c}' | '\r')
 }
 
 enum Frag<'t> {
@@ -413,20 +645,20 @@ impl Spm {
         let Some(text) = v.tokens.get(id as usize) else {
             return;
         };
-        match v.types[id as usize] {
-            TokenType::Normal | TokenType::Undefined | TokenType::Unused => {
-                out.extend_from_slice(text.replace(SPACE_MARK, " ").as_bytes())
-            }
-            TokenType::Byte => match parse_byte_token(text) {
+        // As llama.cpp's token_to_piece: control and unknown tokens give their text only
+        // when asked, user-defined ones always; unused and undefined ones nothing.
+        let a = v.attrs[id as usize];
+        if a & (attr::CONTROL | attr::UNKNOWN) != 0 && !special {
+            return;
+        }
+        if a & (attr::CONTROL | attr::UNKNOWN | attr::USER_DEFINED) != 0 {
+            out.extend_from_slice(text.as_bytes());
+        } else if a & attr::NORMAL != 0 {
+            out.extend_from_slice(text.replace(SPACE_MARK, " ").as_bytes());
+        } else if a & attr::BYTE != 0 {
+            match parse_byte_token(text) {
                 Some(b) => out.push(b),
                 None => out.extend_from_slice(text.as_bytes()),
-            },
-            TokenType::UserDefined => out.extend_from_slice(text.as_bytes()),
-            TokenType::Unknown => out.extend_from_slice("\u{2585}".as_bytes()),
-            TokenType::Control => {
-                if special {
-                    out.extend_from_slice(text.as_bytes())
-                }
             }
         }
     }
@@ -649,22 +881,22 @@ impl Bpe {
         let Some(text) = v.tokens.get(id as usize) else {
             return;
         };
-        match v.types[id as usize] {
-            TokenType::Normal | TokenType::Undefined | TokenType::Unused | TokenType::Byte => {
-                for c in text.chars() {
-                    match self.byte_dec.get(&c) {
-                        Some(&b) => out.push(b),
-                        None => {
-                            let mut buf = [0; 4];
-                            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                        }
+        // As llama.cpp's token_to_piece (a byte-type token, which llama.cpp refuses in
+        // BPE, decodes as a normal one).
+        let a = v.attrs[id as usize];
+        if a & (attr::CONTROL | attr::UNKNOWN) != 0 && !special {
+            return;
+        }
+        if a & (attr::CONTROL | attr::UNKNOWN | attr::USER_DEFINED) != 0 {
+            out.extend_from_slice(text.as_bytes());
+        } else if a & (attr::NORMAL | attr::BYTE) != 0 {
+            for c in text.chars() {
+                match self.byte_dec.get(&c) {
+                    Some(&b) => out.push(b),
+                    None => {
+                        let mut buf = [0; 4];
+                        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
                     }
-                }
-            }
-            TokenType::UserDefined => out.extend_from_slice(text.as_bytes()),
-            TokenType::Unknown | TokenType::Control => {
-                if special {
-                    out.extend_from_slice(text.as_bytes())
                 }
             }
         }
@@ -856,17 +1088,19 @@ impl Tokenizer {
             bytes.remove(0);
         }
         if let Self::SentencePiece(s) = self {
-            // Drop the prefix space where the first text piece begins.
+            // Drop the space the encoder put in front: the leading space of the first
+            // token's piece, after the BOS `encode(.., add_special, ..)` puts first (what
+            // llama.cpp's llama_detokenize gives for the ids after that BOS).
             if s.add_space_prefix {
-                let first_text = ids.iter().position(|&id| {
-                    !matches!(s.vocab.types.get(id as usize), Some(TokenType::Control)) || special
-                });
-                if let Some(k) = first_text {
+                let k = usize::from(!ids.is_empty() && Some(ids[0]) == s.vocab.specials.bos);
+                if let Some(&id) = ids.get(k) {
                     let mut pre = Vec::new();
                     for &id in &ids[..k] {
                         self.piece_bytes(id, special, &mut pre);
                     }
-                    if bytes.get(pre.len()) == Some(&b' ') {
+                    let mut first = Vec::new();
+                    self.piece_bytes(id, special, &mut first);
+                    if first.first() == Some(&b' ') {
                         bytes.remove(pre.len());
                     }
                 }
@@ -890,6 +1124,8 @@ pub struct StreamDecoder<T: Deref<Target = Tokenizer>> {
     special: bool,
     pending: Vec<u8>,
     first: bool,
+    /// Ids pushed so far.
+    count: usize,
 }
 
 impl<T: Deref<Target = Tokenizer>> StreamDecoder<T> {
@@ -900,6 +1136,7 @@ impl<T: Deref<Target = Tokenizer>> StreamDecoder<T> {
             special,
             pending: Vec::new(),
             first: true,
+            count: 0,
         }
     }
 
@@ -907,14 +1144,28 @@ impl<T: Deref<Target = Tokenizer>> StreamDecoder<T> {
     pub fn push(&mut self, id: u32) -> String {
         let start = self.pending.len();
         self.tok.piece_bytes(id, self.special, &mut self.pending);
-        if self.first && self.pending.len() > start {
-            self.first = false;
+        self.count += 1;
+        if self.first {
+            // As `decode`: SentencePiece drops the leading space of the first token after
+            // a leading BOS; WordPiece that of the first piece with any text.
             let drop_space = match &*self.tok {
-                Tokenizer::SentencePiece(s) => s.add_space_prefix,
-                Tokenizer::WordPiece(_) => true,
-                Tokenizer::Bpe(_) => false,
+                Tokenizer::SentencePiece(s) => {
+                    let after_bos = self.count == 1 && Some(id) == s.vocab.specials.bos;
+                    if !after_bos {
+                        self.first = false;
+                    }
+                    s.add_space_prefix && !after_bos
+                }
+                Tokenizer::WordPiece(_) => {
+                    self.first = self.pending.len() == start;
+                    true
+                }
+                Tokenizer::Bpe(_) => {
+                    self.first = false;
+                    false
+                }
             };
-            if drop_space && self.pending.get(start) == Some(&b' ') {
+            if drop_space && self.pending.len() > start && self.pending[start] == b' ' {
                 self.pending.remove(start);
             }
         }

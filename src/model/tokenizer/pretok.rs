@@ -12,7 +12,10 @@
 //! `std::regex` `\s` only knows ASCII whitespace).
 
 use regex::Regex;
-use unicode_general_category::{get_general_category, GeneralCategory as Gc};
+
+// A child of this module, in this directory (tokenizer.rs declares only llm and pretok).
+#[path = "unicode_flags.rs"]
+mod unicode_flags;
 
 use crate::error::{At, Error, ModelFile, Result};
 
@@ -24,8 +27,10 @@ enum Expr {
     /// LLaMA 3's (`max_digits` 3) and Qwen 2's (1) expression:
     /// `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
     Llama3 { max_digits: usize },
-    /// Any expression without lookaround.
-    Re(Regex),
+    /// Any expression without lookaround; `collapsed`: it names Unicode categories, and
+    /// runs as llama.cpp runs it, on the text with every non-ASCII code point replaced by
+    /// its category's stand-in ([`collapse`], [`collapse_expr`]).
+    Re { re: Regex, collapsed: bool },
 }
 
 /// A pre-tokenizer: the expressions run in order.
@@ -44,12 +49,20 @@ impl PreTokenizer {
     pub fn new(pre: Option<&str>) -> Result<Self> {
         let name = pre.unwrap_or("default");
         let re = |s: &str| -> Result<Expr> {
-            Regex::new(s).map(Expr::Re).map_err(|e| {
-                Error::model(
-                    ModelFile::Vocabulary,
-                    format!("pre-tokenizer {name:?}: {e}"),
-                )
-            })
+            let collapsed = CATEGORIES.iter().any(|(p, ..)| s.contains(p));
+            let pattern = if collapsed {
+                collapse_expr(s)
+            } else {
+                s.to_string()
+            };
+            Regex::new(&pattern)
+                .map(|re| Expr::Re { re, collapsed })
+                .map_err(|e| {
+                    Error::model(
+                        ModelFile::Vocabulary,
+                        format!("pre-tokenizer {name:?}: {e}"),
+                    )
+                })
         };
         let exprs = match name {
             "default" => vec![
@@ -119,12 +132,17 @@ impl PreTokenizer {
         // Pieces as code point counts, as llama.cpp keeps them.
         let mut pieces = vec![cpts.len()];
         let mut masked: Option<(String, Vec<usize>)> = None;
+        let mut collapsed_text: Option<(String, Vec<usize>)> = None;
         for e in &self.exprs {
             pieces = match e {
                 Expr::Gpt2 => split_gpt2(&cpts, &pieces),
                 Expr::Llama3 { max_digits } => split_llama3(&cpts, &pieces, *max_digits),
-                Expr::Re(re) => {
-                    let (m, moffs) = masked.get_or_insert_with(|| mask_whitespace(&cpts));
+                Expr::Re { re, collapsed } => {
+                    let (m, moffs) = if *collapsed {
+                        collapsed_text.get_or_insert_with(|| collapse(&cpts))
+                    } else {
+                        masked.get_or_insert_with(|| mask_whitespace(&cpts))
+                    };
                     split_regex(re, m, moffs, &pieces)
                 }
             };
@@ -137,6 +155,80 @@ impl PreTokenizer {
         }
         words
     }
+}
+
+/// The categories llama.cpp's `unicode_regex_split` collapses: the expression's name, the
+/// category's flag, its stand-in for non-ASCII code points, and its ASCII members (as a
+/// class body).
+const CATEGORIES: [(&str, u8, char, &str); 10] = [
+    (r"\p{N}", NUMBER, '\u{D1}', "0-9"),
+    (r"\p{L}", LETTER, '\u{D2}', "A-Za-z"),
+    (r"\p{P}", PUNCT, '\u{D3}', r"!-#%-*,-/:-;?-@\[-\]_\{\}"),
+    (r"\p{M}", MARK, '\u{D4}', ""),
+    (r"\p{S}", SYMBOL, '\u{D5}', r"\$\+<->\^`\|~"),
+    (r"\p{Lu}", LETTER, '\u{D2}', "A-Za-z"),
+    (r"\p{Ll}", LETTER, '\u{D2}', "A-Za-z"),
+    (r"\p{Lt}", LETTER, '\u{D2}', "A-Za-z"),
+    (r"\p{Lm}", LETTER, '\u{D2}', "A-Za-z"),
+    (r"\p{Lo}", LETTER, '\u{D2}', "A-Za-z"),
+];
+
+/// An expression naming categories, rewritten for the collapsed text: each `\p{..}`
+/// becomes its stand-in and ASCII members (llama.cpp's `regex_expr_collapsed`).
+fn collapse_expr(expr: &str) -> String {
+    let mut out = String::with_capacity(expr.len() + 16);
+    let mut inside = false;
+    let mut prev = None;
+    let mut rest = expr;
+    while let Some(c) = rest.chars().next() {
+        if c == '[' && prev != Some('\\') {
+            inside = true;
+        } else if inside && c == ']' && prev != Some('\\') {
+            inside = false;
+        } else if let Some((name, _, stand_in, ascii)) =
+            CATEGORIES.iter().find(|(name, ..)| rest.starts_with(name))
+        {
+            if !inside {
+                out.push('[');
+            }
+            out.push(*stand_in);
+            out.push_str(ascii);
+            if !inside {
+                out.push(']');
+            }
+            rest = &rest[name.len()..];
+            prev = Some('}');
+            continue;
+        }
+        out.push(c);
+        prev = Some(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The text as llama.cpp's category expressions see it: ASCII as it is, other whitespace
+/// as U+000B, every other code point as its category's stand-in (U+00D0 for the others:
+/// undefined, separators, controls), and each code point's byte offset in it.
+fn collapse(cpts: &[char]) -> (String, Vec<usize>) {
+    let mut s = String::with_capacity(cpts.len() * 2);
+    let mut offs = Vec::with_capacity(cpts.len() + 1);
+    for &c in cpts {
+        offs.push(s.len());
+        s.push(if c.is_ascii() {
+            c
+        } else if c.is_whitespace() {
+            '\u{b}'
+        } else {
+            let cat = category(c);
+            CATEGORIES[..5]
+                .iter()
+                .find(|(_, flag, ..)| cat == *flag)
+                .map_or('\u{D0}', |(_, _, stand_in, _)| *stand_in)
+        });
+    }
+    offs.push(s.len());
+    (s, offs)
 }
 
 /// The text with non-ASCII whitespace as U+000B, and each code point's byte offset in it.
@@ -188,28 +280,52 @@ struct Flags {
     ws: bool,
     letter: bool,
     number: bool,
-    /// Any flag at all (llama.cpp's `as_uint() != 0`): false for unassigned code points
-    /// and past the piece's end.
+    /// Any flag at all (llama.cpp's `as_uint() != 0`): true for every code point, as
+    /// llama.cpp's table gives unassigned ones its UNDEFINED flag; false only past the
+    /// piece's end.
     any: bool,
 }
 
+/// llama.cpp's category flags of a code point (its table, [`unicode_flags`]).
+fn category(c: char) -> u8 {
+    use unicode_flags::{FLAGS, STARTS};
+    let c = c as u32;
+    if c < 0x80 {
+        return ASCII_FLAGS[c as usize];
+    }
+    FLAGS[STARTS.partition_point(|&s| s <= c) - 1]
+}
+
+/// The table's first 128 entries, for the common case.
+static ASCII_FLAGS: [u8; 128] = {
+    use unicode_flags::{FLAGS, STARTS};
+    let mut t = [0u8; 128];
+    let mut i = 0;
+    while i < 128 {
+        let mut r = 0;
+        while r + 1 < STARTS.len() && STARTS[r + 1] <= i as u32 {
+            r += 1;
+        }
+        t[i] = FLAGS[r];
+        i += 1;
+    }
+    t
+};
+
+const NUMBER: u8 = 0x02;
+const LETTER: u8 = 0x04;
+const MARK: u8 = 0x10;
+const PUNCT: u8 = 0x20;
+const SYMBOL: u8 = 0x40;
+
 fn flags(c: char) -> Flags {
-    let ws = c.is_whitespace();
-    let cat = get_general_category(c);
-    let letter = matches!(
-        cat,
-        Gc::UppercaseLetter
-            | Gc::LowercaseLetter
-            | Gc::TitlecaseLetter
-            | Gc::ModifierLetter
-            | Gc::OtherLetter
-    );
-    let number = matches!(cat, Gc::DecimalNumber | Gc::LetterNumber | Gc::OtherNumber);
+    let cat = category(c);
     Flags {
-        ws,
-        letter,
-        number,
-        any: ws || cat != Gc::Unassigned,
+        // llama.cpp's whitespace set is White_Space, as Rust's (the generator checks).
+        ws: c.is_whitespace(),
+        letter: cat & LETTER != 0,
+        number: cat & NUMBER != 0,
+        any: true,
     }
 }
 
@@ -472,6 +588,25 @@ mod tests {
             ["ab", " ", "123", "45", "\n\n", " ", " x"]
         );
         assert_eq!(split("qwen2", "123"), ["1", "2", "3"]);
+    }
+
+    #[test]
+    fn categories_are_llama_cpps() {
+        // U+10EC3 is a letter since Unicode 16, unassigned in llama.cpp's table: it joins
+        // the punctuation run, as unassigned code points do there.
+        assert_eq!(
+            split("llama-bpe", "a \u{10ED7}\u{10EC3}<pad \u{1FC5}!"),
+            ["a", " \u{10ED7}\u{10EC3}<", "pad", " \u{1FC5}!"]
+        );
+        assert_eq!(collapse_expr(r"\s?\p{L}+"), "\\s?[\u{D2}A-Za-z]+");
+        assert_eq!(
+            collapse_expr(r"[^\s\p{L}\p{N}]+"),
+            "[^\\s\u{D2}A-Za-z\u{D1}0-9]+"
+        );
+        assert_eq!(
+            split("deepseek-coder", "ab\u{10EC3}c"),
+            ["ab", "\u{10EC3}", "c"]
+        );
     }
 
     #[test]
