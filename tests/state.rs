@@ -219,3 +219,41 @@ fn stale_reads_and_foreign_states_are_errors() {
     assert!(block_on(rt.run(&p, &bad)).is_err());
     assert_eq!(f32s(&block_on(s.read()).unwrap()), [1.0; 4]);
 }
+
+/// A state write names rows with repeats and across batches: the last of two rows aimed at
+/// one row wins, rows not named keep their values, on every device (WebGPU's in-place scatter
+/// kernel against the CPU).
+#[test]
+fn state_writes_with_repeated_rows_agree_on_every_device() {
+    let mut results = Vec::new();
+    for (rt, dev) in runtimes() {
+        let s = rt
+            .create_state("cache", DType::F32, &[4, 6, 2], dev)
+            .unwrap();
+        let init: Vec<f32> = (0..48).map(|i| i as f32).collect();
+        s.write(0, &bytes(&init)).unwrap();
+        let mut p = Program::new();
+        let st = p.state(&s).unwrap();
+        let g = p.graph_mut();
+        let x = g.input("x", DType::F32, &[4, 3, 2]).unwrap();
+        let idx = g.input("idx", DType::I32, &[3]).unwrap();
+        let w = g.set_rows(st, x, idx).unwrap();
+        g.set_output(w).unwrap();
+        let xs: Vec<f32> = (0..24).map(|i| 100.0 + i as f32).collect();
+        let inputs = HashMap::from([
+            ("x".to_string(), bytes(&xs)),
+            ("idx".to_string(), i32s(&[2, 5, 2])),
+        ]);
+        let out = f32s(&block_on(rt.run(&p, &inputs)).unwrap()[0].2);
+        // Row 2 of each batch is x's row 2 (the later of rows 0 and 2), row 5 x's row 1.
+        for b in 0..2 {
+            for c in 0..4 {
+                assert_eq!(out[b * 24 + 2 * 4 + c], xs[b * 12 + 2 * 4 + c]);
+                assert_eq!(out[b * 24 + 5 * 4 + c], xs[b * 12 + 4 + c]);
+                assert_eq!(out[b * 24 + c], init[b * 24 + c]);
+            }
+        }
+        results.push(out);
+    }
+    assert!(results.windows(2).all(|w| w[0] == w[1]));
+}

@@ -159,6 +159,13 @@ fn bind_node<'m>(
         _ => None,
     };
     let in_place = intersect(gd, od, nd, ga, oa, na);
+    if plan.key.0 == super::ops::Kernel::SetRowsScatter && !in_place {
+        // It writes only the rows named: the others must already be the destination's.
+        return Err(bind_error(
+            t,
+            "a state write must be computed in place".into(),
+        ));
+    }
     if in_place {
         let ta = graph.tensor(plan.a);
         // Each invocation must read an element (or its row) before writing it, in one layout.

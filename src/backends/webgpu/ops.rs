@@ -19,6 +19,8 @@ pub(super) enum Kernel {
     Binary,
     Unary,
     SetRows,
+    /// set_rows over a state, in place: one invocation per row element written.
+    SetRowsScatter,
     SoftMax(RowThreads),
     Norm(RowThreads),
     SumRows(RowThreads),
@@ -388,7 +390,9 @@ pub(super) fn plan(
     id: TensorId,
 ) -> Result<Option<NodePlan>> {
     let t = graph.get(id)?;
-    plan_node(ctx, opts, graph, t).map_err(|e| match e {
+    // A write of a state is always computed in place (the session binds both to the state).
+    let in_state = t.op == Op::SetRows && graph.state_of(id).is_some();
+    plan_node(ctx, opts, graph, t, in_state).map_err(|e| match e {
         PlanError::Refused { dtype, reason } => Error::Unsupported {
             op: t.op.name(),
             dtype: dtype.unwrap_or(t.dtype).name(),
@@ -404,6 +408,7 @@ fn plan_node(
     opts: &WebGpuOptions,
     graph: &Graph,
     t: &Tensor,
+    in_state: bool,
 ) -> PlanResult<Option<NodePlan>> {
     let srcs = t
         .src
@@ -513,7 +518,17 @@ fn plan_node(
             params.e[1] = to_u32(ti.ne[1], "index dim 1")?;
             params.e[2] = to_u32(ti.ne[2], "index dim 2")?;
             c = Some(t.src[2]);
-            ((Kernel::SetRows, DType::F32), Some(b), grid(ctx, n, false)?)
+            if in_state {
+                let rows = srcs[1].numel();
+                params.u[1] = to_u32(rows, "row element count")?;
+                (
+                    (Kernel::SetRowsScatter, DType::F32),
+                    Some(b),
+                    grid(ctx, rows, false)?,
+                )
+            } else {
+                ((Kernel::SetRows, DType::F32), Some(b), grid(ctx, n, false)?)
+            }
         }
         Op::SoftMax { scale } => {
             need(srcs[0], &[DType::F32], "softmax input")?;

@@ -381,6 +381,7 @@ mod wgsl {
     pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
     pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
     pub const SET_ROWS: &str = include_str!("../../../shaders/set_rows.wgsl");
+    pub const SET_ROWS_SCATTER: &str = include_str!("../../../shaders/set_rows_scatter.wgsl");
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
     pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const MATMUL_SMALL: &str = include_str!("../../../shaders/matmul_small.wgsl");
@@ -482,6 +483,10 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         Kernel::SetRows => Recipe {
             in_place: true,
             ..r(wgsl::SET_ROWS, element, "f32", Some("f32"))
+        },
+        Kernel::SetRowsScatter => Recipe {
+            in_place: true,
+            ..r(wgsl::SET_ROWS_SCATTER, element, "f32", Some("f32"))
         },
         Kernel::MatMul => Recipe {
             epilogue: true,
@@ -626,6 +631,7 @@ mod tests {
             Kernel::Binary,
             Kernel::Unary,
             Kernel::SetRows,
+            Kernel::SetRowsScatter,
             Kernel::Rope,
             Kernel::Cpy,
             Kernel::CpyF16,
@@ -658,6 +664,7 @@ mod tests {
                 Kernel::Binary
                 | Kernel::Unary
                 | Kernel::SetRows
+                | Kernel::SetRowsScatter
                 | Kernel::SoftMax(_)
                 | Kernel::Norm(_)
                 | Kernel::SumRows(_)
@@ -730,12 +737,13 @@ mod tests {
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
-        // kernels on 4 dtypes, 3 on i32, on f32 4 and 4 row kernels at 3 row widths; fused:
-        // every matmul kernel on 4 dtypes, norm at 3 row widths.
+        // kernels on 4 dtypes, 3 on i32, on f32 5 (set_rows' scatter among them) and 4 row
+        // kernels at 3 row widths; fused: every matmul kernel on 4 dtypes, norm at 3 row
+        // widths.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 4 + 3 + 4 + 4 * 3 + matmuls * 4 + 3
+            (matmuls + 4) * 4 + 3 + 5 + 4 * 3 + matmuls * 4 + 3
         );
         for key in keys {
             let module = parse(key);
