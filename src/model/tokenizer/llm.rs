@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Deref;
 
 use crate::error::{At, Error, ModelFile, Result};
@@ -14,6 +15,49 @@ use super::pretok::PreTokenizer;
 use super::WordPiece;
 
 const SPACE_MARK: &str = "\u{2581}";
+
+/// FxHash (rustc's): token texts and merge pairs are short and not attacker-chosen keys
+/// worth SipHash's cost; the lookups are most of encoding's time.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Fx {
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
 fn key_err(key: &str, what: impl Into<String>) -> Error {
     Error::model_at(ModelFile::Vocabulary, At::Key(key.into()), what)
@@ -73,7 +117,7 @@ pub struct Specials {
 #[derive(Clone, Debug)]
 pub struct Vocab {
     tokens: Vec<String>,
-    ids: HashMap<String, u32>,
+    ids: FxMap<String, u32>,
     scores: Vec<f32>,
     types: Vec<TokenType>,
     /// llama.cpp's token attributes ([`attr`]): the types, as llama.cpp's loader overrides
@@ -212,7 +256,7 @@ fn numbers<'v>(g: &'v Gguf, key: &str, n: usize) -> Result<Option<&'v [Value]>> 
 fn token_attrs(
     g: &Gguf,
     tokens: &[String],
-    ids: &HashMap<String, u32>,
+    ids: &FxMap<String, u32>,
     types: &[TokenType],
     specials: &Specials,
 ) -> Vec<u16> {
@@ -338,7 +382,7 @@ impl Vocab {
             return Err(key_err(TOKENS, format!("{n} tokens")));
         }
         let mut tokens = Vec::with_capacity(n);
-        let mut ids = HashMap::with_capacity(n);
+        let mut ids = FxMap::with_capacity_and_hasher(n, Default::default());
         for (i, t) in raw.iter().enumerate() {
             // llama.cpp renames empty tokens so that every text names one id.
             let t = if t.is_empty() {
@@ -696,10 +740,10 @@ pub struct Bpe {
     vocab: Vocab,
     pre: PreTokenizer,
     /// (left id, right id) → (rank, merged id).
-    ranks: HashMap<(u32, u32), (u32, u32)>,
+    ranks: FxMap<(u32, u32), (u32, u32)>,
     ignore_merges: bool,
     byte_enc: Box<[char; 256]>,
-    byte_dec: HashMap<char, u8>,
+    byte_dec: FxMap<char, u8>,
 }
 
 /// A bigram in BPE's queue: lowest rank first, then leftmost.
@@ -726,7 +770,7 @@ impl Bpe {
     fn new(vocab: Vocab, g: &Gguf, pre: PreTokenizer) -> Result<Self> {
         const MERGES: &str = "tokenizer.ggml.merges";
         let merges = g.get_str_array(MERGES)?;
-        let mut ranks = HashMap::with_capacity(merges.len());
+        let mut ranks = FxMap::with_capacity_and_hasher(merges.len(), Default::default());
         for (i, m) in merges.iter().enumerate() {
             // llama.cpp splits at the first space after the first byte.
             let split = m

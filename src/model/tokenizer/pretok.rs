@@ -133,10 +133,17 @@ impl PreTokenizer {
         let mut pieces = vec![cpts.len()];
         let mut masked: Option<(String, Vec<usize>)> = None;
         let mut collapsed_text: Option<(String, Vec<usize>)> = None;
+        let mut fl: Option<Vec<Flags>> = None;
         for e in &self.exprs {
             pieces = match e {
-                Expr::Gpt2 => split_gpt2(&cpts, &pieces),
-                Expr::Llama3 { max_digits } => split_llama3(&cpts, &pieces, *max_digits),
+                Expr::Gpt2 => {
+                    let fl = fl.get_or_insert_with(|| cpts.iter().map(|&c| flags(c)).collect());
+                    split_gpt2(&cpts, fl, &pieces)
+                }
+                Expr::Llama3 { max_digits } => {
+                    let fl = fl.get_or_insert_with(|| cpts.iter().map(|&c| flags(c)).collect());
+                    split_llama3(&cpts, fl, &pieces, *max_digits)
+                }
                 Expr::Re { re, collapsed } => {
                     let (m, moffs) = if *collapsed {
                         collapsed_text.get_or_insert_with(|| collapse(&cpts))
@@ -332,6 +339,8 @@ fn flags(c: char) -> Flags {
 /// One piece's code points, with llama.cpp's out-of-range conventions.
 struct Piece<'a> {
     cpts: &'a [char],
+    /// The flags of each of `cpts`, computed once per text.
+    fl: &'a [Flags],
     ini: usize,
     end: usize,
 }
@@ -341,7 +350,11 @@ impl Piece<'_> {
         (self.ini <= pos && pos < self.end).then(|| self.cpts[pos])
     }
     fn flags(&self, pos: usize) -> Flags {
-        self.cpt(pos).map(flags).unwrap_or_default()
+        if self.ini <= pos && pos < self.end {
+            self.fl[pos]
+        } else {
+            Flags::default()
+        }
     }
 }
 
@@ -392,12 +405,13 @@ fn contraction(p: &Piece, pos: usize, lower: bool) -> Option<usize> {
     None
 }
 
-fn split_gpt2(cpts: &[char], pieces: &[usize]) -> Vec<usize> {
+fn split_gpt2(cpts: &[char], fl: &[Flags], pieces: &[usize]) -> Vec<usize> {
     let mut out = Vec::with_capacity(pieces.len());
     let mut start = 0;
     for &n in pieces {
         let p = Piece {
             cpts,
+            fl,
             ini: start,
             end: start + n,
         };
@@ -464,12 +478,13 @@ fn split_gpt2(cpts: &[char], pieces: &[usize]) -> Vec<usize> {
     out
 }
 
-fn split_llama3(cpts: &[char], pieces: &[usize], max_digits: usize) -> Vec<usize> {
+fn split_llama3(cpts: &[char], fl: &[Flags], pieces: &[usize], max_digits: usize) -> Vec<usize> {
     let mut out = Vec::with_capacity(pieces.len());
     let mut start = 0;
     for &n in pieces {
         let p = Piece {
             cpts,
+            fl,
             ini: start,
             end: start + n,
         };
