@@ -6,5 +6,6 @@
 pub mod bert;
 pub mod decoder;
 pub mod gguf;
+pub mod sampler;
 pub mod smoke;
 pub mod tokenizer;
