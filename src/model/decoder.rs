@@ -19,6 +19,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use crate::error::{At, Error, ModelFile, Result};
 use crate::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
@@ -130,14 +131,14 @@ impl Default for DecoderOptions {
 /// has reached.
 pub struct Decoder {
     config: DecoderConfig,
-    tokenizer: Option<Tokenizer>,
+    tokenizer: Option<Rc<Tokenizer>>,
     weights: Vec<(String, StoredWeight)>,
     /// (K, V) cache per layer.
     cache: Vec<(State, State)>,
     n_ctx: usize,
     batch: usize,
-    /// Tokens in the cache.
-    len: usize,
+    /// The tokens in the cache, in order.
+    history: Vec<u32>,
     /// Programs by (chunk tokens, attended rows), built once.
     programs: RefCell<HashMap<(usize, usize), Program>>,
     last_shape: std::cell::Cell<Option<(usize, usize)>>,
@@ -148,7 +149,7 @@ impl std::fmt::Debug for Decoder {
         f.debug_struct("Decoder")
             .field("config", &self.config)
             .field("n_ctx", &self.n_ctx)
-            .field("len", &self.len)
+            .field("len", &self.len())
             .finish_non_exhaustive()
     }
 }
@@ -329,7 +330,7 @@ impl Decoder {
         let g = read_header(src)?;
         let config = config_from_gguf(&g)?;
         let tokenizer = match g.get("tokenizer.ggml.model") {
-            Some(_) => Some(Tokenizer::from_gguf(&g)?),
+            Some(_) => Some(Rc::new(Tokenizer::from_gguf(&g)?)),
             None => None,
         };
         if let Some(t) = &tokenizer {
@@ -458,7 +459,7 @@ impl Decoder {
             cache,
             n_ctx,
             batch: opts.batch.min(n_ctx),
-            len: 0,
+            history: Vec::new(),
             programs: RefCell::new(HashMap::new()),
             last_shape: std::cell::Cell::new(None),
         })
@@ -471,7 +472,17 @@ impl Decoder {
 
     /// The tokenizer the file names (`None` when it has no `tokenizer.*` keys).
     pub fn tokenizer(&self) -> Option<&Tokenizer> {
-        self.tokenizer.as_ref()
+        self.tokenizer.as_deref()
+    }
+
+    /// The tokenizer, shared (for a streaming decoder that outlives a borrow of the model).
+    pub fn tokenizer_rc(&self) -> Option<Rc<Tokenizer>> {
+        self.tokenizer.clone()
+    }
+
+    /// The tokens in the cache, in order.
+    pub fn tokens(&self) -> &[u32] {
+        &self.history
     }
 
     /// The context length (cache rows).
@@ -481,12 +492,12 @@ impl Decoder {
 
     /// Tokens in the cache (the next token's position).
     pub fn len(&self) -> usize {
-        self.len
+        self.history.len()
     }
 
     /// Whether the cache holds no token.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.history.is_empty()
     }
 
     /// The KV cache's states, (K, V) per layer.
@@ -496,12 +507,12 @@ impl Decoder {
 
     /// Forgets every token (the cache's rows are overwritten as new tokens come).
     pub fn reset(&mut self) {
-        self.len = 0;
+        self.history.clear();
     }
 
     /// Drops tokens past `len` (a conversation rewound to a shared prefix).
     pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
+        self.history.truncate(len);
     }
 
     /// Runs `ids` after the tokens in the cache (in chunks of at most the prefill batch);
@@ -520,11 +531,11 @@ impl Decoder {
                 self.config.n_vocab
             )));
         }
-        if self.len + ids.len() > self.n_ctx {
+        if self.len() + ids.len() > self.n_ctx {
             return Err(Error::InvalidArgument(format!(
                 "{} tokens after {} do not fit the context of {}",
                 ids.len(),
-                self.len,
+                self.len(),
                 self.n_ctx
             )));
         }
@@ -548,7 +559,7 @@ impl Decoder {
         while out.len() < n {
             let next = argmax(&logits);
             out.push(next);
-            if out.len() == n || self.len >= self.n_ctx {
+            if out.len() == n || self.len() >= self.n_ctx {
                 break;
             }
             logits = self.step(rt, next).await?;
@@ -597,7 +608,7 @@ impl Decoder {
             n.next_power_of_two()
                 .clamp(MIN_CHUNK, self.batch.max(MIN_CHUNK))
         };
-        let n_kv = (self.len + n).next_multiple_of(KV_STEP).min(self.n_ctx);
+        let n_kv = (self.len() + n).next_multiple_of(KV_STEP).min(self.n_ctx);
         (t, n_kv)
     }
 
@@ -606,7 +617,7 @@ impl Decoder {
         let (t, n_kv) = self.shape(n);
         let program = self.program(t, n_kv)?;
         self.last_shape.set(Some((t, n_kv)));
-        let start = self.len;
+        let start = self.len();
         let mut tokens = vec![0i32; t];
         let mut pos = vec![0i32; t];
         let mut rows = vec![self.n_ctx as i32; t];
@@ -643,7 +654,7 @@ impl Decoder {
                 self.config.n_vocab * 4
             )));
         }
-        self.len = start + n;
+        self.history.extend_from_slice(ids);
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod bert;
 pub mod decoder;
+pub mod generate;
 pub mod gguf;
 pub mod sampler;
 pub mod smoke;

@@ -4,6 +4,7 @@
 #[cfg(feature = "bench")]
 mod bench;
 mod convert;
+mod generator;
 mod model;
 // Public so that browser tests drive the JS surface (`Runtime`, `Graph`, `GpuTensor`) itself.
 pub mod runtime;

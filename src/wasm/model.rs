@@ -176,7 +176,7 @@ impl SentenceEmbedder {
 }
 
 /// GGUF bytes held by JS (outside wasm memory), read a piece at a time.
-struct JsBytes(Uint8Array);
+pub(super) struct JsBytes(pub(super) Uint8Array);
 
 impl ByteSource for JsBytes {
     fn len(&self) -> usize {

@@ -1,0 +1,496 @@
+//! `TextGenerator` for JS: a decoder GGUF (llama, qwen2, qwen3) loaded onto WebGPU and/or
+//! the CPU, `generate(prompt, options)` giving a `Generation` whose `next()` resolves to each
+//! text piece in turn (the package wraps it as an async iterator). Thin wrapper over
+//! `crate::model::decoder` and `crate::model::generate`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Array, Object, Promise, Reflect, Uint32Array, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::convert::{runtime_options, set, to_js_error};
+use crate::model::decoder::{Decoder, DecoderOptions};
+use crate::model::generate::{GenerateOptions, Generation};
+use crate::model::sampler::SamplerOptions;
+use crate::runtime::{ByteSource, Runtime};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_GENERATOR: &'static str = r#"
+/** Options of `TextGenerator.load`. */
+export interface GeneratorOptions extends RuntimeOptions {
+  /** "download" (bytes, when given a URL), "devices" and "weights" (bytes) progress. */
+  onProgress?: (stage: string, loaded: number, total: number) => void;
+  /** Context length: cache rows (default and most: the model's context_length). */
+  contextSize?: number;
+  /** Most prompt tokens one prefill run takes (default 64). */
+  batch?: number;
+}
+/** Options of `TextGenerator.generate`. */
+export interface GenerateOptions {
+  /** Most tokens generated (default 128). */
+  maxTokens?: number;
+  /** 0: greedy. Default 0.8, with topK 40, topP 0.95, minP 0.05 (llama.cpp's). */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repeatPenalty?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /** Recent tokens the penalties look at (default 64). */
+  penaltyLastN?: number;
+  /** Same seed, same tokens (default 0). */
+  seed?: number;
+  /** Texts that end the generation (not given out). */
+  stop?: string[];
+  /** Token ids that end it (default: the tokenizer's EOS and EOT). */
+  stopTokens?: number[];
+  /** For a text prompt: add the BOS/EOS the model asks for (default true). */
+  addSpecial?: boolean;
+  /** For a text prompt: match control tokens written in it (default false). */
+  parseSpecial?: boolean;
+}
+/** A finished (or stopped) generation's counts and timings. */
+export interface GenerationResult {
+  text: string;
+  tokens: Uint32Array;
+  /** "length", "stop", "context", or null while it runs. */
+  stopReason: string | null;
+  promptTokens: number;
+  reusedTokens: number;
+  generatedTokens: number;
+  ttftMs: number;
+  prefillMs: number;
+  decodeMs: number;
+  prefillTokensPerS: number;
+  decodeTokensPerS: number;
+}
+"#;
+
+/// A strict options object: an unknown key is an `Error` naming it; `undefined` means every
+/// default.
+struct Opts<'a>(&'a JsValue);
+
+impl<'a> Opts<'a> {
+    fn new(options: &'a JsValue, known: &[&str]) -> Result<Self, JsError> {
+        if options.is_undefined() || options.is_null() {
+            return Ok(Self(options));
+        }
+        if !options.is_object() || options.is_function() || Array::is_array(options) {
+            return Err(JsError::new("options must be an object"));
+        }
+        for k in Object::keys(options.unchecked_ref::<Object>()).iter() {
+            let k = k.as_string().unwrap_or_default();
+            if !known.contains(&k.as_str()) {
+                return Err(JsError::new(&format!(
+                    "unknown option \"{k}\" (the options are {})",
+                    known.join(", ")
+                )));
+            }
+        }
+        Ok(Self(options))
+    }
+
+    fn value(&self, key: &str) -> Option<JsValue> {
+        super::convert::prop(self.0, key).filter(|v| !v.is_undefined())
+    }
+
+    fn number(&self, key: &str) -> Result<Option<f64>, JsError> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() => Ok(Some(x)),
+                _ => Err(JsError::new(&format!(
+                    "option {key} must be a finite number"
+                ))),
+            },
+        }
+    }
+
+    fn count(&self, key: &str) -> Result<Option<usize>, JsError> {
+        match self.number(key)? {
+            None => Ok(None),
+            Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(Some(x as usize)),
+            Some(x) => Err(JsError::new(&format!(
+                "option {key} must be a whole number from 0, got {x}"
+            ))),
+        }
+    }
+
+    fn flag(&self, key: &str, default: bool) -> Result<bool, JsError> {
+        match self.value(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| JsError::new(&format!("option {key} must be a boolean"))),
+        }
+    }
+}
+
+/// Text generation with a decoder GGUF on WebGPU and/or the CPU.
+#[wasm_bindgen]
+pub struct TextGenerator {
+    rt: Rc<Runtime>,
+    /// `None` once disposed (dropping it frees the weights' and the cache's device memory).
+    model: Rc<RefCell<Option<Decoder>>>,
+    context: usize,
+    vocab: usize,
+    arch: String,
+}
+
+const BUSY: &str = "the model is busy with another call (await it first)";
+
+fn with_model<T>(
+    model: &RefCell<Option<Decoder>>,
+    f: impl FnOnce(&mut Decoder) -> Result<T, JsError>,
+) -> Result<T, JsError> {
+    let mut m = model.try_borrow_mut().map_err(|_| JsError::new(BUSY))?;
+    let m = m
+        .as_mut()
+        .ok_or_else(|| JsError::new("this TextGenerator was disposed"))?;
+    f(m)
+}
+
+#[wasm_bindgen]
+impl TextGenerator {
+    /// Loads a model from a `Uint8Array` of GGUF bytes. Through the package,
+    /// `await TextGenerator.load(url, options)` fetches a URL first (through the model cache).
+    pub async fn load(
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] source: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "GeneratorOptions")] options: JsValue,
+    ) -> Result<TextGenerator, JsError> {
+        let o = Opts::new(
+            &options,
+            &["devices", "costModel", "onProgress", "contextSize", "batch"],
+        )?;
+        let rt_opts = Object::new();
+        for k in ["devices", "costModel", "onProgress"] {
+            if let Some(v) = o.value(k) {
+                Reflect::set(&rt_opts, &k.into(), &v).map_err(|_| JsError::new("options"))?;
+            }
+        }
+        let (choice, cost_model, progress) = runtime_options(&rt_opts.into(), true)?;
+        let mut dopts = DecoderOptions {
+            context: o.count("contextSize")?,
+            ..DecoderOptions::default()
+        };
+        if let Some(b) = o.count("batch")? {
+            dopts.batch = b;
+        }
+        let report = |stage: &str, loaded: f64, total: f64| {
+            if let Some(f) = &progress {
+                let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());
+            }
+        };
+        let bytes = match source.dyn_ref::<Uint8Array>() {
+            Some(a) => super::model::JsBytes(a.clone()),
+            None if source.is_string() => {
+                return Err(JsError::new(
+                    "this build loads a Uint8Array of GGUF bytes: a URL is fetched by the \
+                     package's TextGenerator.load (through its model cache)",
+                ))
+            }
+            None => return Err(JsError::new("source must be a URL string or a Uint8Array")),
+        };
+        report("devices", 0.0, 1.0);
+        let rt = crate::create_runtime(choice, cost_model)
+            .await
+            .map_err(to_js_error)?;
+        report("devices", 1.0, 1.0);
+        let dec = Decoder::load_from(&rt, &bytes as &dyn ByteSource, &dopts, &mut |d, t| {
+            report("weights", d as f64, t as f64)
+        })
+        .map_err(to_js_error)?;
+        Ok(TextGenerator {
+            rt: Rc::new(rt),
+            context: dec.context(),
+            vocab: dec.config().n_vocab,
+            arch: dec.config().arch.name().to_string(),
+            model: Rc::new(RefCell::new(Some(dec))),
+        })
+    }
+
+    /// Context length (cache rows).
+    #[wasm_bindgen(getter, js_name = contextSize)]
+    pub fn context_size(&self) -> usize {
+        self.context
+    }
+
+    /// Tokens in the vocabulary.
+    #[wasm_bindgen(getter, js_name = vocabSize)]
+    pub fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+
+    /// The architecture ("llama", "qwen2", "qwen3").
+    #[wasm_bindgen(getter)]
+    pub fn arch(&self) -> String {
+        self.arch.clone()
+    }
+
+    /// Names of the devices in use, in priority order.
+    #[wasm_bindgen(getter)]
+    pub fn devices(&self) -> Vec<String> {
+        self.rt.device_names()
+    }
+
+    /// Why devices are missing.
+    #[wasm_bindgen(getter)]
+    pub fn notes(&self) -> Vec<String> {
+        self.rt.notes().to_vec()
+    }
+
+    /// Token ids of a text (`addSpecial` default true, `parseSpecial` default false).
+    pub fn encode(
+        &self,
+        text: &str,
+        #[wasm_bindgen(unchecked_param_type = "EncodeOptions")] options: JsValue,
+    ) -> Result<Vec<u32>, JsError> {
+        let o = Opts::new(&options, &["addSpecial", "parseSpecial"])?;
+        let (add, parse) = (o.flag("addSpecial", true)?, o.flag("parseSpecial", false)?);
+        with_model(&self.model, |m| {
+            let tok = m
+                .tokenizer()
+                .ok_or_else(|| JsError::new("the model file has no tokenizer"))?;
+            Ok(tok.encode(text, add, parse))
+        })
+    }
+
+    /// The text of token ids (control tokens give no text).
+    pub fn decode(&self, ids: Vec<u32>) -> Result<String, JsError> {
+        with_model(&self.model, |m| {
+            let tok = m
+                .tokenizer()
+                .ok_or_else(|| JsError::new("the model file has no tokenizer"))?;
+            if let Some(&bad) = ids.iter().find(|&&t| t as usize >= tok.len()) {
+                return Err(JsError::new(&format!(
+                    "token id {bad} is not in the vocabulary (0..{})",
+                    tok.len()
+                )));
+            }
+            Ok(tok.decode(&ids, false))
+        })
+    }
+
+    /// Starts a generation of `prompt` (a string, or token ids as a `Uint32Array` or an
+    /// array of numbers): pull its pieces with `next()`. Bad options, a prompt past the
+    /// context or ids outside the vocabulary throw here, before anything runs.
+    pub fn generate(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string | Uint32Array | number[]")] prompt: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "GenerateOptions")] options: JsValue,
+    ) -> Result<JsGeneration, JsError> {
+        let o = Opts::new(
+            &options,
+            &[
+                "maxTokens",
+                "temperature",
+                "topK",
+                "topP",
+                "minP",
+                "repeatPenalty",
+                "presencePenalty",
+                "frequencyPenalty",
+                "penaltyLastN",
+                "seed",
+                "stop",
+                "stopTokens",
+                "addSpecial",
+                "parseSpecial",
+            ],
+        )?;
+        let mut s = SamplerOptions::default();
+        let f =
+            |k: &str, d: f32| -> Result<f32, JsError> { Ok(o.number(k)?.map_or(d, |x| x as f32)) };
+        s.temperature = f("temperature", s.temperature)?;
+        s.top_k = o.count("topK")?.unwrap_or(s.top_k);
+        s.top_p = f("topP", s.top_p)?;
+        s.min_p = f("minP", s.min_p)?;
+        s.repeat_penalty = f("repeatPenalty", s.repeat_penalty)?;
+        s.presence_penalty = f("presencePenalty", s.presence_penalty)?;
+        s.frequency_penalty = f("frequencyPenalty", s.frequency_penalty)?;
+        s.penalty_last_n = o.count("penaltyLastN")?.unwrap_or(s.penalty_last_n);
+        if let Some(seed) = o.count("seed")? {
+            s.seed = seed as u64;
+        }
+        let strings = |k: &str| -> Result<Vec<String>, JsError> {
+            match o.value(k) {
+                None => Ok(Vec::new()),
+                Some(v) if Array::is_array(&v) => Array::from(&v)
+                    .iter()
+                    .map(|x| {
+                        x.as_string()
+                            .ok_or_else(|| JsError::new(&format!("option {k} must be strings")))
+                    })
+                    .collect(),
+                Some(_) => Err(JsError::new(&format!("option {k} must be an array"))),
+            }
+        };
+        let stop_tokens = match o.value("stopTokens") {
+            None => None,
+            Some(v) => Some(ids_of(&v, "option stopTokens")?),
+        };
+        let opts = GenerateOptions {
+            max_tokens: o.count("maxTokens")?.unwrap_or(128),
+            sampler: s,
+            stop_tokens,
+            stop_strings: strings("stop")?,
+            special: false,
+        };
+        let (add, parse) = (o.flag("addSpecial", true)?, o.flag("parseSpecial", false)?);
+        let gen = with_model(&self.model, |m| {
+            let ids = match prompt.as_string() {
+                Some(text) => m
+                    .tokenizer()
+                    .ok_or_else(|| JsError::new("the model file has no tokenizer"))?
+                    .encode(&text, add, parse),
+                None => ids_of(&prompt, "prompt")?,
+            };
+            Generation::new(m, ids, opts).map_err(to_js_error)
+        })?;
+        Ok(JsGeneration {
+            gen: Rc::new(RefCell::new(Some(gen))),
+            model: self.model.clone(),
+            rt: self.rt.clone(),
+            text: Rc::new(RefCell::new(String::new())),
+        })
+    }
+
+    /// Tokens in the cache (what the next prompt may share and not run again).
+    #[wasm_bindgen(getter)]
+    pub fn length(&self) -> Result<usize, JsError> {
+        with_model(&self.model, |m| Ok(m.len()))
+    }
+
+    /// Forgets the cache's tokens.
+    pub fn reset(&self) -> Result<(), JsError> {
+        with_model(&self.model, |m| {
+            m.reset();
+            Ok(())
+        })
+    }
+
+    /// Which device runs what for the shape run last (a decode step once one ran).
+    pub fn explain(&self) -> Result<String, JsError> {
+        with_model(&self.model, |m| m.explain(&self.rt).map_err(to_js_error))
+    }
+
+    /// Frees the model's device memory now; later calls throw.
+    pub fn dispose(&self) -> Result<(), JsError> {
+        let mut m = self
+            .model
+            .try_borrow_mut()
+            .map_err(|_| JsError::new(BUSY))?;
+        m.take();
+        self.rt.clear();
+        Ok(())
+    }
+}
+
+fn ids_of(v: &JsValue, what: &str) -> Result<Vec<u32>, JsError> {
+    if let Some(a) = v.dyn_ref::<Uint32Array>() {
+        return Ok(a.to_vec());
+    }
+    if Array::is_array(v) {
+        return Array::from(v)
+            .iter()
+            .map(|x| match x.as_f64() {
+                Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u32::MAX as f64 => Ok(f as u32),
+                _ => Err(JsError::new(&format!(
+                    "{what}: token ids are whole numbers from 0"
+                ))),
+            })
+            .collect();
+    }
+    Err(JsError::new(&format!(
+        "{what} must be a string, a Uint32Array or an array of token ids"
+    )))
+}
+
+/// A generation in progress: `next()` resolves to its next text piece (whole UTF-8, never
+/// empty), or `undefined` once it ended; `result()` gives the text so far, the tokens, why it
+/// ended and its timings. Stopping early (not pulling again) leaves the model consistent.
+#[wasm_bindgen(js_name = Generation)]
+pub struct JsGeneration {
+    gen: Rc<RefCell<Option<Generation>>>,
+    model: Rc<RefCell<Option<Decoder>>>,
+    rt: Rc<Runtime>,
+    text: Rc<RefCell<String>>,
+}
+
+#[wasm_bindgen(js_class = Generation)]
+impl JsGeneration {
+    /// The next piece of text, or `undefined` at the end.
+    #[wasm_bindgen(unchecked_return_type = "Promise<string | undefined>")]
+    // The borrows are the model's lock for the step: every other call takes them with
+    // try_borrow and says "busy" rather than waiting or panicking.
+    #[allow(clippy::await_holding_refcell_ref)]
+    pub fn next(&self) -> Promise {
+        let (gen, model, rt, text) = (
+            self.gen.clone(),
+            self.model.clone(),
+            self.rt.clone(),
+            self.text.clone(),
+        );
+        wasm_bindgen_futures::future_to_promise(async move {
+            let busy = || JsValue::from(JsError::new(BUSY));
+            let mut g = gen.try_borrow_mut().map_err(|_| busy())?;
+            let g = g
+                .as_mut()
+                .ok_or_else(|| JsValue::from(JsError::new("this Generation was disposed")))?;
+            let mut m = model.try_borrow_mut().map_err(|_| busy())?;
+            let m = m
+                .as_mut()
+                .ok_or_else(|| JsValue::from(JsError::new("its TextGenerator was disposed")))?;
+            match g
+                .next(&rt, m)
+                .await
+                .map_err(|e| JsValue::from(to_js_error(e)))?
+            {
+                Some(piece) => {
+                    text.borrow_mut().push_str(&piece);
+                    Ok(piece.into())
+                }
+                None => Ok(JsValue::UNDEFINED),
+            }
+        })
+    }
+
+    /// The text given out so far, the tokens, why it ended (`null` while it runs), and the
+    /// counts and timings.
+    #[wasm_bindgen(unchecked_return_type = "GenerationResult")]
+    pub fn result(&self) -> Result<JsValue, JsError> {
+        let g = self.gen.try_borrow().map_err(|_| JsError::new(BUSY))?;
+        let g = g
+            .as_ref()
+            .ok_or_else(|| JsError::new("this Generation was disposed"))?;
+        let st = g.stats();
+        let o = Object::new();
+        set(&o, "text", &self.text.borrow().as_str().into())?;
+        set(&o, "tokens", &Uint32Array::from(g.tokens()).into())?;
+        let reason = g.stop_reason().map_or(JsValue::NULL, |r| r.name().into());
+        set(&o, "stopReason", &reason)?;
+        for (k, v) in [
+            ("promptTokens", st.prompt_tokens as f64),
+            ("reusedTokens", st.reused_tokens as f64),
+            ("generatedTokens", st.generated_tokens as f64),
+            ("ttftMs", st.ttft_ms),
+            ("prefillMs", st.prefill_ms),
+            ("decodeMs", st.decode_ms),
+            ("prefillTokensPerS", st.prefill_tokens_per_s()),
+            ("decodeTokensPerS", st.decode_tokens_per_s()),
+        ] {
+            set(&o, k, &v.into())?;
+        }
+        Ok(o.into())
+    }
+
+    /// Ends it (the model stays usable); later calls throw.
+    pub fn dispose(&self) {
+        if let Ok(mut g) = self.gen.try_borrow_mut() {
+            g.take();
+        }
+    }
+}
