@@ -129,6 +129,8 @@ pub struct Vocab {
     /// Control, user-defined and unknown tokens, longest text first (llama.cpp's
     /// `cache_special_tokens`).
     special_cache: Vec<u32>,
+    /// [`Vocab::byte_token`] of each byte.
+    byte_ids: Box<[Option<u32>; 256]>,
 }
 
 /// llama.cpp's `llama_token_attr` bits.
@@ -461,7 +463,7 @@ impl Vocab {
             })
             .collect();
         special_cache.sort_by_key(|&i| std::cmp::Reverse(tokens[i as usize].len()));
-        Ok(Self {
+        let mut v = Self {
             tokens,
             ids,
             scores,
@@ -471,7 +473,12 @@ impl Vocab {
             add_bos,
             add_eos,
             special_cache,
-        })
+            byte_ids: Box::new([None; 256]),
+        };
+        for b in 0..=255u8 {
+            v.byte_ids[b as usize] = v.find_byte_token(b);
+        }
+        Ok(v)
     }
 
     fn id(&self, text: &str) -> Option<u32> {
@@ -480,6 +487,10 @@ impl Vocab {
 
     /// The `<0xNN>` token of a byte, else the byte itself as a token, else UNK.
     fn byte_token(&self, b: u8) -> Option<u32> {
+        self.byte_ids[b as usize]
+    }
+
+    fn find_byte_token(&self, b: u8) -> Option<u32> {
         self.id(&format!("<0x{b:02X}>"))
             .or_else(|| (b < 0x80).then(|| self.id(&(b as char).to_string()))?)
             .or(self.specials.unk)
@@ -559,6 +570,8 @@ struct SpmBigram {
     left: usize,
     right: usize,
     size: usize,
+    /// The merged token.
+    id: u32,
 }
 
 impl PartialEq for SpmBigram {
@@ -621,9 +634,13 @@ impl Spm {
                     left: l,
                     right: r,
                     size: s.len(),
+                    id,
                 });
             }
         };
+        // The token of each symbol, once known (merged symbols always are tokens).
+        let mut ids: Vec<Option<u32>> = vec![None; syms.len()];
+        let mut known = vec![false; syms.len()];
         for i in 1..syms.len() {
             try_add(&syms, &mut queue, Some(i - 1), Some(i));
         }
@@ -635,6 +652,8 @@ impl Spm {
             syms[bg.left].n += r.n;
             syms[bg.right].n = 0;
             syms[bg.left].next = r.next;
+            ids[bg.left] = Some(bg.id);
+            known[bg.left] = true;
             if let Some(nx) = r.next {
                 syms[nx].prev = Some(bg.left);
             }
@@ -645,7 +664,8 @@ impl Spm {
         while let Some(k) = i {
             let s = syms[k];
             let piece = &text[s.start..s.start + s.n];
-            match v.id(piece) {
+            let id = if known[k] { ids[k] } else { v.id(piece) };
+            match id {
                 Some(id) => out.push(id),
                 None => out.extend(piece.bytes().filter_map(|b| v.byte_token(b))),
             }
@@ -1353,6 +1373,35 @@ mod tests {
         // Control tokens are matched only with parse_special.
         assert_eq!(t.encode("<s>", false, true), [1]);
         assert_ne!(t.encode("<s>", false, false), [1]);
+    }
+
+    #[test]
+    fn special_token_attributes_follow_llama_cpps_loader() {
+        // "</s>" user-defined in the file: llama.cpp's loader makes it a control token (its
+        // end-of-generation texts), and for Phi-3 strips the whitespace after it.
+        let user_defined_eos = |kv: &mut Vec<(&'static str, Value)>, name: &str| {
+            let mut types = vec![Value::I32(1); 8 + 256];
+            types[0] = Value::I32(2);
+            types[1] = Value::I32(3);
+            types[2] = Value::I32(4);
+            for t in &mut types[8..] {
+                *t = Value::I32(6);
+            }
+            set(
+                kv,
+                "tokenizer.ggml.token_type",
+                Value::Array(ValueType::I32, types),
+            );
+            set(kv, "general.name", Value::String(name.into()));
+        };
+        let t = build("llama", |kv| user_defined_eos(kv, "llama")).unwrap();
+        assert!(!t.encode("a</s> b", false, false).contains(&2));
+        assert_eq!(t.encode("a</s> b", false, true), [6, 2, 3, 3, 5]);
+        let phi3 = build("llama", |kv| user_defined_eos(kv, "Phi3")).unwrap();
+        assert_eq!(phi3.encode("a</s> b", false, true), [6, 2, 3, 5]);
+        // Unknown and control tokens decode to nothing unless asked.
+        assert_eq!(t.decode(&[0, 4], false), "a");
+        assert_eq!(t.decode(&[0, 4], true), "<unk>a");
     }
 
     #[test]
