@@ -1,6 +1,7 @@
 import { cache, fetchModel } from './cache.js';
 import { GLUE, WASM } from './builds.js';
 import { checkCallback, checkSignal, typeName } from './check.js';
+import { asStream } from './proxy.js';
 
 // The engine in this thread: four builds of the same crate, one picked at load (index.js's
 // load() runs this in a Worker by default, or here with { worker: false }).
@@ -179,6 +180,7 @@ async function start(pick, options) {
     ...wasm,
     SentenceEmbedder: withCache(wasm.SentenceEmbedder),
     Tokenizer: withFetch(wasm.Tokenizer),
+    TextGenerator: withGenerate(withCache(wasm.TextGenerator)),
     loaded,
     memory: instance.memory,
     cache,
@@ -210,6 +212,27 @@ function withCache(Embedder) {
     return model;
   };
   return new Proxy(Embedder, { get: (target, key) => (key === 'load' ? load : Reflect.get(target, key)) });
+}
+
+/**
+ * The build's TextGenerator (with withCache's load) whose models' generate(prompt, options)
+ * returns an async iterator of text pieces (`for await (const piece of gen.generate(...))`),
+ * with result() and dispose(); `options.signal` (an AbortSignal) ends it at the next pull.
+ */
+function withGenerate(TextGenerator) {
+  const load = async (source, options) => {
+    const model = await TextGenerator.load(source, options);
+    const generate = model.generate.bind(model);
+    model.generate = (prompt, opts) => {
+      let signal;
+      let rest = opts;
+      if (opts && typeof opts === 'object' && !Array.isArray(opts)) ({ signal, ...rest } = opts);
+      checkSignal(signal);
+      return asStream(generate(prompt, rest), signal);
+    };
+    return model;
+  };
+  return new Proxy(TextGenerator, { get: (target, key) => (key === 'load' ? load : Reflect.get(target, key)) });
 }
 
 /**

@@ -52,6 +52,23 @@ export interface TokenizerSourceOptions {
   signal?: AbortSignal;
 }
 
+/** Options of `TextGenerator.load` through the package (a URL goes through the model cache). */
+export interface GeneratorLoadOptions extends Engine.GeneratorOptions {
+  /** Read and write the model cache (default true). */
+  cache?: boolean;
+  signal?: AbortSignal;
+}
+/** What `generate` returns: an async iterator of text pieces (whole UTF-8), then `result()`. */
+export interface GenerationStream extends AsyncIterableIterator<string> {
+  /** The next piece, or undefined at the end. */
+  nextPiece(): Promise<string | undefined>;
+  /** The text so far, the tokens, why it ended and its timings. */
+  result(): Promise<Engine.GenerationResult> | Engine.GenerationResult;
+  dispose(): void;
+}
+/** `generate`'s options through the package: the engine's, and an AbortSignal. */
+export type GenerateCallOptions = Engine.GenerateOptions & { signal?: AbortSignal };
+
 /** In-thread mode ({ worker: false }): the build's exports. */
 export type ThreadModule = typeof Engine & {
   loaded: Loaded;
@@ -60,6 +77,12 @@ export type ThreadModule = typeof Engine & {
   worker: false;
   SentenceEmbedder: typeof Engine.SentenceEmbedder & {
     load(source: string | Uint8Array, options?: LoadModelOptions): Promise<Engine.SentenceEmbedder & { source: ModelSource | null }>;
+  };
+  TextGenerator: typeof Engine.TextGenerator & {
+    load(source: string | Uint8Array, options?: GeneratorLoadOptions): Promise<Omit<Engine.TextGenerator, 'generate'> & {
+      source: ModelSource | null;
+      generate(prompt: string | Uint32Array | number[], options?: GenerateCallOptions): GenerationStream;
+    }>;
   };
   /** fromGguf is async here (it may fetch a URL through the model cache). */
   Tokenizer: Omit<typeof Engine.Tokenizer, 'fromGguf'> & {
@@ -141,6 +164,30 @@ export interface TokenizerProxy {
   token(id: number): Promise<string | undefined>;
   dispose(): Promise<void>;
 }
+/** A TextGenerator in worker mode: its fields are read at load, its methods are Promises. */
+export interface TextGeneratorProxy {
+  readonly contextSize: number;
+  readonly vocabSize: number;
+  readonly arch: string;
+  readonly devices: string[];
+  readonly notes: string[];
+  readonly source: ModelSource | null;
+  /** Starts a generation (in the worker at the first pull): `for await (const piece of ...)`. */
+  generate(prompt: string | Uint32Array | number[], options?: GenerateCallOptions): GenerationStream;
+  encode(text: string, options?: Engine.EncodeOptions): Promise<Uint32Array>;
+  decode(ids: Uint32Array | number[]): Promise<string>;
+  /** Tokens in the cache (the next prompt's shared prefix does not run again). */
+  cachedTokens(): Promise<number>;
+  reset(): Promise<void>;
+  explain(): Promise<string>;
+  dispose(): Promise<void>;
+}
+/** A Generation in worker mode (what `generate` streams from). */
+export interface GenerationProxy {
+  nextPiece(): Promise<string | undefined>;
+  result(): Promise<Engine.GenerationResult>;
+  dispose(): void;
+}
 /** Tokenizer.stream() in worker mode: push/finish answer in the order called. */
 export interface TokenStreamProxy {
   /** The text this id completes ("" while a character is incomplete). */
@@ -166,6 +213,8 @@ export interface WorkerModule {
   TokenStream: new (...args: never[]) => TokenStreamProxy;
   GpuTensor: new (...args: never[]) => GpuTensorProxy;
   State: new (...args: never[]) => StateProxy;
+  TextGenerator: { load(source: string | Uint8Array, options?: GeneratorLoadOptions): Promise<TextGeneratorProxy> };
+  Generation: new (...args: never[]) => GenerationProxy;
   /** Stops the worker: calls in flight and later ones reject. */
   terminate(): void;
 }

@@ -109,6 +109,32 @@ export const GRAPH_CALLS = {
 };
 
 /** The Tokenizer getters the worker sends at fromGguf: the proxy's fields (they never change). */
+/**
+ * Makes `gen` (a Generation: `nextPiece()` resolves to the next text piece or undefined) an
+ * async iterator of its pieces: `for await (const piece of gen)`. An aborted `signal` ends it
+ * with the signal's reason at the next pull (the piece in flight finishes: the model stays
+ * consistent). In both modes (engine.js in this thread, the proxy in worker mode).
+ */
+export function asStream(gen, signal) {
+  let done = false;
+  gen.next = async () => {
+    if (done) return { done: true, value: undefined };
+    if (signal?.aborted) {
+      done = true;
+      throw signal.reason ?? new DOMException('the generation was aborted', 'AbortError');
+    }
+    const value = await gen.nextPiece();
+    if (value === undefined) done = true;
+    return done ? { done: true, value: undefined } : { done: false, value };
+  };
+  gen.return = async () => {
+    done = true;
+    return { done: true, value: undefined };
+  };
+  gen[Symbol.asyncIterator] = () => gen;
+  return gen;
+}
+
 export const TOKENIZER_GETTERS = ['model', 'pre', 'length', 'bos', 'eos', 'eot', 'pad', 'unk', 'addBos', 'addEos'];
 
 /** Builds the proxied module over a started worker link. */
@@ -216,6 +242,71 @@ export function proxyModule(link, loaded, cache) {
       this.#disposed = true;
       link.call('state.dispose', { handle: this.#handle }).catch(() => {});
     }
+  }
+
+  // Generations and generators the page forgets are freed in the worker when collected here.
+  const generations = new FinalizationRegistry((handle) => { if (!link.dead) link.call('generation.dispose', { handle }).catch(() => {}); });
+
+  class Generation {
+    #handle; #disposed = false;
+    constructor(handle) { this.#handle = handle; generations.register(this, handle, this); }
+    nextPiece() { return this.#call('generation.nextPiece'); }
+    result() { return this.#call('generation.result'); }
+    dispose() {
+      if (this.#disposed) return;
+      this.#disposed = true;
+      generations.unregister(this);
+      link.call('generation.dispose', { handle: this.#handle }).catch(() => {});
+    }
+    #call(op) {
+      if (this.#disposed) return Promise.reject(new Error('this Generation was disposed'));
+      return link.call(op, { handle: this.#handle });
+    }
+  }
+
+  class TextGenerator {
+    #handle;
+    constructor(r) {
+      this.#handle = r.handle;
+      for (const k of ['contextSize', 'vocabSize', 'arch', 'devices', 'notes', 'source']) this[k] = r[k];
+    }
+    static async load(source, options) {
+      let args = { source, options };
+      let opts = {};
+      if (options && typeof options === 'object' && !Array.isArray(options)) {
+        const { onProgress, signal, ...rest } = options;
+        checkCallback('onProgress', onProgress);
+        checkSignal(signal);
+        const base = typeof source === 'string' ? globalThis.document?.baseURI ?? globalThis.location?.href : undefined;
+        args = { source, options: { ...rest, ...(onProgress ? { onProgress: true } : {}), ...(base ? { base } : {}) } };
+        opts = { signal, onProgress };
+      } else if (typeof source === 'string' && options === undefined) {
+        args = { source, options: { base: globalThis.document?.baseURI ?? globalThis.location?.href } };
+      }
+      return new TextGenerator(await link.call('generator.load', args, opts));
+    }
+    // Returns at once; the worker starts it at the first pull (bad options reject there).
+    generate(prompt, options) {
+      let signal;
+      let rest = options;
+      if (options && typeof options === 'object' && !Array.isArray(options)) ({ signal, ...rest } = options);
+      checkSignal(signal);
+      const started = link.call('generator.generate', { handle: this.#handle, prompt, options: rest });
+      const ready = started.then((r) => new Generation(r.handle));
+      ready.catch(() => {}); // reported by the first pull
+      const stream = {
+        nextPiece: () => ready.then((g) => g.nextPiece()),
+        result: () => ready.then((g) => g.result()),
+        dispose: () => { ready.then((g) => g.dispose(), () => {}); },
+      };
+      return asStream(stream, signal);
+    }
+    encode(text, options) { return link.call('generator.encode', { handle: this.#handle, text, options }); }
+    decode(ids) { return link.call('generator.decode', { handle: this.#handle, ids }); }
+    cachedTokens() { return link.call('generator.cachedTokens', { handle: this.#handle }); }
+    reset() { return link.call('generator.reset', { handle: this.#handle }); }
+    explain() { return link.call('generator.explain', { handle: this.#handle }); }
+    dispose() { return link.call('generator.dispose', { handle: this.#handle }); }
   }
 
   class Runtime {
@@ -364,6 +455,8 @@ export function proxyModule(link, loaded, cache) {
     TokenStream,
     GpuTensor,
     State,
+    TextGenerator,
+    Generation,
     terminate: () => link.terminate(),
   });
 }

@@ -82,7 +82,7 @@ function gpuRef(t) {
 
 // The calls the page's proxy (proxy.js) may send, by op name: the engine's functions by
 // their names, class members as runtime.*, model.* (SentenceEmbedder), gpu.* (GpuTensor),
-// state.* (State),
+// state.* (State), generator.* (TextGenerator), generation.* (Generation),
 // tokenizer.* (Tokenizer), stream.* (TokenStream, a Tokenizer's streaming decoder).
 // Exported for scripts/check-js-surface.mjs, which checks them against webtensor.d.ts.
 export const OPS = {
@@ -171,6 +171,29 @@ export const OPS = {
   },
   'state.zero': ({ handle }) => get(handle, 'State').zero(),
   'state.dispose': drop,
+
+  async 'generator.load'({ source, options }, progress, signal) {
+    const opts = { ...options, signal };
+    if (opts.onProgress) opts.onProgress = progress;
+    const g = await engine.TextGenerator.load(source, opts);
+    return {
+      handle: keep(g), contextSize: g.contextSize, vocabSize: g.vocabSize, arch: g.arch, devices: g.devices,
+      notes: g.notes, source: g.source ?? null,
+    };
+  },
+  'generator.generate': ({ handle, prompt, options }) => ({ handle: keep(get(handle, 'TextGenerator').generate(prompt, options)) }),
+  'generator.encode'({ handle, text, options }) {
+    const ids = get(handle, 'TextGenerator').encode(text, options);
+    return { value: ids, transfer: transferable(ids) };
+  },
+  'generator.decode': ({ handle, ids }) => get(handle, 'TextGenerator').decode(ids),
+  'generator.cachedTokens': ({ handle }) => get(handle, 'TextGenerator').cachedTokens(),
+  'generator.reset': ({ handle }) => get(handle, 'TextGenerator').reset(),
+  'generator.explain': ({ handle }) => get(handle, 'TextGenerator').explain(),
+  'generator.dispose': drop,
+  'generation.nextPiece': ({ handle }) => get(handle, 'Generation').nextPiece(),
+  'generation.result': ({ handle }) => get(handle, 'Generation').result(),
+  'generation.dispose': drop,
 
   'gpu.read': ({ handle }) => get(handle, 'GpuTensor').read(),
   'gpu.dispose': drop,

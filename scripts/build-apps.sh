@@ -35,6 +35,10 @@ cd "$ROOT"
 for app in webpack vite esm; do
   mkdir -p "$OUT/$app/models"
   ln -f models/minilm-q8_0.gguf "$OUT/$app/models/" 2>/dev/null || cp models/minilm-q8_0.gguf "$OUT/$app/models/"
+  # The README's TextGenerator snippet loads the tiny random-weight llama (scripts/decoder-models.py).
+  mkdir -p "$OUT/$app/models/decoder"
+  ln -f models/decoder/llama-q4_0.gguf "$OUT/$app/models/decoder/" 2>/dev/null ||
+    cp models/decoder/llama-q4_0.gguf "$OUT/$app/models/decoder/"
 done
 gz() { gzip -9 -c "$1" | wc -c; }
 total=0

@@ -84,6 +84,14 @@ const CLASS_EXEMPT = {
     // tensors travel as { __gpuTensor: handle } and the worker swaps in the real one.
     __webtensorGpuTensor: 'internal: marks a GpuTensor for Runtime.run inside the engine',
   },
+  TextGenerator: {
+    free: 'wasm-bindgen memory management; worker mode has dispose()',
+    '[Symbol.dispose]': 'wasm-bindgen memory management (same as free)',
+  },
+  Generation: {
+    free: 'wasm-bindgen memory management; worker mode has dispose()',
+    '[Symbol.dispose]': 'wasm-bindgen memory management (same as free)',
+  },
   State: {
     free: 'wasm-bindgen memory management; worker mode has dispose()',
     '[Symbol.dispose]': 'wasm-bindgen memory management (same as free)',
@@ -118,7 +126,9 @@ const JS_ONLY = {
   ops: ['init', 'graph.free', 'cache.list', 'cache.delete', 'cache.clear'],
   // The module's members that are not the engine's functions.
   module: ['loaded', 'worker', 'cache', 'terminate', 'Graph', 'Runtime', 'SentenceEmbedder', 'Tokenizer', 'TokenStream',
-    'GpuTensor', 'State'],
+    'GpuTensor', 'State', 'TextGenerator', 'Generation'],
+  // engine.js's TextGenerator.load sets `source` too.
+  TextGenerator: ['source'],
 };
 
 /** The proxied classes: their worker-op prefix and index.d.ts interface. */
@@ -129,6 +139,8 @@ const PROXIED = {
   TokenStream: { op: 'stream', iface: 'TokenStreamProxy' },
   GpuTensor: { op: 'gpu', iface: 'GpuTensorProxy' },
   State: { op: 'state', iface: 'StateProxy' },
+  TextGenerator: { op: 'generator', iface: 'TextGeneratorProxy' },
+  Generation: { op: 'generation', iface: 'GenerationProxy' },
 };
 
 // wasm-bindgen's own exports of every --target web module (the loader calls them).

@@ -26,6 +26,8 @@ export interface GeneratorOptions extends RuntimeOptions {
   contextSize?: number;
   /** Most prompt tokens one prefill run takes (default 64). */
   batch?: number;
+  /** The KV cache's dtype (default: "f16" on the CPU, "f32" on WebGPU). */
+  kvType?: "f32" | "f16";
 }
 /** Options of `TextGenerator.generate`. */
 export interface GenerateOptions {
@@ -163,7 +165,14 @@ impl TextGenerator {
     ) -> Result<TextGenerator, JsError> {
         let o = Opts::new(
             &options,
-            &["devices", "costModel", "onProgress", "contextSize", "batch"],
+            &[
+                "devices",
+                "costModel",
+                "onProgress",
+                "contextSize",
+                "batch",
+                "kvType",
+            ],
         )?;
         let rt_opts = Object::new();
         for k in ["devices", "costModel", "onProgress"] {
@@ -179,6 +188,12 @@ impl TextGenerator {
         if let Some(b) = o.count("batch")? {
             dopts.batch = b;
         }
+        dopts.kv_dtype = match o.value("kvType").map(|v| v.as_string()) {
+            None => None,
+            Some(Some(t)) if t == "f32" => Some(crate::graph::DType::F32),
+            Some(Some(t)) if t == "f16" => Some(crate::graph::DType::F16),
+            Some(_) => return Err(JsError::new("option kvType must be \"f32\" or \"f16\"")),
+        };
         let report = |stage: &str, loaded: f64, total: f64| {
             if let Some(f) = &progress {
                 let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());
@@ -359,8 +374,8 @@ impl TextGenerator {
     }
 
     /// Tokens in the cache (what the next prompt may share and not run again).
-    #[wasm_bindgen(getter)]
-    pub fn length(&self) -> Result<usize, JsError> {
+    #[wasm_bindgen(js_name = cachedTokens)]
+    pub fn cached_tokens(&self) -> Result<usize, JsError> {
         with_model(&self.model, |m| Ok(m.len()))
     }
 
@@ -409,7 +424,7 @@ fn ids_of(v: &JsValue, what: &str) -> Result<Vec<u32>, JsError> {
     )))
 }
 
-/// A generation in progress: `next()` resolves to its next text piece (whole UTF-8, never
+/// A generation in progress: `nextPiece()` resolves to its next text piece (whole UTF-8, never
 /// empty), or `undefined` once it ended; `result()` gives the text so far, the tokens, why it
 /// ended and its timings. Stopping early (not pulling again) leaves the model consistent.
 #[wasm_bindgen(js_name = Generation)]
@@ -422,12 +437,13 @@ pub struct JsGeneration {
 
 #[wasm_bindgen(js_class = Generation)]
 impl JsGeneration {
-    /// The next piece of text, or `undefined` at the end.
-    #[wasm_bindgen(unchecked_return_type = "Promise<string | undefined>")]
+    /// The next piece of text, or `undefined` at the end (the package's generation is also
+    /// an async iterator of these: `for await (const piece of gen.generate(...))`).
+    #[wasm_bindgen(js_name = nextPiece, unchecked_return_type = "Promise<string | undefined>")]
     // The borrows are the model's lock for the step: every other call takes them with
     // try_borrow and says "busy" rather than waiting or panicking.
     #[allow(clippy::await_holding_refcell_ref)]
-    pub fn next(&self) -> Promise {
+    pub fn next_piece(&self) -> Promise {
         let (gen, model, rt, text) = (
             self.gen.clone(),
             self.model.clone(),

@@ -1,0 +1,120 @@
+// End-to-end: webtensor.TextGenerator in headless Chromium on the built package (pkg/), on the
+// tiny llama of scripts/decoder-models.py (models/decoder/llama-f32.gguf) against llama.cpp's
+// own greedy tokens (tests/reference/decoder/llama-f32.json): in worker mode from a URL
+// (through the model cache) and in this thread from bytes, on the CPU and on WebGPU
+// (SwiftShader). Streams with for await, checks the pieces join to the decoded text, aborts a
+// generation midway (the model stays usable: the same tokens again), reuses the conversation's
+// prefix, and bad calls are clean Errors. E2E_PKG picks another built package (default pkg/).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { launchChromium } from '../../scripts/chromium.mjs';
+import { startServer } from '../../scripts/serve.mjs';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const PKG = process.env.E2E_PKG || 'pkg';
+const LOADER = `/${PKG}/index.js`;
+const MODEL = 'models/decoder/llama-f32.gguf';
+const REF = JSON.parse(fs.readFileSync(path.join(ROOT, 'tests/reference/decoder/llama-f32.json'), 'utf8'));
+const UNCLEAN = /JsValue|\n\s+at |^Error: /;
+let server, browser, base;
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(ROOT, PKG, 'index.js')), `${PKG}/ is not built (scripts/build-web.sh)`);
+  assert.ok(fs.existsSync(path.join(ROOT, MODEL)), `${MODEL} missing (scripts/decoder-models.py)`);
+  server = await startServer(ROOT, 0, { isolate: false });
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+for (const worker of [true, false]) {
+  test(`TextGenerator ${worker ? 'in worker mode, from a URL' : 'in this thread, from bytes'}: llama.cpp's greedy tokens on each device`, async (t) => {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => { if (/panicked|RuntimeError|unreachable/.test(m.text())) errors.push(m.text()); });
+    await page.goto(base + 'tests/e2e/engine.html');
+    const c = REF.cases[0];
+    const r = await page.evaluate(async ({ loader, worker, url, prompt, want }) => {
+      const { load } = await import(loader);
+      const wt = await load({ worker });
+      const out = { runs: [], bad: {} };
+      for (const devices of ['cpu', 'webgpu']) {
+        const source = worker ? url : new Uint8Array(await (await fetch(url)).arrayBuffer());
+        const gen = await wt.TextGenerator.load(source, { devices, contextSize: 256, kvType: 'f32' });
+        const greedy = { temperature: 0, maxTokens: want.length, stopTokens: [] };
+        const pieces = [];
+        const stream = gen.generate(prompt, greedy);
+        for await (const piece of stream) pieces.push(piece);
+        const res = await stream.result();
+        const text = await gen.decode(res.tokens);
+        // Abort after 3 pieces; the next pull ends with the reason; the model stays usable.
+        const ac = new AbortController();
+        let aborted = null;
+        let n = 0;
+        try {
+          for await (const piece of gen.generate(prompt, { ...greedy, signal: ac.signal })) {
+            if (++n === 3) ac.abort(new Error('stopped by the user'));
+            void piece;
+          }
+        } catch (e) { aborted = e.message; }
+        const again = gen.generate(prompt, greedy);
+        for await (const piece of again) void piece;
+        const res2 = await again.result();
+        // The next turn reuses the cache's prefix.
+        const turn = gen.generate([...prompt, ...want, 450], { temperature: 0, maxTokens: 2 });
+        for await (const piece of turn) void piece;
+        const res3 = await turn.result();
+        out.runs.push({
+          devices: gen.devices, tokens: Array.from(res.tokens), joined: pieces.join(''), text,
+          stopReason: res.stopReason, decodeTps: res.decodeTokensPerS, aborted, n,
+          again: Array.from(res2.tokens), reused: res3.reusedTokens, explain: await gen.explain(),
+        });
+        if (devices === 'cpu') {
+          const msg = async (fn) => { try { const s = await fn(); if (s?.next) await s.next(); return null; } catch (e) { return `${e instanceof Error}:${e.message}`; } };
+          out.bad = {
+            option: await msg(() => gen.generate('x', { temprature: 1 })),
+            topP: await msg(() => gen.generate('x', { topP: 2 })),
+            id: await msg(() => gen.generate([40000])),
+            long: await msg(() => gen.generate(new Array(300).fill(1))),
+            context: await msg(() => wt.TextGenerator.load(source, { contextSize: 100000 })),
+          };
+          await gen.dispose();
+          out.bad.disposed = await msg(() => gen.generate('x'));
+        } else {
+          await gen.dispose();
+        }
+      }
+      return out;
+    }, { loader: LOADER, worker, url: `/${MODEL}`, prompt: c.prompt, want: c.greedy });
+    for (const run of r.runs) {
+      const where = run.devices.join('+');
+      assert.deepEqual(run.tokens, c.greedy, `${where}: greedy tokens`);
+      assert.equal(run.joined, run.text, `${where}: pieces join to the decoded text`);
+      assert.equal(run.stopReason, 'length');
+      assert.equal(run.aborted, 'stopped by the user');
+      assert.equal(run.n, 3);
+      assert.deepEqual(run.again, c.greedy, `${where}: after the abort`);
+      assert.equal(run.reused, c.prompt.length + c.greedy.length - 1);
+      assert.match(run.explain, /state: cache_k\.0/);
+      t.diagnostic(`${where}: 32 greedy tokens exact, decode ${run.decodeTps.toFixed(0)} tokens/s`);
+    }
+    assert.ok(r.runs[1].devices[0] === 'WebGPU', `WebGPU run: ${r.runs[1].devices}`);
+    const b = r.bad;
+    assert.match(b.option, /^true:unknown option "temprature"/);
+    assert.match(b.topP, /^true:.*top_p/i);
+    assert.match(b.id, /^true:.*token 40000 is outside the 32000-token vocabulary/);
+    assert.match(b.long, /^true:.*do not fit the context of 256/);
+    assert.match(b.context, /^true:.*context 100000/);
+    assert.match(b.disposed, /^true:this TextGenerator was disposed$/);
+    for (const m of Object.values(b)) assert.doesNotMatch(m.slice(5), UNCLEAN);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}
