@@ -191,3 +191,30 @@ fn a_dropped_generation_leaves_the_model_usable_and_the_context_end_stops() {
     };
     assert!(Generation::new(&dec, vec![1], bad).is_err());
 }
+
+/// `chat`: the file's template (qwen2's ChatML, copied from its vocab file by
+/// scripts/decoder-models.py) rendered as jinja2 renders it, its control tokens matched;
+/// a file without a template says so.
+#[test]
+fn chat_prompts_come_from_the_files_template() {
+    use webtensor::model::chat::ChatMessage;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Ok(bytes) = std::fs::read(root.join("models/decoder/qwen2-f32.gguf")) else {
+        assert!(std::env::var("WEBTENSOR_REQUIRE_VECTORS").map_or(true, |v| v != "1"));
+        return;
+    };
+    let rt = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
+    let dec = Decoder::load(&rt, &bytes, &DecoderOptions::default()).unwrap();
+    let messages = [ChatMessage::new("user", "Hello!")];
+    let ids = dec.chat_prompt(&messages).unwrap();
+    let tok = dec.tokenizer().unwrap();
+    let want = "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n";
+    assert_eq!(ids, tok.encode(want, false, true));
+    assert_eq!(tok.decode(&ids, true), want);
+    let im_start = tok.encode("<|im_start|>", false, true);
+    assert_eq!(im_start.len(), 1, "a control token, matched whole");
+    assert_eq!(ids.iter().filter(|&&t| t == im_start[0]).count(), 3);
+    let Some((_, llama, _)) = setup() else { return };
+    let e = llama.chat_prompt(&messages).unwrap_err().to_string();
+    assert!(e.contains("no chat template"), "{e}");
+}

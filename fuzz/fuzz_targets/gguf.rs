@@ -1,6 +1,6 @@
 //! The GGUF reader on any bytes: the whole file, every header prefix the loader may read,
-//! and, when it parses, its data and a write/read round trip (the writer's output is a
-//! fixed point).
+//! and, when it parses, its data, a write/read round trip (the writer's output is a fixed
+//! point), and the decoder's reading of its hyper-parameters (an Error, never a panic).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -34,6 +34,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Ok(g) = whole {
+        if let Ok(c) = webtensor::model::decoder::config_from_gguf(&g) {
+            assert!(c.n_head % c.n_head_kv == 0 && c.rope.n_dims <= c.head_dim);
+        }
         for t in g.tensors() {
             assert_eq!(g.tensor_range(t).len(), t.nbytes);
         }

@@ -23,6 +23,7 @@ use std::rc::Rc;
 
 use crate::error::{At, Error, ModelFile, Result};
 use crate::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
+use crate::model::chat::ChatTemplate;
 use crate::model::gguf::Gguf;
 use crate::model::tokenizer::Tokenizer;
 use crate::runtime::{ByteSource, Program, Runtime, State, StoredWeight, WeightSpec};
@@ -132,6 +133,7 @@ impl Default for DecoderOptions {
 pub struct Decoder {
     config: DecoderConfig,
     tokenizer: Option<Rc<Tokenizer>>,
+    chat: Option<ChatTemplate>,
     weights: Vec<(String, StoredWeight)>,
     /// (K, V) cache per layer.
     cache: Vec<(State, State)>,
@@ -341,6 +343,14 @@ impl Decoder {
                 ));
             }
         }
+        let chat = match &tokenizer {
+            Some(t) => {
+                let text = |id: Option<u32>| id.and_then(|i| t.token(i)).unwrap_or("").to_string();
+                let sp = t.specials();
+                ChatTemplate::from_gguf(&g, &text(sp.bos), &text(sp.eos))?
+            }
+            None => None,
+        };
         let n_ctx = opts.context.unwrap_or(config.n_ctx_train);
         if n_ctx == 0 || n_ctx > config.n_ctx_train {
             return Err(Error::InvalidArgument(format!(
@@ -455,6 +465,7 @@ impl Decoder {
         Ok(Self {
             config,
             tokenizer,
+            chat,
             weights: infos.into_iter().map(|w| w.0).zip(stored).collect(),
             cache,
             n_ctx,
@@ -473,6 +484,30 @@ impl Decoder {
     /// The tokenizer the file names (`None` when it has no `tokenizer.*` keys).
     pub fn tokenizer(&self) -> Option<&Tokenizer> {
         self.tokenizer.as_deref()
+    }
+
+    /// The file's chat template (`tokenizer.chat_template`), if it has one.
+    pub fn chat_template(&self) -> Option<&ChatTemplate> {
+        self.chat.as_ref()
+    }
+
+    /// The prompt ids of a conversation: the chat template rendered with the generation
+    /// prompt, tokenized with control tokens matched (and BOS added when the model asks for
+    /// it and the template did not write it). A file without a template says so.
+    pub fn chat_prompt(&self, messages: &[crate::model::chat::ChatMessage]) -> Result<Vec<u32>> {
+        let t = self.chat.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(
+                "the model file has no chat template (tokenizer.chat_template): give a prompt"
+                    .into(),
+            )
+        })?;
+        let tok = self
+            .tokenizer()
+            .ok_or_else(|| Error::InvalidArgument("the model file has no tokenizer".into()))?;
+        let text = t.render(messages, true)?;
+        let bos = tok.specials().bos.and_then(|b| tok.token(b));
+        let has_bos = bos.is_some_and(|b| !b.is_empty() && text.starts_with(b));
+        Ok(tok.encode(&text, !has_bos, true))
     }
 
     /// The tokenizer, shared (for a streaming decoder that outlives a borrow of the model).

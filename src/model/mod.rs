@@ -4,6 +4,7 @@
 //! internals directly.
 
 pub mod bert;
+pub mod chat;
 pub mod decoder;
 pub mod generate;
 pub mod gguf;
