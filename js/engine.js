@@ -216,20 +216,22 @@ function withCache(Embedder) {
 
 /**
  * The build's TextGenerator (with withCache's load) whose models' generate(prompt, options)
- * returns an async iterator of text pieces (`for await (const piece of gen.generate(...))`),
+ * and chat(messages, options) return an async iterator of text pieces (`for await (const piece of gen.generate(...))`),
  * with result() and dispose(); `options.signal` (an AbortSignal) ends it at the next pull.
  */
 function withGenerate(TextGenerator) {
   const load = async (source, options) => {
     const model = await TextGenerator.load(source, options);
-    const generate = model.generate.bind(model);
-    model.generate = (prompt, opts) => {
-      let signal;
-      let rest = opts;
-      if (opts && typeof opts === 'object' && !Array.isArray(opts)) ({ signal, ...rest } = opts);
-      checkSignal(signal);
-      return asStream(generate(prompt, rest), signal);
-    };
+    for (const name of ['generate', 'chat']) {
+      const start = model[name].bind(model);
+      model[name] = (input, opts) => {
+        let signal;
+        let rest = opts;
+        if (opts && typeof opts === 'object' && !Array.isArray(opts)) ({ signal, ...rest } = opts);
+        checkSignal(signal);
+        return asStream(start(input, rest), signal);
+      };
+    }
     return model;
   };
   return new Proxy(TextGenerator, { get: (target, key) => (key === 'load' ? load : Reflect.get(target, key)) });

@@ -79,9 +79,10 @@ export type ThreadModule = typeof Engine & {
     load(source: string | Uint8Array, options?: LoadModelOptions): Promise<Engine.SentenceEmbedder & { source: ModelSource | null }>;
   };
   TextGenerator: typeof Engine.TextGenerator & {
-    load(source: string | Uint8Array, options?: GeneratorLoadOptions): Promise<Omit<Engine.TextGenerator, 'generate'> & {
+    load(source: string | Uint8Array, options?: GeneratorLoadOptions): Promise<Omit<Engine.TextGenerator, 'generate' | 'chat'> & {
       source: ModelSource | null;
       generate(prompt: string | Uint32Array | number[], options?: GenerateCallOptions): GenerationStream;
+      chat(messages: Engine.ChatMessage[], options?: GenerateCallOptions): GenerationStream;
     }>;
   };
   /** fromGguf is async here (it may fetch a URL through the model cache). */
@@ -174,6 +175,8 @@ export interface TextGeneratorProxy {
   readonly source: ModelSource | null;
   /** Starts a generation (in the worker at the first pull): `for await (const piece of ...)`. */
   generate(prompt: string | Uint32Array | number[], options?: GenerateCallOptions): GenerationStream;
+  /** The assistant's answer to a conversation, through the file's chat template. */
+  chat(messages: Engine.ChatMessage[], options?: GenerateCallOptions): GenerationStream;
   encode(text: string, options?: Engine.EncodeOptions): Promise<Uint32Array>;
   decode(ids: Uint32Array | number[]): Promise<string>;
   /** Tokens in the cache (the next prompt's shared prefix does not run again). */

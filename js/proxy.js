@@ -285,13 +285,15 @@ export function proxyModule(link, loaded, cache) {
       }
       return new TextGenerator(await link.call('generator.load', args, opts));
     }
-    // Returns at once; the worker starts it at the first pull (bad options reject there).
-    generate(prompt, options) {
+    // Both return at once; the worker starts them at the first pull (bad options reject there).
+    generate(prompt, options) { return this.#start('generator.generate', { prompt }, options); }
+    chat(messages, options) { return this.#start('generator.chat', { messages }, options); }
+    #start(op, args, options) {
       let signal;
       let rest = options;
       if (options && typeof options === 'object' && !Array.isArray(options)) ({ signal, ...rest } = options);
       checkSignal(signal);
-      const started = link.call('generator.generate', { handle: this.#handle, prompt, options: rest });
+      const started = link.call(op, { handle: this.#handle, ...args, options: rest });
       const ready = started.then((r) => new Generation(r.handle));
       ready.catch(() => {}); // reported by the first pull
       const stream = {

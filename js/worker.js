@@ -182,6 +182,7 @@ export const OPS = {
     };
   },
   'generator.generate': ({ handle, prompt, options }) => ({ handle: keep(get(handle, 'TextGenerator').generate(prompt, options)) }),
+  'generator.chat': ({ handle, messages, options }) => ({ handle: keep(get(handle, 'TextGenerator').chat(messages, options)) }),
   'generator.encode'({ handle, text, options }) {
     const ids = get(handle, 'TextGenerator').encode(text, options);
     return { value: ids, transfer: transferable(ids) };

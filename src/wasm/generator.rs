@@ -11,6 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{runtime_options, set, to_js_error};
+use crate::model::chat::ChatMessage;
 use crate::model::decoder::{Decoder, DecoderOptions};
 use crate::model::generate::{GenerateOptions, Generation};
 use crate::model::sampler::SamplerOptions;
@@ -28,6 +29,11 @@ export interface GeneratorOptions extends RuntimeOptions {
   batch?: number;
   /** The KV cache's dtype (default: "f16" on the CPU, "f32" on WebGPU). */
   kvType?: "f32" | "f16";
+}
+/** One turn of a conversation (`TextGenerator.chat`). */
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | string;
+  content: string;
 }
 /** Options of `TextGenerator.generate`. */
 export interface GenerateOptions {
@@ -371,6 +377,33 @@ impl TextGenerator {
             rt: self.rt.clone(),
             text: Rc::new(RefCell::new(String::new())),
         })
+    }
+
+    /// Starts a generation of the assistant's answer to `messages` (`[{ role, content }]`):
+    /// the file's chat template (`tokenizer.chat_template`, rendered with minijinja and the
+    /// generation prompt) gives the prompt; options as `generate`'s. A conversation that
+    /// extends the last one runs only its new tokens. A file without a template says so.
+    pub fn chat(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "GenerateOptions")] options: JsValue,
+    ) -> Result<JsGeneration, JsError> {
+        if !Array::is_array(&messages) {
+            return Err(JsError::new(
+                "messages must be an array of { role, content }",
+            ));
+        }
+        let mut list = Vec::new();
+        for (i, m) in Array::from(&messages).iter().enumerate() {
+            let field = |k: &str| {
+                super::convert::prop(&m, k)
+                    .and_then(|v| v.as_string())
+                    .ok_or_else(|| JsError::new(&format!("message {i} needs a string {k}")))
+            };
+            list.push(ChatMessage::new(&field("role")?, &field("content")?));
+        }
+        let ids = with_model(&self.model, |m| m.chat_prompt(&list).map_err(to_js_error))?;
+        self.generate(Uint32Array::from(ids.as_slice()).into(), options)
     }
 
     /// Tokens in the cache (what the next prompt may share and not run again).

@@ -84,6 +84,8 @@ for (const worker of [true, false]) {
             id: await msg(() => gen.generate([40000])),
             long: await msg(() => gen.generate(new Array(300).fill(1))),
             context: await msg(() => wt.TextGenerator.load(source, { contextSize: 100000 })),
+            noTemplate: await msg(() => gen.chat([{ role: 'user', content: 'hi' }])),
+            badMessages: await msg(() => gen.chat('hi')),
           };
           await gen.dispose();
           out.bad.disposed = await msg(() => gen.generate('x'));
@@ -112,6 +114,8 @@ for (const worker of [true, false]) {
     assert.match(b.id, /^true:.*token 40000 is outside the 32000-token vocabulary/);
     assert.match(b.long, /^true:.*do not fit the context of 256/);
     assert.match(b.context, /^true:.*context 100000/);
+    assert.match(b.noTemplate, /^true:.*has no chat template/);
+    assert.match(b.badMessages, /^true:messages must be an array of \{ role, content \}$/);
     assert.match(b.disposed, /^true:this TextGenerator was disposed$/);
     for (const m of Object.values(b)) assert.doesNotMatch(m.slice(5), UNCLEAN);
     assert.deepEqual(errors, []);
