@@ -244,6 +244,25 @@ export function proxyModule(link, loaded, cache) {
     }
   }
 
+  // A model's load(source, options) in the worker: the callback and the signal stay here (the
+  // worker reports progress and the call can be aborted), the rest goes with the call.
+  const loadCall = (op, source, options) => {
+    let args = { source, options };
+    let opts = {};
+    if (options && typeof options === 'object' && !Array.isArray(options)) {
+      const { onProgress, signal, ...rest } = options;
+      checkCallback('onProgress', onProgress);
+      checkSignal(signal);
+      // A relative URL means what it means on this page, not next to the worker's script.
+      const base = typeof source === 'string' ? globalThis.document?.baseURI ?? globalThis.location?.href : undefined;
+      args = { source, options: { ...rest, ...(onProgress ? { onProgress: true } : {}), ...(base ? { base } : {}) } };
+      opts = { signal, onProgress };
+    } else if (typeof source === 'string' && options === undefined) {
+      args = { source, options: { base: globalThis.document?.baseURI ?? globalThis.location?.href } };
+    }
+    return link.call(op, args, opts);
+  };
+
   // Generations and generators the page forgets are freed in the worker when collected here.
   const generations = new FinalizationRegistry((handle) => { if (!link.dead) link.call('generation.dispose', { handle }).catch(() => {}); });
 
@@ -271,19 +290,7 @@ export function proxyModule(link, loaded, cache) {
       for (const k of ['contextSize', 'vocabSize', 'arch', 'devices', 'notes', 'source']) this[k] = r[k];
     }
     static async load(source, options) {
-      let args = { source, options };
-      let opts = {};
-      if (options && typeof options === 'object' && !Array.isArray(options)) {
-        const { onProgress, signal, ...rest } = options;
-        checkCallback('onProgress', onProgress);
-        checkSignal(signal);
-        const base = typeof source === 'string' ? globalThis.document?.baseURI ?? globalThis.location?.href : undefined;
-        args = { source, options: { ...rest, ...(onProgress ? { onProgress: true } : {}), ...(base ? { base } : {}) } };
-        opts = { signal, onProgress };
-      } else if (typeof source === 'string' && options === undefined) {
-        args = { source, options: { base: globalThis.document?.baseURI ?? globalThis.location?.href } };
-      }
-      return new TextGenerator(await link.call('generator.load', args, opts));
+      return new TextGenerator(await loadCall('generator.load', source, options));
     }
     // Both return at once; the worker starts them at the first pull (bad options reject there).
     generate(prompt, options) { return this.#start('generator.generate', { prompt }, options); }
@@ -361,20 +368,7 @@ export function proxyModule(link, loaded, cache) {
       this.source = r.source;
     }
     static async load(source, options) {
-      let args = { source, options };
-      let opts = {};
-      if (options && typeof options === 'object' && !Array.isArray(options)) {
-        const { onProgress, signal, ...rest } = options;
-        checkCallback('onProgress', onProgress);
-        checkSignal(signal);
-        // A relative URL means what it means on this page, not next to the worker's script.
-        const base = typeof source === 'string' ? globalThis.document?.baseURI ?? globalThis.location?.href : undefined;
-        args = { source, options: { ...rest, ...(onProgress ? { onProgress: true } : {}), ...(base ? { base } : {}) } };
-        opts = { signal, onProgress };
-      } else if (typeof source === 'string' && options === undefined) {
-        args = { source, options: { base: globalThis.document?.baseURI ?? globalThis.location?.href } };
-      }
-      return new SentenceEmbedder(await link.call('model.load', args, opts));
+      return new SentenceEmbedder(await loadCall('model.load', source, options));
     }
     embed(texts, options) {
       try {

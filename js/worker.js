@@ -76,6 +76,14 @@ function drop({ handle }) {
   objects.delete(handle);
 }
 
+// A load's options as the page sent them (proxy.js's loadCall), with this call's progress
+// reporter and abort signal.
+function loadOptions(options, progress, signal) {
+  const opts = { ...options, signal };
+  if (opts.onProgress) opts.onProgress = progress;
+  return opts;
+}
+
 function gpuRef(t) {
   return { __gpuTensor: keep(t), dtype: t.dtype, shape: t.shape, device: t.device };
 }
@@ -126,9 +134,7 @@ export const OPS = {
   'graph.free': ({ gid }) => { objects.delete(`graph:${gid}`); },
 
   async 'model.load'({ source, options }, progress, signal) {
-    const opts = { ...options, signal };
-    if (opts.onProgress) opts.onProgress = progress;
-    const model = await engine.SentenceEmbedder.load(source, opts);
+    const model = await engine.SentenceEmbedder.load(source, loadOptions(options, progress, signal));
     return {
       handle: keep(model), dim: model.dim, maxTokens: model.maxTokens, devices: model.devices,
       notes: model.notes, source: model.source ?? null,
@@ -146,9 +152,7 @@ export const OPS = {
   'model.dispose': drop,
 
   async 'tokenizer.fromGguf'({ source, options }, progress, signal) {
-    const opts = { ...options, signal };
-    if (opts.onProgress) opts.onProgress = progress;
-    const tok = await engine.Tokenizer.fromGguf(source, opts);
+    const tok = await engine.Tokenizer.fromGguf(source, loadOptions(options, progress, signal));
     const r = { handle: keep(tok), source: tok.source ?? null };
     for (const k of TOKENIZER_GETTERS) r[k] = tok[k];
     return r;
@@ -173,9 +177,7 @@ export const OPS = {
   'state.dispose': drop,
 
   async 'generator.load'({ source, options }, progress, signal) {
-    const opts = { ...options, signal };
-    if (opts.onProgress) opts.onProgress = progress;
-    const g = await engine.TextGenerator.load(source, opts);
+    const g = await engine.TextGenerator.load(source, loadOptions(options, progress, signal));
     return {
       handle: keep(g), contextSize: g.contextSize, vocabSize: g.vocabSize, arch: g.arch, devices: g.devices,
       notes: g.notes, source: g.source ?? null,

@@ -36,8 +36,6 @@ const MASKED: f32 = -1e9;
 const MIN_SEQ: usize = 8;
 /// Longer sequences are padded to a multiple of this.
 pub const SEQ_STEP: usize = 16;
-/// Bytes read first to parse a GGUF header (more are read when the header is longer).
-const HEADER_PREFIX: usize = 1 << 20;
 
 fn format_err(what: impl Into<String>) -> Error {
     Error::model(ModelFile::Bert, what)
@@ -188,22 +186,7 @@ impl SentenceEmbedder {
         src: &dyn ByteSource,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Self> {
-        let len = src.len();
-        let mut n = HEADER_PREFIX.min(len);
-        let g = loop {
-            let mut prefix = vec![0u8; n];
-            src.read_into(0, &mut prefix)?;
-            match Gguf::parse_header(&prefix, len)? {
-                Some(g) => break g,
-                None if n == len => {
-                    return Err(Error::model(
-                        ModelFile::Gguf,
-                        "the header does not fit in the file",
-                    ))
-                }
-                None => n = n.saturating_mul(4).min(len),
-            }
-        };
+        let g = super::read_header(src)?;
         let arch = g.get_str("general.architecture")?;
         if arch != "bert" {
             return Err(Error::model_at(

@@ -192,26 +192,6 @@ fn layer_weights(c: &DecoderConfig, i: usize) -> Vec<(String, Vec<usize>)> {
         .collect()
 }
 
-/// Reads a GGUF header from the first bytes of `src` (more when it is longer).
-pub fn read_header(src: &dyn ByteSource) -> Result<Gguf<'static>> {
-    let len = src.len();
-    let mut n = (1usize << 20).min(len);
-    loop {
-        let mut prefix = vec![0u8; n];
-        src.read_into(0, &mut prefix)?;
-        match Gguf::parse_header(&prefix, len)? {
-            Some(g) => return Ok(g),
-            None if n == len => {
-                return Err(Error::model(
-                    ModelFile::Gguf,
-                    "the header does not fit in the file",
-                ))
-            }
-            None => n = n.saturating_mul(4).min(len),
-        }
-    }
-}
-
 /// The decoder's hyper-parameters from `g`'s metadata (and `token_embd`'s shape).
 pub fn config_from_gguf(g: &Gguf) -> Result<DecoderConfig> {
     let arch = Arch::parse(g.get_str("general.architecture")?)?;
@@ -329,7 +309,7 @@ impl Decoder {
         opts: &DecoderOptions,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Self> {
-        let g = read_header(src)?;
+        let g = super::read_header(src)?;
         let config = config_from_gguf(&g)?;
         let tokenizer = match g.get("tokenizer.ggml.model") {
             Some(_) => Some(Rc::new(Tokenizer::from_gguf(&g)?)),
@@ -418,13 +398,17 @@ impl Decoder {
             KV_STEP.min(n_ctx),
         )?;
         let homes = rt.weight_homes(probe.graph())?;
+        let by_name: HashMap<&str, TensorId> = infos
+            .iter()
+            .map(|w| w.0.as_str())
+            .zip(ids.iter().copied())
+            .collect();
         let home = |name: &str| -> Result<usize> {
-            let i = infos
-                .iter()
-                .position(|w| w.0 == name)
+            let id = by_name
+                .get(name)
                 .ok_or_else(|| tensor_err(name, "missing"))?;
             homes
-                .get(&ids[i])
+                .get(id)
                 .copied()
                 .ok_or_else(|| Error::Graph(format!("weight {name} has no device to live on")))
         };

@@ -121,3 +121,71 @@ fn wrong_fn(key: &str, v: &JsValue) -> JsError {
         type_name(v)
     ))
 }
+
+/// A strict options object: `undefined` (or `null`) means every default; an unknown key, or
+/// a value of the wrong type, is an `Error` naming it.
+pub struct Options<'a>(&'a JsValue);
+
+impl<'a> Options<'a> {
+    /// `options`, checked to be an object whose keys are all `known`.
+    pub fn new(options: &'a JsValue, known: &[&str]) -> Result<Self, JsError> {
+        if options.is_undefined() || options.is_null() {
+            return Ok(Self(options));
+        }
+        if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
+            return Err(JsError::new("options must be an object"));
+        }
+        for k in Object::keys(options.unchecked_ref::<Object>()).iter() {
+            let k = k.as_string().unwrap_or_default();
+            if !known.contains(&k.as_str()) {
+                return Err(JsError::new(&format!(
+                    "unknown option \"{k}\" (the options are {})",
+                    known.join(", ")
+                )));
+            }
+        }
+        Ok(Self(options))
+    }
+
+    /// The option's value, unless it is missing, `undefined` or `null`.
+    pub fn value(&self, key: &str) -> Option<JsValue> {
+        prop(self.0, key)
+    }
+
+    /// A finite number.
+    pub fn number(&self, key: &str) -> Result<Option<f64>, JsError> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() => Ok(Some(x)),
+                _ => Err(JsError::new(&format!(
+                    "option {key} must be a finite number"
+                ))),
+            },
+        }
+    }
+
+    /// A whole number from 0.
+    pub fn count(&self, key: &str) -> Result<Option<usize>, JsError> {
+        match self.number(key)? {
+            None => Ok(None),
+            Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(Some(x as usize)),
+            Some(x) => Err(JsError::new(&format!(
+                "option {key} must be a whole number from 0, got {x}"
+            ))),
+        }
+    }
+
+    /// A boolean (`default` when missing).
+    pub fn flag(&self, key: &str, default: bool) -> Result<bool, JsError> {
+        match self.value(key) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| {
+                JsError::new(&format!(
+                    "option {key} must be a boolean, got {}",
+                    v.js_typeof().as_string().unwrap_or_default()
+                ))
+            }),
+        }
+    }
+}

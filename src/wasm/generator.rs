@@ -10,7 +10,7 @@ use js_sys::{Array, Object, Promise, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::convert::{runtime_options, set, to_js_error};
+use super::convert::{runtime_options, set, to_js_error, Options};
 use crate::model::chat::ChatMessage;
 use crate::model::decoder::{Decoder, DecoderOptions};
 use crate::model::generate::{GenerateOptions, Generation};
@@ -77,66 +77,6 @@ export interface GenerationResult {
 }
 "#;
 
-/// A strict options object: an unknown key is an `Error` naming it; `undefined` means every
-/// default.
-struct Opts<'a>(&'a JsValue);
-
-impl<'a> Opts<'a> {
-    fn new(options: &'a JsValue, known: &[&str]) -> Result<Self, JsError> {
-        if options.is_undefined() || options.is_null() {
-            return Ok(Self(options));
-        }
-        if !options.is_object() || options.is_function() || Array::is_array(options) {
-            return Err(JsError::new("options must be an object"));
-        }
-        for k in Object::keys(options.unchecked_ref::<Object>()).iter() {
-            let k = k.as_string().unwrap_or_default();
-            if !known.contains(&k.as_str()) {
-                return Err(JsError::new(&format!(
-                    "unknown option \"{k}\" (the options are {})",
-                    known.join(", ")
-                )));
-            }
-        }
-        Ok(Self(options))
-    }
-
-    fn value(&self, key: &str) -> Option<JsValue> {
-        super::convert::prop(self.0, key).filter(|v| !v.is_undefined())
-    }
-
-    fn number(&self, key: &str) -> Result<Option<f64>, JsError> {
-        match self.value(key) {
-            None => Ok(None),
-            Some(v) => match v.as_f64() {
-                Some(x) if x.is_finite() => Ok(Some(x)),
-                _ => Err(JsError::new(&format!(
-                    "option {key} must be a finite number"
-                ))),
-            },
-        }
-    }
-
-    fn count(&self, key: &str) -> Result<Option<usize>, JsError> {
-        match self.number(key)? {
-            None => Ok(None),
-            Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(Some(x as usize)),
-            Some(x) => Err(JsError::new(&format!(
-                "option {key} must be a whole number from 0, got {x}"
-            ))),
-        }
-    }
-
-    fn flag(&self, key: &str, default: bool) -> Result<bool, JsError> {
-        match self.value(key) {
-            None => Ok(default),
-            Some(v) => v
-                .as_bool()
-                .ok_or_else(|| JsError::new(&format!("option {key} must be a boolean"))),
-        }
-    }
-}
-
 /// Text generation with a decoder GGUF on WebGPU and/or the CPU.
 #[wasm_bindgen]
 pub struct TextGenerator {
@@ -169,7 +109,7 @@ impl TextGenerator {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "GeneratorOptions")] options: JsValue,
     ) -> Result<TextGenerator, JsError> {
-        let o = Opts::new(
+        let o = Options::new(
             &options,
             &[
                 "devices",
@@ -269,7 +209,7 @@ impl TextGenerator {
         text: &str,
         #[wasm_bindgen(unchecked_param_type = "EncodeOptions")] options: JsValue,
     ) -> Result<Vec<u32>, JsError> {
-        let o = Opts::new(&options, &["addSpecial", "parseSpecial"])?;
+        let o = Options::new(&options, &["addSpecial", "parseSpecial"])?;
         let (add, parse) = (o.flag("addSpecial", true)?, o.flag("parseSpecial", false)?);
         with_model(&self.model, |m| {
             let tok = m
@@ -303,7 +243,7 @@ impl TextGenerator {
         #[wasm_bindgen(unchecked_param_type = "string | Uint32Array | number[]")] prompt: JsValue,
         #[wasm_bindgen(unchecked_param_type = "GenerateOptions")] options: JsValue,
     ) -> Result<JsGeneration, JsError> {
-        let o = Opts::new(
+        let o = Options::new(
             &options,
             &[
                 "maxTokens",

@@ -9,7 +9,7 @@ use js_sys::{Array, Int32Array, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::convert::{prop, to_js_error};
+use super::convert::{to_js_error, Options};
 use crate::model::gguf::Gguf;
 use crate::model::tokenizer::{StreamDecoder, Tokenizer as Tok};
 
@@ -80,8 +80,8 @@ impl Tokenizer {
     ) -> Result<Vec<u32>, JsError> {
         let tok = self.tok()?;
         let (add_special, parse_special) = {
-            let mut o = Flags::new(&options, &["addSpecial", "parseSpecial"])?;
-            (o.get("addSpecial", true)?, o.get("parseSpecial", false)?)
+            let o = Options::new(&options, &["addSpecial", "parseSpecial"])?;
+            (o.flag("addSpecial", true)?, o.flag("parseSpecial", false)?)
         };
         Ok(tok.encode(text, add_special, parse_special))
     }
@@ -94,7 +94,7 @@ impl Tokenizer {
         #[wasm_bindgen(unchecked_param_type = "DecodeOptions")] options: JsValue,
     ) -> Result<String, JsError> {
         let tok = self.tok()?;
-        let special = Flags::new(&options, &["special"])?.get("special", false)?;
+        let special = Options::new(&options, &["special"])?.flag("special", false)?;
         let ids = token_ids(&ids, self.len)?;
         Ok(tok.decode(&ids, special))
     }
@@ -107,7 +107,7 @@ impl Tokenizer {
         #[wasm_bindgen(unchecked_param_type = "DecodeOptions")] options: JsValue,
     ) -> Result<TokenStream, JsError> {
         let tok = self.tok()?;
-        let special = Flags::new(&options, &["special"])?.get("special", false)?;
+        let special = Options::new(&options, &["special"])?.flag("special", false)?;
         Ok(TokenStream {
             len: self.len,
             dec: RefCell::new(Some(StreamDecoder::new(tok, special))),
@@ -287,44 +287,4 @@ fn token_ids(v: &JsValue, len: usize) -> Result<Vec<u32>, JsError> {
     Err(JsError::new(
         "ids must be a Uint32Array, an Int32Array or an array of numbers",
     ))
-}
-
-/// A strict options object of booleans: `undefined` means every default; an unknown key or a
-/// value that is not a boolean is an `Error` naming it.
-struct Flags<'a>(&'a JsValue);
-
-impl<'a> Flags<'a> {
-    fn new(options: &'a JsValue, known: &[&str]) -> Result<Self, JsError> {
-        if options.is_undefined() || options.is_null() {
-            return Ok(Self(options));
-        }
-        if !options.is_object() || options.is_function() || Array::is_array(options) {
-            return Err(JsError::new("options must be an object"));
-        }
-        for k in js_sys::Object::keys(options.unchecked_ref::<js_sys::Object>()).iter() {
-            let k = k.as_string().unwrap_or_default();
-            if !known.contains(&k.as_str()) {
-                return Err(JsError::new(&format!(
-                    "unknown option \"{k}\" (the options are {})",
-                    known.join(", ")
-                )));
-            }
-        }
-        Ok(Self(options))
-    }
-
-    fn get(&mut self, key: &str, default: bool) -> Result<bool, JsError> {
-        if self.0.is_undefined() || self.0.is_null() {
-            return Ok(default);
-        }
-        match prop(self.0, key) {
-            None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| {
-                JsError::new(&format!(
-                    "option {key} must be a boolean, got {}",
-                    v.js_typeof().as_string().unwrap_or_default()
-                ))
-            }),
-        }
-    }
 }

@@ -296,6 +296,12 @@ impl Session {
             }
             mems.push(mem);
         }
+        // Each in-place write of a state shares the state's memory (one pass over the graph).
+        let writers: Vec<(TensorId, TensorId)> = graph
+            .iter()
+            .filter(|(_, w)| !w.is_view() && w.role == Role::Compute)
+            .filter_map(|(id, _)| graph.state_of(id).map(|st| (id, st)))
+            .collect();
         for &(st, d) in &plan.states {
             let t = graph.get(st)?;
             let buf = states
@@ -310,10 +316,8 @@ impl Session {
                 )));
             }
             mems[d].place(graph, st, buf.clone(), 0)?;
-            for (id, w) in graph.iter() {
-                if !w.is_view() && w.role == Role::Compute && graph.state_of(id) == Some(st) {
-                    mems[d].place(graph, id, buf.clone(), 0)?;
-                }
+            for &(id, _) in writers.iter().filter(|&&(_, of)| of == st) {
+                mems[d].place(graph, id, buf.clone(), 0)?;
             }
         }
         let mut weights_set = HashSet::new();
