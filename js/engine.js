@@ -204,7 +204,7 @@ function withCache(Embedder) {
     if (typeof useCache !== 'boolean') throw new Error(`option cache must be a boolean, got ${typeName(useCache)}`);
     checkSignal(signal);
     checkCallback('onProgress', rest.onProgress);
-    if (typeof source !== 'string') return Embedder.load(source, rest);
+    if (typeof source !== 'string') return Embedder.load(await blobSource(source), rest);
     const { bytes, info } = await fetchModel(source, { cache: useCache, onProgress: rest.onProgress, signal, base });
     signal?.throwIfAborted();
     const model = await Embedder.load(bytes, rest);
@@ -212,6 +212,17 @@ function withCache(Embedder) {
     return model;
   };
   return new Proxy(Embedder, { get: (target, key) => (key === 'load' ? load : Reflect.get(target, key)) });
+}
+
+/**
+ * A File (or Blob) source as the engine takes it: in a worker the engine reads it a slice at
+ * a time itself (FileReaderSync: no whole copy anywhere); in the page's thread, where
+ * FileReaderSync does not exist, it is read here into one array outside wasm memory, which
+ * the engine then copies from a chunk at a time. Anything else is passed on as it is.
+ */
+async function blobSource(source) {
+  if (typeof Blob === 'undefined' || !(source instanceof Blob) || typeof FileReaderSync === 'function') return source;
+  return new Uint8Array(await source.arrayBuffer());
 }
 
 /**

@@ -76,10 +76,10 @@ export type ThreadModule = typeof Engine & {
   cache: ModelCache;
   worker: false;
   SentenceEmbedder: typeof Engine.SentenceEmbedder & {
-    load(source: string | Uint8Array, options?: LoadModelOptions): Promise<Engine.SentenceEmbedder & { source: ModelSource | null }>;
+    load(source: string | Uint8Array | Blob, options?: LoadModelOptions): Promise<Engine.SentenceEmbedder & { source: ModelSource | null }>;
   };
   TextGenerator: typeof Engine.TextGenerator & {
-    load(source: string | Uint8Array, options?: GeneratorLoadOptions): Promise<Omit<Engine.TextGenerator, 'generate' | 'chat'> & {
+    load(source: string | Uint8Array | Blob, options?: GeneratorLoadOptions): Promise<Omit<Engine.TextGenerator, 'generate' | 'chat'> & {
       source: ModelSource | null;
       generate(prompt: string | Uint32Array | number[], options?: GenerateCallOptions): GenerationStream;
       chat(messages: Engine.ChatMessage[], options?: GenerateCallOptions): GenerationStream;
@@ -170,6 +170,10 @@ export interface TextGeneratorProxy {
   readonly contextSize: number;
   readonly vocabSize: number;
   readonly arch: string;
+  /** The file's general.name, or null. */
+  readonly name: string | null;
+  /** Whether the file has a chat template (chat() needs one). */
+  readonly chatTemplate: boolean;
   readonly devices: string[];
   readonly notes: string[];
   readonly source: ModelSource | null;
@@ -211,12 +215,12 @@ export interface WorkerModule {
   /** Records calls here; the worker builds it at its first run. shape() throws in this mode. */
   Graph: typeof Engine.Graph;
   Runtime: { create(options?: { devices?: 'auto' | 'webgpu' | 'cpu'; costModel?: boolean }): Promise<RuntimeProxy> };
-  SentenceEmbedder: { load(source: string | Uint8Array, options?: LoadModelOptions): Promise<SentenceEmbedderProxy> };
+  SentenceEmbedder: { load(source: string | Uint8Array | Blob, options?: LoadModelOptions): Promise<SentenceEmbedderProxy> };
   Tokenizer: { fromGguf(source: string | Uint8Array, options?: TokenizerSourceOptions): Promise<TokenizerProxy> };
   TokenStream: new (...args: never[]) => TokenStreamProxy;
   GpuTensor: new (...args: never[]) => GpuTensorProxy;
   State: new (...args: never[]) => StateProxy;
-  TextGenerator: { load(source: string | Uint8Array, options?: GeneratorLoadOptions): Promise<TextGeneratorProxy> };
+  TextGenerator: { load(source: string | Uint8Array | Blob, options?: GeneratorLoadOptions): Promise<TextGeneratorProxy> };
   Generation: new (...args: never[]) => GenerationProxy;
   /** Stops the worker: calls in flight and later ones reject. */
   terminate(): void;

@@ -287,7 +287,7 @@ export function proxyModule(link, loaded, cache) {
     #handle;
     constructor(r) {
       this.#handle = r.handle;
-      for (const k of ['contextSize', 'vocabSize', 'arch', 'devices', 'notes', 'source']) this[k] = r[k];
+      for (const k of ['contextSize', 'vocabSize', 'arch', 'name', 'chatTemplate', 'devices', 'notes', 'source']) this[k] = r[k];
     }
     static async load(source, options) {
       return new TextGenerator(await loadCall('generator.load', source, options));

@@ -179,8 +179,8 @@ export const OPS = {
   async 'generator.load'({ source, options }, progress, signal) {
     const g = await engine.TextGenerator.load(source, loadOptions(options, progress, signal));
     return {
-      handle: keep(g), contextSize: g.contextSize, vocabSize: g.vocabSize, arch: g.arch, devices: g.devices,
-      notes: g.notes, source: g.source ?? null,
+      handle: keep(g), contextSize: g.contextSize, vocabSize: g.vocabSize, arch: g.arch, name: g.name ?? null,
+      chatTemplate: g.chatTemplate, devices: g.devices, notes: g.notes, source: g.source ?? null,
     };
   },
   'generator.generate': ({ handle, prompt, options }) => ({ handle: keep(get(handle, 'TextGenerator').generate(prompt, options)) }),

@@ -190,6 +190,28 @@ fn a_dropped_generation_leaves_the_model_usable_and_the_context_end_stops() {
         ..greedy(1)
     };
     assert!(Generation::new(&dec, vec![1], bad).is_err());
+    // Out-of-range options too: no tokens, more than the context, 10,000 stop strings.
+    let cached = dec.len();
+    for (opts, want) in [
+        (
+            greedy(0),
+            "max_tokens must be 1 to the context's 256, got 0",
+        ),
+        (greedy(1_000_000_000), "got 1000000000"),
+        (
+            GenerateOptions {
+                stop_strings: vec!["x".into(); 10_000],
+                ..greedy(1)
+            },
+            "10000 stop strings: at most 64",
+        ),
+    ] {
+        let err = Generation::new(&dec, vec![1], opts)
+            .err()
+            .map(|e| e.to_string());
+        assert!(err.as_deref().is_some_and(|e| e.contains(want)), "{err:?}");
+    }
+    assert_eq!(dec.len(), cached, "nothing ran");
 }
 
 /// `chat`: the file's template (qwen2's ChatML, copied from its vocab file by

@@ -256,3 +256,46 @@ fn stored_weights_are_shared_by_programs() {
         .store_weights(&[wrong], &[0u8; 64], &mut |_, _| {})
         .is_err());
 }
+
+#[test]
+fn weights_larger_than_a_devices_free_memory_are_refused_before_anything_is_read() {
+    use std::rc::Rc;
+    use webtensor::backend::{Device, DeviceKind, DeviceMemory, RestrictedDevice};
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    use webtensor::runtime::WeightSpec;
+
+    // A CPU that says it has 1 KiB free of 4 KiB (as the CPU in wasm reports its heap).
+    let small: Rc<dyn Device> = Rc::new(
+        RestrictedDevice::new(
+            Rc::new(CpuDevice::new(KernelSet::Fast)),
+            "CPU",
+            DeviceKind::Cpu,
+            vec![],
+        )
+        .with_memory(DeviceMemory {
+            free: 1024,
+            total: 4096,
+        }),
+    );
+    let rt = block_on(Runtime::with_devices(vec![small], false, vec![])).unwrap();
+    let spec = |n: usize| WeightSpec {
+        device: 0,
+        dtype: DType::F32,
+        ne: vec![n],
+        ranges: std::iter::once(0..4 * n).collect(),
+    };
+    let src = vec![0u8; 4096];
+    let mut read = 0;
+    let err = rt
+        .store_weights(&[spec(512)], &src, &mut |done, _| read = done)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("the weights need 2.0 KiB there, more than its 1.0 KiB free (of 4.0 KiB)"),
+        "{err}"
+    );
+    assert_eq!(read, 0, "nothing is read before the check");
+    // What fits is stored.
+    rt.store_weights(&[spec(64)], &src, &mut |_, _| {}).unwrap();
+}

@@ -1,5 +1,6 @@
 import { webtensor } from './webtensor.js';
 import { modelDemo } from './embed.js';
+import { generateDemo } from './generate.js';
 
 // The package, for the end-to-end tests (tests/e2e/) and for trying the API in the console.
 globalThis.webtensor = webtensor;
@@ -44,6 +45,7 @@ function showBuild() {
 
 async function main() {
   showBuild();
+  generateDemo();
   const status = document.getElementById('status');
   const list = document.getElementById('devices');
   const devices = await webtensor.devices();

@@ -13,6 +13,7 @@ pub struct RestrictedDevice {
     name: String,
     kind: DeviceKind,
     denied: Vec<OpKind>,
+    memory: Option<DeviceMemory>,
 }
 
 impl RestrictedDevice {
@@ -23,7 +24,14 @@ impl RestrictedDevice {
             name: name.to_string(),
             kind,
             denied,
+            memory: None,
         }
+    }
+
+    /// Reports `memory` instead of `inner`'s ("what if the device had less memory?").
+    pub fn with_memory(mut self, memory: DeviceMemory) -> Self {
+        self.memory = Some(memory);
+        self
     }
 }
 
@@ -38,7 +46,7 @@ impl Device for RestrictedDevice {
         self.kind
     }
     fn memory(&self) -> DeviceMemory {
-        self.inner.memory()
+        self.memory.unwrap_or_else(|| self.inner.memory())
     }
     fn caps(&self) -> DeviceCaps {
         self.inner.caps()

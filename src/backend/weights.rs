@@ -173,6 +173,29 @@ fn weight_tensor(dtype: DType, ne: &[usize]) -> Result<Tensor> {
     Ok(g.tensor(id).clone())
 }
 
+/// Refuses weights that cannot fit a device whose memory is known (the CPU's in wasm: the
+/// module's 4 GiB), before anything is allocated or read: the error gives both sizes.
+fn check_room(devices: &[Rc<dyn Device>], sizes: &[Vec<usize>]) -> Result<()> {
+    use super::sched::explain::human_bytes;
+    for (dev, sizes) in devices.iter().zip(sizes) {
+        let need: usize = sizes.iter().sum();
+        let mem = dev.memory();
+        if mem.total > 0 && need > mem.free {
+            return Err(Error::Device {
+                device: dev.name().to_string(),
+                msg: format!(
+                    "the weights need {} there, more than its {} free (of {}): choose a \
+                     smaller model or quantization, or another device",
+                    human_bytes(need),
+                    human_bytes(mem.free),
+                    human_bytes(mem.total)
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Stores weights on `devices[spec.device]`, reading `src` a chunk at a time (never a second
 /// full copy of it), packed into as few buffers per device as the device's size limit allows.
 /// `owner` marks them (a runtime's id); `progress(done, total)` is called in bytes.
@@ -223,6 +246,7 @@ pub fn store_weights(
         bufs[last] = off + size;
         placed.push((last, off, t.nbytes()));
     }
+    check_room(devices, &sizes)?;
     let mut buffers: Vec<Vec<Rc<Buffer>>> = Vec::with_capacity(devices.len());
     for (dev, sizes) in devices.iter().zip(&sizes) {
         let mut bufs = Vec::with_capacity(sizes.len());

@@ -105,12 +105,21 @@ pub struct DecoderConfig {
     pub n_vocab: usize,
     /// Whether the output projection is `token_embd` (no `output.weight`).
     pub tied: bool,
+    /// The file's `general.name`, when it has one.
+    pub name: Option<String>,
 }
+
+/// The context when none is asked for, unless the model's is shorter: a real model's
+/// `context_length` (32k for Qwen2.5, 128k for Llama 3.2) would make a KV cache of gigabytes
+/// (Llama-3.2-1B at 128k: 4 GiB in f16), which a page cannot hold; llama.cpp's tools default
+/// to 4096 too.
+pub const DEFAULT_CONTEXT: usize = 4096;
 
 /// How a decoder is loaded.
 #[derive(Clone, Debug)]
 pub struct DecoderOptions {
-    /// Context length (cache rows); default and most: the model's `context_length`.
+    /// Context length (cache rows); most: the model's `context_length`; default: that or
+    /// [`DEFAULT_CONTEXT`], whichever is smaller.
     pub context: Option<usize>,
     /// Prefill chunk: most tokens one run takes (default 64).
     pub batch: usize,
@@ -283,6 +292,7 @@ pub fn config_from_gguf(g: &Gguf) -> Result<DecoderConfig> {
         },
         n_vocab,
         tied: g.tensor("output.weight").is_none(),
+        name: g.get_str("general.name").ok().map(str::to_string),
     };
     if config.n_layer == 0 || n_embd == 0 || config.n_ff == 0 || n_vocab == 0 {
         return Err(Error::model(
@@ -331,7 +341,9 @@ impl Decoder {
             }
             None => None,
         };
-        let n_ctx = opts.context.unwrap_or(config.n_ctx_train);
+        let n_ctx = opts
+            .context
+            .unwrap_or(config.n_ctx_train.min(DEFAULT_CONTEXT));
         if n_ctx == 0 || n_ctx > config.n_ctx_train {
             return Err(Error::InvalidArgument(format!(
                 "context {n_ctx} is outside 1 to the model's {}",

@@ -106,6 +106,9 @@ impl GenerationStats {
     }
 }
 
+/// Most stop strings one generation takes.
+pub const MAX_STOP_STRINGS: usize = 64;
+
 /// One generation in progress: pull its pieces with [`Generation::next`].
 pub struct Generation {
     prompt: Option<Vec<u32>>,
@@ -149,6 +152,19 @@ impl Generation {
         if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= n_vocab) {
             return Err(Error::InvalidArgument(format!(
                 "token {bad} is outside the {n_vocab}-token vocabulary"
+            )));
+        }
+        if opts.max_tokens == 0 || opts.max_tokens > dec.context() {
+            return Err(Error::InvalidArgument(format!(
+                "max_tokens must be 1 to the context's {}, got {}",
+                dec.context(),
+                opts.max_tokens
+            )));
+        }
+        if opts.stop_strings.len() > MAX_STOP_STRINGS {
+            return Err(Error::InvalidArgument(format!(
+                "{} stop strings: at most {MAX_STOP_STRINGS} (each is matched at every piece)",
+                opts.stop_strings.len()
             )));
         }
         if opts.stop_strings.iter().any(String::is_empty) {

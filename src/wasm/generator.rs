@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Object, Promise, Reflect, Uint32Array, Uint8Array};
+use js_sys::{Array, Object, Promise, Reflect, Uint32Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -15,7 +15,7 @@ use crate::model::chat::ChatMessage;
 use crate::model::decoder::{Decoder, DecoderOptions};
 use crate::model::generate::{GenerateOptions, Generation};
 use crate::model::sampler::SamplerOptions;
-use crate::runtime::{ByteSource, Runtime};
+use crate::runtime::Runtime;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_GENERATOR: &'static str = r#"
@@ -23,7 +23,7 @@ const TS_GENERATOR: &'static str = r#"
 export interface GeneratorOptions extends RuntimeOptions {
   /** "download" (bytes, when given a URL), "devices" and "weights" (bytes) progress. */
   onProgress?: (stage: string, loaded: number, total: number) => void;
-  /** Context length: cache rows (default and most: the model's context_length). */
+  /** Context length: cache rows (most: the model's context_length; default: that or 4096, whichever is smaller). */
   contextSize?: number;
   /** Most prompt tokens one prefill run takes (default 64). */
   batch?: number;
@@ -37,7 +37,7 @@ export interface ChatMessage {
 }
 /** Options of `TextGenerator.generate`. */
 export interface GenerateOptions {
-  /** Most tokens generated (default 128). */
+  /** Most tokens generated: 1 to the context size (default 128, or the context if smaller). */
   maxTokens?: number;
   /** 0: greedy. Default 0.8, with topK 40, topP 0.95, minP 0.05 (llama.cpp's). */
   temperature?: number;
@@ -51,7 +51,7 @@ export interface GenerateOptions {
   penaltyLastN?: number;
   /** Same seed, same tokens (default 0). */
   seed?: number;
-  /** Texts that end the generation (not given out). */
+  /** Texts that end the generation (not given out); at most 64. */
   stop?: string[];
   /** Token ids that end it (default: the tokenizer's EOS and EOT). */
   stopTokens?: number[];
@@ -64,6 +64,8 @@ export interface GenerateOptions {
 export interface GenerationResult {
   text: string;
   tokens: Uint32Array;
+  /** The prompt's token ids: `generate([...promptIds, ...tokens])` continues the text. */
+  promptIds: Uint32Array;
   /** "length", "stop", "context", or null while it runs. */
   stopReason: string | null;
   promptTokens: number;
@@ -86,6 +88,8 @@ pub struct TextGenerator {
     context: usize,
     vocab: usize,
     arch: String,
+    name: Option<String>,
+    chat_template: bool,
 }
 
 const BUSY: &str = "the model is busy with another call (await it first)";
@@ -106,7 +110,7 @@ impl TextGenerator {
     /// Loads a model from a `Uint8Array` of GGUF bytes. Through the package,
     /// `await TextGenerator.load(url, options)` fetches a URL first (through the model cache).
     pub async fn load(
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] source: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | Blob")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "GeneratorOptions")] options: JsValue,
     ) -> Result<TextGenerator, JsError> {
         let o = Options::new(
@@ -145,22 +149,13 @@ impl TextGenerator {
                 let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());
             }
         };
-        let bytes = match source.dyn_ref::<Uint8Array>() {
-            Some(a) => super::model::JsBytes(a.clone()),
-            None if source.is_string() => {
-                return Err(JsError::new(
-                    "this build loads a Uint8Array of GGUF bytes: a URL is fetched by the \
-                     package's TextGenerator.load (through its model cache)",
-                ))
-            }
-            None => return Err(JsError::new("source must be a URL string or a Uint8Array")),
-        };
+        let src = super::model::byte_source(&source, "TextGenerator.load")?;
         report("devices", 0.0, 1.0);
         let rt = crate::create_runtime(choice, cost_model)
             .await
             .map_err(to_js_error)?;
         report("devices", 1.0, 1.0);
-        let dec = Decoder::load_from(&rt, &bytes as &dyn ByteSource, &dopts, &mut |d, t| {
+        let dec = Decoder::load_from(&rt, src.as_ref(), &dopts, &mut |d, t| {
             report("weights", d as f64, t as f64)
         })
         .map_err(to_js_error)?;
@@ -169,6 +164,8 @@ impl TextGenerator {
             context: dec.context(),
             vocab: dec.config().n_vocab,
             arch: dec.config().arch.name().to_string(),
+            name: dec.config().name.clone(),
+            chat_template: dec.chat_template().is_some(),
             model: Rc::new(RefCell::new(Some(dec))),
         })
     }
@@ -189,6 +186,18 @@ impl TextGenerator {
     #[wasm_bindgen(getter)]
     pub fn arch(&self) -> String {
         self.arch.clone()
+    }
+
+    /// The file's `general.name`, or `null`.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> Option<String> {
+        self.name.clone()
+    }
+
+    /// Whether the file has a chat template (`chat()` needs one; `generate()` does not).
+    #[wasm_bindgen(getter, js_name = chatTemplate)]
+    pub fn chat_template(&self) -> bool {
+        self.chat_template
     }
 
     /// Names of the devices in use, in priority order.
@@ -294,7 +303,7 @@ impl TextGenerator {
             Some(v) => Some(ids_of(&v, "option stopTokens")?),
         };
         let opts = GenerateOptions {
-            max_tokens: o.count("maxTokens")?.unwrap_or(128),
+            max_tokens: o.count("maxTokens")?.unwrap_or(128.min(self.context)),
             sampler: s,
             stop_tokens,
             stop_strings: strings("stop")?,
@@ -309,9 +318,12 @@ impl TextGenerator {
                     .encode(&text, add, parse),
                 None => ids_of(&prompt, "prompt")?,
             };
-            Generation::new(m, ids, opts).map_err(to_js_error)
+            let gen = Generation::new(m, ids.clone(), opts).map_err(to_js_error)?;
+            Ok((gen, ids))
         })?;
+        let (gen, prompt) = gen;
         Ok(JsGeneration {
+            prompt,
             gen: Rc::new(RefCell::new(Some(gen))),
             model: self.model.clone(),
             rt: self.rt.clone(),
@@ -402,6 +414,8 @@ fn ids_of(v: &JsValue, what: &str) -> Result<Vec<u32>, JsError> {
 /// ended and its timings. Stopping early (not pulling again) leaves the model consistent.
 #[wasm_bindgen(js_name = Generation)]
 pub struct JsGeneration {
+    /// The prompt's token ids (`[...promptIds, ...tokens]` continues the text exactly).
+    prompt: Vec<u32>,
     gen: Rc<RefCell<Option<Generation>>>,
     model: Rc<RefCell<Option<Decoder>>>,
     rt: Rc<Runtime>,
@@ -459,6 +473,11 @@ impl JsGeneration {
         let o = Object::new();
         set(&o, "text", &self.text.borrow().as_str().into())?;
         set(&o, "tokens", &Uint32Array::from(g.tokens()).into())?;
+        set(
+            &o,
+            "promptIds",
+            &Uint32Array::from(self.prompt.as_slice()).into(),
+        )?;
         let reason = g.stop_reason().map_or(JsValue::NULL, |r| r.name().into());
         set(&o, "stopReason", &reason)?;
         for (k, v) in [

@@ -40,7 +40,7 @@ impl SentenceEmbedder {
     /// `await SentenceEmbedder.load("models/minilm-q8_0.gguf", { devices: "auto", onProgress })`
     /// fetches a URL first (js/engine.js, through the model cache).
     pub async fn load(
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] source: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | Blob")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "EmbedderOptions")] options: JsValue,
     ) -> Result<SentenceEmbedder, JsError> {
         let (choice, cost_model, progress) = runtime_options(&options, true)?;
@@ -51,27 +51,19 @@ impl SentenceEmbedder {
         };
         // A URL is fetched by the package's `load` (js/engine.js: through the model cache,
         // with progress), which hands this the bytes.
-        let bytes = if let Some(a) = source.dyn_ref::<Uint8Array>() {
-            JsBytes(a.clone())
-        } else if source.is_string() {
-            return Err(JsError::new(
-                "this build loads a Uint8Array of GGUF bytes: a URL is fetched by the package's \
-                 SentenceEmbedder.load (through its model cache)",
-            ));
-        } else {
-            return Err(JsError::new("source must be a URL string or a Uint8Array"));
-        };
+        let src = byte_source(&source, "SentenceEmbedder.load")?;
         report("devices", 0.0, 1.0);
         let rt = crate::create_runtime(choice, cost_model)
             .await
             .map_err(to_js_error)?;
         report("devices", 1.0, 1.0);
         // The file stays in JS memory; each weight is copied from it to its device buffer.
-        let model =
-            crate::model::bert::SentenceEmbedder::load_from(&rt, &bytes, &mut |done, total| {
-                report("weights", done as f64, total as f64)
-            })
-            .map_err(to_js_error)?;
+        let model = crate::model::bert::SentenceEmbedder::load_from(
+            &rt,
+            src.as_ref(),
+            &mut |done, total| report("weights", done as f64, total as f64),
+        )
+        .map_err(to_js_error)?;
         Ok(SentenceEmbedder {
             rt: Rc::new(rt),
             dim: model.dim(),
@@ -188,6 +180,84 @@ impl ByteSource for JsBytes {
         self.0.subarray(offset as u32, end as u32).copy_to(out);
         Ok(())
     }
+}
+
+/// A `File` (or any `Blob`) read a slice at a time with `FileReaderSync` (workers only): the
+/// file never has a whole copy in memory, in JS or in wasm; each weight's bytes go from the
+/// file to their device buffer a chunk at a time.
+struct JsBlob {
+    blob: web_sys::Blob,
+    reader: web_sys::FileReaderSync,
+    len: usize,
+}
+
+impl ByteSource for JsBlob {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn read_into(&self, offset: usize, out: &mut [u8]) -> crate::error::Result<()> {
+        crate::backend::check_range("read", offset, out.len(), self.len)?;
+        let failed = |e: JsValue| {
+            let why = e
+                .dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+                .or_else(|| e.as_string())
+                .unwrap_or_else(|| "no reason given".into());
+            crate::error::Error::InvalidArgument(format!(
+                "cannot read bytes {offset}..{} of the file: {why} (was it changed or removed?)",
+                offset + out.len()
+            ))
+        };
+        let slice = self
+            .blob
+            .slice_with_f64_and_f64(offset as f64, (offset + out.len()) as f64)
+            .map_err(failed)?;
+        let buf = self.reader.read_as_array_buffer(&slice).map_err(failed)?;
+        let bytes = Uint8Array::new(&buf);
+        if bytes.length() as usize != out.len() {
+            return Err(failed(JsValue::from_str("the file is shorter than it was")));
+        }
+        bytes.copy_to(out);
+        Ok(())
+    }
+}
+
+/// Where a loader's GGUF bytes come from: a `Uint8Array` (kept in JS, read a piece at a time),
+/// or a `File`/`Blob` read a slice at a time (in a worker: the package turns a Blob into bytes
+/// first in the page's thread, where `FileReaderSync` does not exist). A URL is the package's
+/// job (js/engine.js fetches it through the model cache).
+pub(super) fn byte_source(source: &JsValue, call: &str) -> Result<Box<dyn ByteSource>, JsError> {
+    if let Some(a) = source.dyn_ref::<Uint8Array>() {
+        return Ok(Box::new(JsBytes(a.clone())));
+    }
+    if let Some(blob) = source.dyn_ref::<web_sys::Blob>() {
+        let reader = web_sys::FileReaderSync::new().map_err(|_| {
+            JsError::new(&format!(
+                "{call} reads a File or Blob only in a worker (FileReaderSync): the package's \
+                 {call} reads it in this thread"
+            ))
+        })?;
+        let len = blob.size();
+        if !(len >= 0.0 && len <= usize::MAX as f64) {
+            return Err(JsError::new(&format!(
+                "the file's size {len} is out of range"
+            )));
+        }
+        return Ok(Box::new(JsBlob {
+            blob: blob.clone(),
+            reader,
+            len: len as usize,
+        }));
+    }
+    if source.is_string() {
+        return Err(JsError::new(&format!(
+            "this build loads GGUF bytes (a Uint8Array) or a File: a URL is fetched by the \
+             package's {call} (through its model cache)"
+        )));
+    }
+    Err(JsError::new(
+        "source must be a URL string, a Uint8Array or a File (Blob)",
+    ))
 }
 
 /// `CopyStats` as a JS object.

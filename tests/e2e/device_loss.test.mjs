@@ -209,3 +209,67 @@ test('dispose() destroys the model\'s GPU buffers (live counts back to where the
   assert.deepEqual(errors, []);
   await close();
 });
+
+// Text generation: the device lost in the middle of a stream (after a few pieces) rejects that
+// stream's next pull with the loss as the reason, promptly; later calls on that model reject
+// too; a CPU generator in the same page gives llama.cpp's tokens before and after.
+test('WebGPU lost mid-generation: the stream rejects naming the loss, a CPU generator goes on', async (t) => {
+  const { page, errors, close } = await open();
+  const ref = JSON.parse(fs.readFileSync(path.join(ROOT, 'tests/reference/decoder/llama-f32.json'), 'utf8')).cases[0];
+  const out = await page.evaluate(async ([loader, url, prompt, n]) => {
+    const { load } = await import(loader);
+    const wt = await load({ worker: false });
+    const hook = globalThis.__gpuHook;
+    const file = new Uint8Array(await (await fetch(url)).arrayBuffer());
+    const greedy = { temperature: 0, maxTokens: n, stopTokens: [] };
+    const tokens = async (gen) => {
+      const s = gen.generate(prompt, greedy);
+      for await (const piece of s) void piece;
+      return Array.from((await s.result()).tokens);
+    };
+    const failure = async (fn) => {
+      const t0 = performance.now();
+      let timer;
+      const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no answer in 60000 ms')), 60_000); });
+      try { await Promise.race([fn(), hang]); return { ok: true }; } catch (e) {
+        return { ok: false, isError: e instanceof Error, message: String(e?.message ?? e), ms: performance.now() - t0 };
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const cpu = await wt.TextGenerator.load(file, { devices: 'cpu', kvType: 'f32' });
+    const gpu = await wt.TextGenerator.load(file, { devices: 'webgpu', costModel: false });
+    const o = { before: await tokens(cpu), gpuBefore: await tokens(gpu) };
+    let pieces = 0;
+    let lostAt = 0;
+    o.lost = await failure(async () => {
+      for await (const piece of gpu.generate(prompt, greedy)) {
+        void piece;
+        if (++pieces === 3) { hook.loseAfterSubmits(1); lostAt = performance.now(); }
+      }
+    });
+    o.lostMs = performance.now() - lostAt;
+    o.pieces = pieces;
+    o.later = await failure(() => tokens(gpu));
+    o.after = await tokens(cpu);
+    o.browserLost = hook.lost.slice();
+    await gpu.dispose();
+    await cpu.dispose();
+    return o;
+  }, [LOADER, '/models/decoder/llama-f32.gguf', ref.prompt, ref.greedy.length]);
+  assert.deepEqual(out.before, ref.greedy, 'CPU before');
+  assert.deepEqual(out.gpuBefore, ref.greedy, 'WebGPU before');
+  for (const [name, r] of [['the stream during the loss', out.lost], ['a later generation', out.later]]) {
+    assert.ok(!r.ok, `${name} resolved`);
+    assert.ok(r.isError, `${name} rejected with a non-Error: ${r.message}`);
+    assert.match(r.message, LOST, name);
+    assert.doesNotMatch(r.message, UNCLEAN, name);
+  }
+  assert.ok(out.pieces >= 3 && out.pieces < ref.greedy.length, `${out.pieces} pieces before the loss`);
+  assert.ok(out.lostMs < 3000, `the stream took ${Math.round(out.lostMs)} ms to reject after the loss`);
+  assert.equal(out.browserLost.at(-1)?.reason, 'destroyed');
+  assert.deepEqual(out.after, ref.greedy, 'CPU after the loss');
+  t.diagnostic(`lost after ${out.pieces} pieces: "${out.lost.message}" ${Math.round(out.lostMs)} ms after it`);
+  assert.deepEqual(errors, [], 'page errors or panics');
+  await close();
+});

@@ -122,3 +122,55 @@ for (const worker of [true, false]) {
     await page.close();
   });
 }
+
+// A File (what an <input type="file"> gives): in worker mode the engine reads it a slice at a
+// time (FileReaderSync) and never holds it whole; in this thread the package reads it into one
+// array outside wasm memory. Either way wasm memory grows by the weights the CPU keeps, not by
+// the file: on WebGPU by little, on the CPU by about the file's size (never twice it).
+test('TextGenerator from a File: the same tokens in both modes, wasm memory against the file size', async (t) => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(base + 'tests/e2e/engine.html');
+  const c = REF.cases[0];
+  const r = await page.evaluate(async ({ loader, url, prompt, n }) => {
+    const { load } = await import(loader);
+    const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
+    const file = new File([bytes], 'llama-f32.gguf');
+    const greedy = { temperature: 0, maxTokens: n, stopTokens: [] };
+    const run = async (gen) => {
+      const s = gen.generate(prompt, greedy);
+      for await (const piece of s) void piece;
+      return Array.from((await s.result()).tokens);
+    };
+    const out = { size: file.size, memory: {} };
+    const w = await load({ worker: true });
+    const gw = await w.TextGenerator.load(file, { devices: 'cpu' });
+    out.worker = await run(gw);
+    await gw.dispose();
+    w.terminate();
+    const wt = await load({ worker: false });
+    for (const devices of ['webgpu', 'cpu']) {
+      const before = wt.memory.buffer.byteLength;
+      const gen = await wt.TextGenerator.load(file, { devices });
+      out.memory[devices] = wt.memory.buffer.byteLength - before;
+      out[devices] = await run(gen);
+      await gen.dispose();
+    }
+    const bad = async (source) => { try { await wt.TextGenerator.load(source); return null; } catch (e) { return e.message; } };
+    out.notGguf = await bad(new File([new Uint8Array(64)], 'notes.txt'));
+    out.empty = await bad(new File([], 'empty.gguf'));
+    out.number = await bad(42);
+    return out;
+  }, { loader: LOADER, url: `/${MODEL}`, prompt: c.prompt, n: c.greedy.length });
+  for (const mode of ['worker', 'webgpu', 'cpu']) assert.deepEqual(r[mode], c.greedy, `${mode}: greedy tokens`);
+  const mib = (x) => `${(x / 1048576).toFixed(1)} MiB`;
+  t.diagnostic(`file ${mib(r.size)}; wasm memory grew ${mib(r.memory.webgpu)} loading onto WebGPU, ${mib(r.memory.cpu)} onto the CPU`);
+  assert.ok(r.memory.webgpu < 0.25 * r.size, `WebGPU load grew wasm memory by ${r.memory.webgpu} for a ${r.size}-byte file`);
+  assert.ok(r.memory.cpu < 1.5 * r.size, `CPU load grew wasm memory by ${r.memory.cpu} for a ${r.size}-byte file`);
+  assert.match(r.notGguf, /GGUF/);
+  assert.match(r.empty, /GGUF/);
+  assert.match(r.number, /^source must be a URL string, a Uint8Array or a File \(Blob\)$/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

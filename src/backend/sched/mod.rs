@@ -8,7 +8,7 @@
 
 mod arena;
 pub mod cost;
-mod explain;
+pub(crate) mod explain;
 mod place;
 mod plan;
 

@@ -70,6 +70,12 @@ pub struct CpuBuffer {
     packed: RefCell<HashMap<[usize; 4], Rc<Prepacked>>>,
 }
 
+impl Drop for CpuBuffer {
+    fn drop(&mut self) {
+        super::memory::freed(self.size);
+    }
+}
+
 impl CpuBuffer {
     /// `size` zeroed bytes; fails cleanly (no abort) when the memory cannot be had.
     pub fn new(size: usize, max_size: usize) -> Result<Self> {
@@ -85,6 +91,7 @@ impl CpuBuffer {
         let mut v: Vec<Line> = Vec::new();
         v.try_reserve_exact(lines).map_err(|_| too_large())?;
         v.resize(lines, Line([0; CPU_ALIGNMENT]));
+        super::memory::allocated(size);
         Ok(Self {
             data: UnsafeCell::new(v),
             size,

@@ -3,6 +3,7 @@
 
 mod buffer;
 pub mod kernels;
+mod memory;
 pub mod pool;
 pub mod threads;
 mod view;
@@ -17,8 +18,8 @@ use std::rc::Rc;
 
 use crate::backend::profile::node_key;
 use crate::backend::{
-    fuse, BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, LocalBoxFuture,
-    Profile, Support, TensorMemory,
+    fuse, BackendImpl, BackendReg, BufferType, Device, DeviceCaps, DeviceKind, DeviceMemory,
+    LocalBoxFuture, Profile, Support, TensorMemory,
 };
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Op, TensorId};
@@ -136,6 +137,9 @@ impl Device for CpuDevice {
     }
     fn kind(&self) -> DeviceKind {
         DeviceKind::Cpu
+    }
+    fn memory(&self) -> DeviceMemory {
+        memory::device_memory()
     }
     fn caps(&self) -> DeviceCaps {
         DeviceCaps {
