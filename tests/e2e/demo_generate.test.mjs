@@ -3,8 +3,8 @@
 // through the file input (the tiny random-weight llama of scripts/decoder-models.py, read in
 // the engine's worker a slice at a time) streams its answer, is stopped mid-answer, continues
 // from where it stopped (the cache reused: only the last token runs again), and the stopped-
-// and-continued tokens are the ones an uninterrupted greedy run gives; its first tokens are
-// llama.cpp's (tests/reference/decoder/llama-f32.json).
+// and-continued tokens are the ones an uninterrupted greedy run gives; its first tokens (to the
+// first near-tie) are llama.cpp's (tests/reference/decoder/llama-f32.json).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -65,7 +65,9 @@ test('the Generate panel: a GGUF from disk streams, stops mid-answer and continu
   assert.equal(await stats.getAttribute('data-stop-reason'), 'stopped');
   const first = await tokensOf();
   assert.ok(first.length >= 3 && first.length < REF.n_ctx - c.prompt.length, `stopped after ${first.length} tokens`);
-  const n = Math.min(first.length, c.greedy.length);
+  // llama.cpp's greedy tokens up to its first near-tie (a top-2 margin of 0.012 at token 26:
+  // 'auto' keeps part of the cache in f16 on the CPU, which may flip it).
+  const n = Math.min(first.length, c.margins.findIndex((m) => m < 0.02));
   assert.deepEqual(first.slice(0, n), c.greedy.slice(0, n), 'llama.cpp\'s greedy tokens');
   assert.ok(Number(await stats.getAttribute('data-decode-tps')) > 0);
   assert.match(await stats.textContent(), /tokens \(stopped\).*decode [\d.]+ tokens\/s/);

@@ -47,7 +47,8 @@ for (const worker of [true, false]) {
       const out = { runs: [], bad: {} };
       for (const devices of ['cpu', 'webgpu']) {
         const source = worker ? url : new Uint8Array(await (await fetch(url)).arrayBuffer());
-        const gen = await wt.TextGenerator.load(source, { devices, contextSize: 256, kvType: 'f32' });
+        // costModel false: on SwiftShader the cost model would put every node on the CPU.
+        const gen = await wt.TextGenerator.load(source, { devices, contextSize: 256, kvType: 'f32', costModel: devices === 'cpu' });
         const greedy = { temperature: 0, maxTokens: want.length, stopTokens: [] };
         const pieces = [];
         const stream = gen.generate(prompt, greedy);
@@ -108,6 +109,8 @@ for (const worker of [true, false]) {
       t.diagnostic(`${where}: 32 greedy tokens exact, decode ${run.decodeTps.toFixed(0)} tokens/s`);
     }
     assert.ok(r.runs[1].devices[0] === 'WebGPU', `WebGPU run: ${r.runs[1].devices}`);
+    assert.match(r.runs[1].explain, /split 0 on WebGPU: \d+ node/, 'the WebGPU run ran on WebGPU');
+    assert.match(r.runs[1].explain, /state: cache_k\.0 f32 .* on WebGPU/);
     const b = r.bad;
     assert.match(b.option, /^true:unknown option "temprature"/);
     assert.match(b.topP, /^true:.*top_p/i);
@@ -133,7 +136,7 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(base + 'tests/e2e/engine.html');
   const c = REF.cases[0];
-  const r = await page.evaluate(async ({ loader, url, prompt, n }) => {
+  const r = await page.evaluate(async ({ loader, url, smallUrl, prompt, n }) => {
     const { load } = await import(loader);
     const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
     const file = new File([bytes], 'llama-f32.gguf');
@@ -145,16 +148,24 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
     };
     const out = { size: file.size, memory: {} };
     const w = await load({ worker: true });
-    const gw = await w.TextGenerator.load(file, { devices: 'cpu' });
+    const gw = await w.TextGenerator.load(file, { devices: 'cpu', kvType: 'f32' });
     out.worker = await run(gw);
     await gw.dispose();
     w.terminate();
     const wt = await load({ worker: false });
+    // The engine's one-time set-up (the WebGPU device, its pipelines) paid by a smaller model
+    // first; costModel false keeps the weights on WebGPU (on SwiftShader the cost model would
+    // take the CPU for every node, and the weights with it).
+    const small = await (await fetch(smallUrl)).blob();
+    const warm = await wt.TextGenerator.load(small, { devices: 'webgpu', costModel: false });
+    await run(warm);
+    await warm.dispose();
     for (const devices of ['webgpu', 'cpu']) {
       const before = wt.memory.buffer.byteLength;
-      const gen = await wt.TextGenerator.load(file, { devices });
+      const gen = await wt.TextGenerator.load(file, { devices, kvType: 'f32', costModel: false });
       out.memory[devices] = wt.memory.buffer.byteLength - before;
       out[devices] = await run(gen);
+      out.explain = (out.explain ?? '') + await gen.explain();
       await gen.dispose();
     }
     const bad = async (source) => { try { await wt.TextGenerator.load(source); return null; } catch (e) { return e.message; } };
@@ -162,12 +173,13 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
     out.empty = await bad(new File([], 'empty.gguf'));
     out.number = await bad(42);
     return out;
-  }, { loader: LOADER, url: `/${MODEL}`, prompt: c.prompt, n: c.greedy.length });
+  }, { loader: LOADER, url: `/${MODEL}`, smallUrl: '/models/decoder/llama-q4_0.gguf', prompt: c.prompt, n: c.greedy.length });
   for (const mode of ['worker', 'webgpu', 'cpu']) assert.deepEqual(r[mode], c.greedy, `${mode}: greedy tokens`);
   const mib = (x) => `${(x / 1048576).toFixed(1)} MiB`;
   t.diagnostic(`file ${mib(r.size)}; wasm memory grew ${mib(r.memory.webgpu)} loading onto WebGPU, ${mib(r.memory.cpu)} onto the CPU`);
   assert.ok(r.memory.webgpu < 0.25 * r.size, `WebGPU load grew wasm memory by ${r.memory.webgpu} for a ${r.size}-byte file`);
   assert.ok(r.memory.cpu < 1.5 * r.size, `CPU load grew wasm memory by ${r.memory.cpu} for a ${r.size}-byte file`);
+  assert.match(r.explain, /split 0 on WebGPU: \d+ node/);
   assert.match(r.notGguf, /GGUF/);
   assert.match(r.empty, /GGUF/);
   assert.match(r.number, /^source must be a URL string, a Uint8Array or a File \(Blob\)$/);
