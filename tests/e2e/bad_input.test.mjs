@@ -40,7 +40,7 @@ const EXPECTED = {
   'load costModel null': /^option costModel must be a boolean, got null$/,
   'load 404': /^cannot fetch models\/nope\.gguf: HTTP 404$/,
   'load unreachable server': /^cannot fetch http:\/\/127\.0\.0\.1:9\/x\.gguf: TypeError: Failed to fetch$/,
-  'load a number': /^source must be a URL string or a Uint8Array$/,
+  'load a number': /^source must be a URL string, a Uint8Array or a File \(Blob\)$/,
   'load 3 bytes': /^GGUF file, at byte 0: truncated: magic needs 4 bytes, the file has 3$/,
   'load half a model': /^GGUF file, tensor "[^"]+": truncated/,
   'load bad magic': /^GGUF file, at byte 0: not a GGUF file \(bad magic\)$/,
