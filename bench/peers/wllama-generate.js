@@ -2,16 +2,17 @@
 // wasm (npm @wllama/wllama, version pinned in bench/package.json) on the same GGUF file.
 //
 //   const m = await loadWllamaGenerator({ modelUrl, threads: 2, nCtx: 1024 });
-//   const r = await m.generate(promptIds, { maxTokens: 65, ban: [3, 4, ...] });
+//   const r = await m.generate('the of and ...', 128, { maxTokens: 65, ban: [3, 4, ...] });
 //   // { promptTokens, generatedTokens, ttftMs, prefillTokensPerS, decodeTokensPerS, ... }
 //
 // Loading as bench/peers/wllama-minilm.js does (the memory64 + JSPI build, no CDN compat
 // fallback, n_threads, n_gpu_layers 0, the model handed over as a Blob, the worker's wasm memory
-// read by a listener added to its source), with n_ctx = the context asked for and wllama's
-// defaults otherwise (n_batch, f16 KV cache).
+// read by a listener added to its source), with n_ctx = the context asked for, one slot
+// (n_parallel 1) and wllama's defaults otherwise (n_batch, KV cache type, flash attention).
 // A generation is one createCompletion, streamed (onData) so the page sees the first token:
-//   - prompt: token ids (llama-server takes an array of ids as they are: no BOS added), so both
-//     engines run the same tokens; cache_prompt false, so every run prefills the whole prompt;
+//   - prompt: a text (wllama 3.8.1 fails with "Invalid typed array length" on a prompt of token
+//     ids), tokenized by llama.cpp; the run must have taken exactly `promptTokens` tokens;
+//     cache_prompt false, so every run prefills the whole prompt;
 //   - temperature 0 (greedy), ignore_eos (EOS/EOT banned: every run makes max_tokens tokens);
 //   - logit_bias bans `ban` (token ids whose text is not whole UTF-8: llama-server's JSON
 //     writer throws "invalid UTF-8 byte" on random-weight output otherwise,
@@ -51,6 +52,7 @@ export async function loadWllamaGenerator({ modelUrl, threads = 1, nCtx = 1024, 
       n_threads: threads,
       n_gpu_layers: 0,
       n_ctx: nCtx,
+      n_parallel: 1, // one slot with the whole context (wllama's default 4 would split it)
       log_level: log ? LogLevel.INFO : LogLevel.WARN,
     }),
   ).catch(async (err) => {
@@ -67,13 +69,13 @@ export async function loadWllamaGenerator({ modelUrl, threads = 1, nCtx = 1024, 
   return {
     threads: wllama.getNumThreads(),
     nCtx: info.n_ctx,
-    async generate(ids, { maxTokens, ban = [] }) {
+    async generate(prompt, promptTokens, { maxTokens, ban = [] }) {
       let first = null;
       let timings = null;
       let text = '';
       const t0 = performance.now();
       await wllama.createCompletion({
-        prompt: Array.from(ids),
+        prompt,
         max_tokens: maxTokens,
         temperature: 0,
         cache_prompt: false,
@@ -87,8 +89,8 @@ export async function loadWllamaGenerator({ modelUrl, threads = 1, nCtx = 1024, 
         },
       });
       if (!timings) throw new Error('wllama: no timings in the answer');
-      if (timings.prompt_n !== ids.length) {
-        throw new Error(`wllama ran ${timings.prompt_n} prompt tokens, not ${ids.length}`);
+      if (timings.prompt_n !== promptTokens) {
+        throw new Error(`wllama ran ${timings.prompt_n} prompt tokens, not ${promptTokens}`);
       }
       return {
         promptTokens: timings.prompt_n,
