@@ -13,7 +13,8 @@
 #   GEN_RUNS="webtensor:bench-stories15m-q4_0:2,wllama:bench-stories15m-q4_0:2"   other runs
 #       (engine:model:threads[:device[:cases[:reps]]], cases "short+long"; see bench/generate.mjs)
 #   GEN_REPS=1                                                                    repetitions
-# The default runs take about 15 minutes on a 2-core machine (bench/generate.mjs says which).
+# The default runs (bench/generate.mjs says which) took 25 minutes on the 2-core machine while
+# other builds ran on it; wllama at 2 threads is most of that (its threads spin under load).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 bash scripts/setup.sh >/dev/null
