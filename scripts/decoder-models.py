@@ -7,7 +7,7 @@
     python3 scripts/decoder-models.py            # writes models/decoder/<name>.gguf
     python3 scripts/decoder-models.py --reference    # + tests/reference/decoder/<name>.json
     python3 scripts/decoder-models.py --check-numpy  # + float64 numpy forward vs llama.cpp
-    python3 scripts/decoder-models.py --bench        # + models/decoder/bench-stories15m-*.gguf
+    python3 scripts/decoder-models.py --bench        # + models/decoder/bench-*.gguf (BENCH)
 
 Default mode writes `models/decoder/<name>.gguf` for every model in MODELS (2 layers,
 n_embd 64, n_ff 128, context 256) and prints each file's size and sha256; a file whose
@@ -23,8 +23,10 @@ stored as ne = [cols, rows]).
 
 `--bench` also writes the BENCH models (not written by default): llama2.c stories15M shapes
 (n_embd 288, 6 layers, 6 heads = 6 KV heads of 48, n_ff 768, llama-spm vocab, untied output,
-context_length 1024) as F32 / Q8_0 / Q4_0, from the same weight generator and quantizer, for
-scripts/bench-decoder.sh. Random weights: for speed only, no reference outputs.
+context_length 1024) as F32 / Q8_0 / Q4_0, and Qwen2.5-0.5B shapes (qwen2, n_embd 896, 24
+layers, 14 heads, 2 KV heads, n_ff 4864, qwen2 vocab, tied, q/k/v biases, context_length 1024)
+as Q8_0 / Q4_0, from the same weight generator and quantizer, for scripts/bench-decoder.sh
+and scripts/bench-generate.sh. Random weights: for speed only, no reference outputs.
 
 `--reference` (needs llama_cpp) runs every model through llama.cpp exactly as described in
 REFERENCE_PARAMS (f32 KV cache, no flash attention, one 256-token batch) and writes
@@ -127,10 +129,17 @@ MODELS = {
 # (speed only: random weights, no reference outputs).
 STORIES15M = dict(LLAMA, n_head=6, n_head_kv=6, head_dim=48, n_embd=288, n_layer=6, n_ff=768,
                   n_ctx=1024)
+# The shapes of Qwen2.5-0.5B (n_embd 896, 24 layers, 14 heads of 64, 2 KV heads, n_ff 4864,
+# qwen2 byte-level BPE vocab 151936, tied embeddings, q/k/v biases), context 1024 -- for
+# scripts/bench-generate.sh. Every 2-d weight, token_embd too, in the file's type.
+QWEN05B = dict(QWEN2, n_head=14, n_head_kv=2, head_dim=64, n_embd=896, n_layer=24, n_ff=4864,
+               n_ctx=1024)
 BENCH = {
     "bench-stories15m-f32":  (4001, QT.F32,  STORIES15M),
     "bench-stories15m-q8_0": (4001, QT.Q8_0, STORIES15M),
     "bench-stories15m-q4_0": (4001, QT.Q4_0, STORIES15M),
+    "bench-qwen2-0.5b-q8_0": (5001, QT.Q8_0, QWEN05B),
+    "bench-qwen2-0.5b-q4_0": (5001, QT.Q4_0, QWEN05B),
 }
 # the one model per arch whose "long"/"fill" cases keep their logits in the JSON
 LOGITS_ALL = {"llama-f32", "qwen2-f32", "qwen3-f32"}
@@ -570,7 +579,7 @@ def main():
     ap.add_argument("--reference", action="store_true", help="also write tests/reference/decoder/*.json")
     ap.add_argument("--check-numpy", action="store_true", help="compare a float64 numpy forward with the JSON logits")
     ap.add_argument("--bench", action="store_true",
-                    help="also write models/decoder/bench-*.gguf (stories15M shapes, for scripts/bench-decoder.sh)")
+                    help="also write models/decoder/bench-*.gguf (BENCH: stories15M and Qwen2.5-0.5B shapes)")
     args = ap.parse_args()
     t0 = time.time()
     shas = write_models()

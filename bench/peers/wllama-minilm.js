@@ -37,11 +37,11 @@ const MAX_BATCH = 16; // llama-server slots: the most texts one llama_decode can
 const N_CTX = 512; // BERT's position table; also n_batch and n_ubatch
 const MEM_VERB = 'webtensor.wasmMemory';
 
-function hasJspi() {
+export function hasJspi() {
   return typeof WebAssembly.Suspending === 'function';
 }
 
-function hasMemory64() {
+export function hasMemory64() {
   try {
     new WebAssembly.Memory({ address: 'i64', initial: 1n });
     return true;
@@ -52,7 +52,7 @@ function hasMemory64() {
 
 // While `fn` runs, workers created from a blob: URL whose source is wllama's worker get a
 // listener that reports the wasm memory size. Returns fn's result and the worker (or null).
-async function withMemoryProbe(fn) {
+export async function withMemoryProbe(fn) {
   const RealWorker = globalThis.Worker;
   let probed = null;
   const probe =
@@ -85,7 +85,7 @@ async function withMemoryProbe(fn) {
   }
 }
 
-function askMemory(worker) {
+export function askMemory(worker) {
   if (!worker) return Promise.resolve(null);
   return new Promise((resolve) => {
     const timer = setTimeout(() => done(null), 2000);

@@ -1,0 +1,102 @@
+// Drives bench/generate.html in headless Chromium (served cross-origin isolated by
+// scripts/serve.mjs, so both engines can run 2 threads), one fresh browser context per run, and
+// prints one markdown table: per model and engine, load time, prefill tokens/s and time to
+// first token on a 128-token prompt, decode tokens/s at context 128 and ~1024, peak wasm
+// memory, and decode's weight bytes per token × tokens/s against the streaming-read bandwidth
+// measured in the same browser (engine=probe).
+//   node bench/generate.mjs [out.json]
+// GEN_RUNS="engine:model:threads[:device[:cases[:reps[:decode]]]],..." picks the runs (engine
+// webtensor or wllama; model a name in models/decoder/ without .gguf; cases "short+long"; decode
+// steps, default 64); the default is DEFAULT_RUNS below. GEN_REPS overrides every run's repetitions.
+import fs from 'node:fs';
+import path from 'node:path';
+import { launchChromium } from '../scripts/chromium.mjs';
+import { startServer } from '../scripts/serve.mjs';
+
+const STORIES = ['bench-stories15m-f32', 'bench-stories15m-q8_0', 'bench-stories15m-q4_0'];
+const QWEN = ['bench-qwen2-0.5b-q8_0', 'bench-qwen2-0.5b-q4_0'];
+const ENGINES = [['webtensor', 1], ['webtensor', 2], ['wllama', 1], ['wllama', 2]];
+// stories15M shapes: both cases, 3 repetitions, 64 decode steps. Qwen2.5-0.5B shapes are slow
+// here (wllama: a few tokens/s, minutes per 900-token prompt): the 128-token case only, 1
+// repetition, 16 decode steps. WebGPU (SwiftShader here): once, stories15M Q8_0, the 128-token
+// case, 1 repetition.
+const DEFAULT_RUNS = [
+  ...STORIES.flatMap((m) => ENGINES.map(([e, t]) => `${e}:${m}:${t}:cpu:short+long:3:64`)),
+  'webtensor:bench-stories15m-q8_0:1:webgpu:short:1:64',
+  ...QWEN.flatMap((m) => ENGINES.map(([e, t]) => `${e}:${m}:${t}:cpu:short:1:16`)),
+].join(',');
+const runs = (process.env.GEN_RUNS || DEFAULT_RUNS).split(',').map((s) => {
+  const [engine, model, threads = '1', device = 'cpu', cases = 'short+long', reps = '3', decode = '64'] = s.split(':');
+  return {
+    engine, model, threads: Number(threads), device, cases: cases.split('+'),
+    reps: Number(process.env.GEN_REPS || reps), decode: Number(decode),
+  };
+});
+
+const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
+const browser = await launchChromium();
+const base = `http://127.0.0.1:${server.address().port}/bench/generate.html`;
+async function runPage(params) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.on('console', (m) => console.log(`  ${m.text()}`));
+  try {
+    await page.goto(`${base}?${new URLSearchParams(params)}`);
+    await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000, polling: 500 });
+    return await page.evaluate(() => window.benchResult);
+  } finally {
+    await context.close();
+  }
+}
+
+const t0 = Date.now();
+const results = [];
+let probe;
+try {
+  console.log('probe: streaming-read bandwidth');
+  probe = await runPage({ engine: 'probe' });
+  for (const r of runs) {
+    console.log(`${r.engine} ${r.model} ${r.threads} thread(s) ${r.device} ${r.cases.join('+')} ×${r.reps}, ${r.decode} decode steps`);
+    const res = await runPage({ engine: r.engine, model: r.model, threads: r.threads, device: r.device, cases: r.cases.join(','), reps: r.reps, decode: r.decode });
+    if (res.error) console.log(`  failed: ${res.error}`);
+    results.push({ ...r, ...res });
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+const minutes = ((Date.now() - t0) / 60000).toFixed(1);
+
+const bw = probe?.readGBs;
+const mib = (b) => (b == null ? '-' : (b / 1048576).toFixed(0));
+const f = (x, d = 1) => (x == null ? '-' : x.toFixed(d));
+const row = (r, c) => r.rows?.find((x) => x.case === c);
+const label = (m) => m.replace('bench-', '').replace('stories15m', 'stories15M').replace('qwen2-0.5b', 'Qwen2.5-0.5B');
+const peer = (r) => results.find((x) => x.engine === 'wllama' && x.model === r.model && x.threads === r.threads && !x.error);
+console.log(`\nText generation, headless Chromium ${browser.version()}, random weights, greedy; ` +
+  `streaming read ${f(bw)} GB/s (1 thread, best of 5); ${minutes} min`);
+console.log('');
+console.log('| model | engine | threads | device | load ms | prefill tok/s (128) | TTFT ms (128) | decode tok/s (ctx 128) | decode tok/s (ctx 1024) | vs wllama (decode 128 / prefill) | peak wasm MiB | file MiB | decode weights GB/s (% of read bw) | reps × decode steps |');
+console.log('|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+for (const r of results) {
+  const head = `| ${label(r.model)} | ${r.engine} | ${r.threads} | ${r.device}`;
+  if (r.error) { console.log(`${head} | failed: ${r.error} |`); continue; }
+  const s = row(r, 'short'), l = row(r, 'long');
+  const p = r.engine === 'webtensor' && r.device === 'cpu' ? peer(r) : null;
+  const ps = p && row(p, 'short');
+  const vs = ps && s ? `${(s.decodeTokensPerS / ps.decodeTokensPerS).toFixed(2)}× / ${(s.prefillTokensPerS / ps.prefillTokensPerS).toFixed(2)}×` : '';
+  const gbs = s ? (r.weightBytes * s.decodeTokensPerS) / 1e9 : null;
+  const share = gbs != null && bw ? ` (${((100 * gbs) / bw).toFixed(0)}%)` : '';
+  console.log(`${head} | ${r.loadMs} | ${f(s?.prefillTokensPerS)} | ${f(s?.ttftMs, 0)} | ${f(s?.decodeTokensPerS)} | ` +
+    `${f(l?.decodeTokensPerS)} | ${vs} | ${mib(r.wasmBytes)} | ${mib(r.fileBytes)} | ${f(gbs, 2)}${share} | ${r.reps} × ${r.decode} |`);
+}
+console.log('\nprefill and TTFT: 128-token prompt; decode: greedy steps after a 128-token (ctx 128) or ' +
+  '900-token (ctx 1024) prompt; decode weights GB/s = matmul weight bytes read per decode token × decode tok/s ' +
+  '(ctx 128); wllama bans the non-UTF-8 tokens (logit_bias) and EOS, webtensor runs without stop tokens: ' +
+  'both make the same token counts.');
+const out = process.argv[2];
+if (out) {
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, JSON.stringify({ env: `chromium ${browser.version()}`, minutes: +minutes, probe, results }, null, 2));
+  console.log(`wrote ${out}`);
+}
