@@ -280,6 +280,88 @@ mod imp {
             Self(unsafe { v128_load(p as *const v128) })
         }
     }
+
+    /// 16 u8 values: unpacked K-quant weights (0..=63, so 7-bit non-negative: relaxed SIMD's
+    /// 8-bit dot takes them as its second operand and the activations, full-range i8, as the
+    /// first) or the packed bytes they are unpacked from.
+    #[derive(Clone, Copy)]
+    pub struct U8x16(v128);
+
+    impl U8x16 {
+        /// Loads 16 bytes from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const u8) -> Self {
+            Self(unsafe { v128_load(p as *const v128) })
+        }
+        /// Stores 16 bytes to `p`.
+        ///
+        /// # Safety
+        /// `p` writable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn store(self, p: *mut u8) {
+            unsafe { v128_store(p as *mut v128, self.0) }
+        }
+        /// Bits `shift .. shift + width` of each byte, as values `0 .. 2^width`.
+        #[inline(always)]
+        pub fn bits(self, shift: u32, mask: u8) -> Self {
+            Self(v128_and(u8x16_shr(self.0, shift), u8x16_splat(mask)))
+        }
+        /// Each byte shifted left by `n` (bits past 8 dropped).
+        #[inline(always)]
+        pub fn shl(self, n: u32) -> Self {
+            Self(i8x16_shl(self.0, n))
+        }
+        /// Bitwise or.
+        #[inline(always)]
+        pub fn or(self, o: Self) -> Self {
+            Self(v128_or(self.0, o.0))
+        }
+    }
+
+    impl I32x4 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: i32) -> Self {
+            Self(i32x4_splat(x))
+        }
+        /// Lane-wise product with `s`.
+        #[inline(always)]
+        pub fn mul(self, s: Self) -> Self {
+            Self(i32x4_mul(self.0, s.0))
+        }
+        /// Sum of the lanes (wrapping, as the lanes do).
+        #[inline(always)]
+        pub fn hsum(self) -> i32 {
+            let s = i32x4_add(self.0, i32x4_shuffle::<2, 3, 0, 1>(self.0, self.0));
+            let s = i32x4_add(s, i32x4_shuffle::<1, 0, 3, 2>(s, s));
+            i32x4_extract_lane::<0>(s)
+        }
+        /// `self` plus, in each lane, the dot of 4 activations of `x` (i8) with the 4
+        /// weights of `w` (0..=127) in that lane: relaxed SIMD's 8-bit dot where the build
+        /// has it, widening products otherwise.
+        #[inline(always)]
+        pub fn dot_u7(self, x: I8x16, w: U8x16) -> Self {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                Self(i32x4_relaxed_dot_i8x16_i7x16_add(x.0, w.0, self.0))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                Self(i32x4_add(self.0, dot16(x.0, w.0)))
+            }
+        }
+    }
+
+    impl Add for I32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            Self(i32x4_add(self.0, o.0))
+        }
+    }
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -513,6 +595,80 @@ mod imp {
         #[inline(always)]
         pub unsafe fn load(p: *const i32) -> Self {
             Self(unsafe { (p as *const [i32; 4]).read_unaligned() })
+        }
+    }
+
+    /// 16 u8 values: unpacked K-quant weights (0..=63) or the packed bytes they come from.
+    #[derive(Clone, Copy)]
+    pub struct U8x16([u8; 16]);
+
+    impl U8x16 {
+        /// Loads 16 bytes from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const u8) -> Self {
+            Self(unsafe { (p as *const [u8; 16]).read_unaligned() })
+        }
+        /// Stores 16 bytes to `p`.
+        ///
+        /// # Safety
+        /// `p` writable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn store(self, p: *mut u8) {
+            unsafe { (p as *mut [u8; 16]).write_unaligned(self.0) }
+        }
+        /// `(byte >> shift) & mask` for each byte.
+        #[inline(always)]
+        pub fn bits(self, shift: u32, mask: u8) -> Self {
+            Self(self.0.map(|b| (b >> shift) & mask))
+        }
+        /// Each byte shifted left by `n` (bits past 8 dropped).
+        #[inline(always)]
+        pub fn shl(self, n: u32) -> Self {
+            Self(self.0.map(|b| b << n))
+        }
+        /// Bitwise or.
+        #[inline(always)]
+        pub fn or(self, o: Self) -> Self {
+            Self(std::array::from_fn(|i| self.0[i] | o.0[i]))
+        }
+    }
+
+    impl I32x4 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: i32) -> Self {
+            Self([x; 4])
+        }
+        /// Lane-wise product with `s` (wrapping, as wasm's).
+        #[inline(always)]
+        pub fn mul(self, s: Self) -> Self {
+            Self(std::array::from_fn(|l| self.0[l].wrapping_mul(s.0[l])))
+        }
+        /// Sum of the lanes (wrapping, as wasm's).
+        #[inline(always)]
+        pub fn hsum(self) -> i32 {
+            self.0.iter().fold(0i32, |s, &v| s.wrapping_add(v))
+        }
+        /// `self` plus, in each lane, the dot of 4 activations of `x` with the 4 weights of
+        /// `w` in that lane.
+        #[inline(always)]
+        pub fn dot_u7(self, x: I8x16, w: U8x16) -> Self {
+            Self(std::array::from_fn(|l| {
+                (0..4).fold(self.0[l], |s, t| {
+                    s + x.0[l * 4 + t] as i32 * w.0[l * 4 + t] as i32
+                })
+            }))
+        }
+    }
+
+    impl Add for I32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            Self(std::array::from_fn(|l| self.0[l].wrapping_add(o.0[l])))
         }
     }
 }
