@@ -339,7 +339,13 @@ fn main() {
     for &s in gemm_sizes {
         rows.push(bench(&pools, DType::F32, (s, s, s), budget));
     }
-    let kq = [DType::Q4_K, DType::Q6_K, DType::Q5_K, DType::Q3_K, DType::Q2_K];
+    let kq = [
+        DType::Q4_K,
+        DType::Q6_K,
+        DType::Q5_K,
+        DType::Q3_K,
+        DType::Q2_K,
+    ];
     for dtype in [DType::F32, DType::Q8_0, DType::Q4_0].into_iter().chain(kq) {
         rows.push(bench(&pools, dtype, (4096, 1, 4096), budget));
     }
@@ -366,7 +372,8 @@ fn main() {
         let naive = r.naive.map_or("-".to_string(), |g| format!("{g:.2}"));
         let mut extra = String::new();
         if let Some((b1, b2, probe)) = r.bandwidth {
-            extra = format!("  weights {b1:.2} / {b2:.2} GB/s (1/2 thr), stream probe {probe:.2} GB/s");
+            extra =
+                format!("  weights {b1:.2} / {b2:.2} GB/s (1/2 thr), stream probe {probe:.2} GB/s");
         }
         if let Some(g) = r.dequant {
             extra.push_str(&format!(", dequantize path {g:.2} GF/s (1 thr)"));

@@ -42,8 +42,11 @@ fn quantize_q8k(x: &[f32], q: &mut [i8], sums: &mut [i32]) -> f32 {
     let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
     let d = amax / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    // Half away from zero by adding ±0.5 and truncating (`round` is a libm call in wasm);
+    // |v · id| <= 127, and the saturating casts take NaN to 0.
     for (o, &v) in q.iter_mut().zip(x) {
-        *o = (v * id).round().clamp(-127.0, 127.0) as i8;
+        let s = v * id;
+        *o = (s + 0.5f32.copysign(s)) as i32 as i8;
     }
     for (s, g) in sums.iter_mut().zip(q.chunks_exact(16)) {
         *s = g.iter().map(|&v| v as i32).sum();
@@ -100,11 +103,37 @@ fn load16(b: &[u8], at: usize) -> U8x16 {
     unsafe { U8x16::load(s.as_ptr()) }
 }
 
-/// Unpacks one super-block of a dtype into the common form.
-type Unpack = fn(&[u8], &mut Unpacked);
+/// A K-quant's super-block unpacker. The kernels are generic over it, so each type's
+/// unpacking is inlined into its dot loop.
+trait KQuant {
+    /// Whether scales come in pairs of groups (Q4_K, Q5_K: 32-value sub-blocks), so two
+    /// 16-value dots share one multiply by the scale.
+    const PAIRED: bool;
+    /// Unpacks super-block `b` (its bytes) into `u`.
+    fn unpack(b: &[u8], u: &mut Unpacked);
+}
+
+macro_rules! kquant {
+    ($name:ident, $f:ident, $paired:expr) => {
+        struct $name;
+        impl KQuant for $name {
+            const PAIRED: bool = $paired;
+            #[inline(always)]
+            fn unpack(b: &[u8], u: &mut Unpacked) {
+                $f(b, u)
+            }
+        }
+    };
+}
+kquant!(Q2K, unpack_q2_k, false);
+kquant!(Q3K, unpack_q3_k, false);
+kquant!(Q4K, unpack_q4_k, true);
+kquant!(Q5K, unpack_q5_k, true);
+kquant!(Q6K, unpack_q6_k, false);
 
 /// Q2_K (84 bytes: scales[16], qs[64], d, dmin): value `128h + 32s + l` is bits `2s..2s+2` of
 /// `qs[32h + l]`; group `g` has scale `scales[g] & 15`, min `scales[g] >> 4`.
+#[inline(always)]
 fn unpack_q2_k(b: &[u8], u: &mut Unpacked) {
     for h in 0..2 {
         for half in 0..2 {
@@ -123,6 +152,7 @@ fn unpack_q2_k(b: &[u8], u: &mut Unpacked) {
 
 /// Q3_K (110 bytes: hmask[32], qs[64], scales[12], d): Q2_K's low bits plus 4 where the
 /// value's `hmask` bit is set, offset 4; 6-bit scales less 32.
+#[inline(always)]
 fn unpack_q3_k(b: &[u8], u: &mut Unpacked) {
     for half in 0..2 {
         let hm = load16(b, 16 * half);
@@ -176,6 +206,7 @@ fn q45_header(b: &[u8], u: &mut Unpacked) {
 
 /// Q4_K (144 bytes: d, dmin, scales[12], qs[128]): value `64c + 32n + l` is nibble `n` of
 /// `qs[32c + l]`.
+#[inline(always)]
 fn unpack_q4_k(b: &[u8], u: &mut Unpacked) {
     for c in 0..4 {
         for half in 0..2 {
@@ -189,6 +220,7 @@ fn unpack_q4_k(b: &[u8], u: &mut Unpacked) {
 
 /// Q5_K (176 bytes: Q4_K's header, qh[32], qs[128]): Q4_K's nibbles plus 16 where bit `y / 32`
 /// of `qh[y % 32]` is set.
+#[inline(always)]
 fn unpack_q5_k(b: &[u8], u: &mut Unpacked) {
     for half in 0..2 {
         let qh = load16(b, 16 + 16 * half);
@@ -206,6 +238,7 @@ fn unpack_q5_k(b: &[u8], u: &mut Unpacked) {
 /// Q6_K (210 bytes: ql[128], qh[64], scales[16] i8, d): value `128h + 64n + l` (l < 64) has
 /// low nibble `n` of `ql[64h + l]` and high bits `2(r / 32)` of `qh[32h + r % 32]` with
 /// `r = 64n + l`; offset 32.
+#[inline(always)]
 fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
     for h in 0..2 {
         for t in 0..4 {
@@ -225,25 +258,13 @@ fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
     (u.d, u.dmin, u.symmetric) = (d, d, true);
 }
 
-/// The unpacker of a K-quant dtype; `None` for other dtypes.
-fn unpacker(dtype: DType) -> Option<Unpack> {
-    Some(match dtype {
-        DType::Q2_K => unpack_q2_k,
-        DType::Q3_K => unpack_q3_k,
-        DType::Q4_K => unpack_q4_k,
-        DType::Q5_K => unpack_q5_k,
-        DType::Q6_K => unpack_q6_k,
-        DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 => return None,
-    })
-}
-
 /// Dots of one unpacked super-block with `C` activation super-blocks (values at `x[c]`,
 /// 16 group sums at `s[c]`, scales `dx[c]`).
 ///
 /// # Safety
 /// Each `x[c]` readable for 256 i8, each `s[c]` for 16 i32.
 #[inline(always)]
-unsafe fn dot_sb<const C: usize>(
+unsafe fn dot_sb<T: KQuant, const C: usize>(
     u: &Unpacked,
     x: [*const i8; C],
     s: [*const i32; C],
@@ -251,13 +272,20 @@ unsafe fn dot_sb<const C: usize>(
 ) -> [f32; C] {
     let zero = I32x4::splat(0);
     let mut acc = [[zero; 2]; C];
-    for g in 0..GROUPS {
-        let w = unsafe { U8x16::load(u.q.as_ptr().add(g * 16)) };
+    let step = if T::PAIRED { 2 } else { 1 };
+    for (i, g) in (0..GROUPS).step_by(step).enumerate() {
+        let w: [U8x16; 2] =
+            std::array::from_fn(|h| unsafe { U8x16::load(u.q.as_ptr().add((g + h) * 16)) });
         let sc = I32x4::splat(u.sc[g]);
         for c in 0..C {
-            let xv = unsafe { I8x16::load(x[c].add(g * 16)) };
-            let a = &mut acc[c][g % 2];
-            *a = *a + zero.dot_u7(xv, w).mul(sc);
+            let xv: [I8x16; 2] =
+                std::array::from_fn(|h| unsafe { I8x16::load(x[c].add((g + h) * 16)) });
+            let mut d = zero.dot_u7(xv[0], w[0]);
+            if T::PAIRED {
+                d = d.dot_u7(xv[1], w[1]);
+            }
+            let a = &mut acc[c][i % 2];
+            *a = *a + d.mul(sc);
         }
     }
     let mn: [I32x4; 4] = std::array::from_fn(|i| unsafe { I32x4::load(u.mn.as_ptr().add(4 * i)) });
@@ -288,14 +316,13 @@ const N_TILE: usize = 4;
 /// rows hold `a.ne[1]` f32.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<const C: usize>(
+unsafe fn tile<T: KQuant, const C: usize>(
     out: &DstRows,
     a: &TensorView,
     (a2, a3): (usize, usize),
     rows: Range<usize>,
     xq: &Q8K,
     j0: usize,
-    unpack: Unpack,
     u: &mut Unpacked,
 ) {
     let nb = a.ne[0] / QK_K;
@@ -306,14 +333,14 @@ unsafe fn tile<const C: usize>(
         for b in 0..nb {
             // In range: row `i` holds `nb` super-blocks.
             let blk = unsafe { std::slice::from_raw_parts(w.add(b * bb), bb) };
-            unpack(blk, u);
+            T::unpack(blk, u);
             let x: [*const i8; C] =
                 std::array::from_fn(|c| unsafe { xq.q.as_ptr().add((j0 + c) * k + b * QK_K) });
             let s: [*const i32; C] = std::array::from_fn(|c| unsafe {
                 xq.sums.as_ptr().add(((j0 + c) * nb + b) * GROUPS)
             });
             let dx: [f32; C] = std::array::from_fn(|c| xq.d[(j0 + c) * nb + b]);
-            let r = unsafe { dot_sb::<C>(u, x, s, dx) };
+            let r = unsafe { dot_sb::<T, C>(u, x, s, dx) };
             for (a, v) in acc.iter_mut().zip(r) {
                 *a += v;
             }
@@ -331,24 +358,38 @@ unsafe fn tile<const C: usize>(
 /// # Safety
 /// As for [`tile`], for activation rows `0 .. n`.
 #[inline(never)]
-unsafe fn block(
+unsafe fn block<T: KQuant>(
     out: &DstRows,
     a: &TensorView,
     ab: (usize, usize),
     rows: Range<usize>,
     xq: &Q8K,
     n: usize,
-    unpack: Unpack,
 ) {
     let mut u = Unpacked::new();
     let mut j0 = 0;
     while j0 + N_TILE <= n {
-        unsafe { tile::<N_TILE>(out, a, ab, rows.clone(), xq, j0, unpack, &mut u) };
+        unsafe { tile::<T, N_TILE>(out, a, ab, rows.clone(), xq, j0, &mut u) };
         j0 += N_TILE;
     }
     for j in j0..n {
-        unsafe { tile::<1>(out, a, ab, rows.clone(), xq, j, unpack, &mut u) };
+        unsafe { tile::<T, 1>(out, a, ab, rows.clone(), xq, j, &mut u) };
     }
+}
+
+/// [`block`] for `a`'s dtype.
+type Block = unsafe fn(&DstRows, &TensorView, (usize, usize), Range<usize>, &Q8K, usize);
+
+/// The [`block`] of a K-quant dtype; `None` for other dtypes.
+fn block_of(dtype: DType) -> Option<Block> {
+    Some(match dtype {
+        DType::Q2_K => block::<Q2K>,
+        DType::Q3_K => block::<Q3K>,
+        DType::Q4_K => block::<Q4K>,
+        DType::Q5_K => block::<Q5K>,
+        DType::Q6_K => block::<Q6K>,
+        DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 => return None,
+    })
 }
 
 /// Activation values per thread from which quantizing them is cut over threads (as
@@ -378,7 +419,10 @@ fn quantize_rows(par: Par, b: &TensorView, rows: Batches, count: usize, k: usize
                 (
                     std::slice::from_raw_parts_mut((dp as *mut f32).add(f * nb), nb),
                     std::slice::from_raw_parts_mut((qp as *mut i8).add(f * k), k),
-                    std::slice::from_raw_parts_mut((sp as *mut i32).add(f * nb * GROUPS), nb * GROUPS),
+                    std::slice::from_raw_parts_mut(
+                        (sp as *mut i32).add(f * nb * GROUPS),
+                        nb * GROUPS,
+                    ),
                 )
             };
             for (((x, d), q), s) in row
@@ -402,7 +446,7 @@ pub fn matmul(
     b: &TensorView,
     ep: Option<&Epilogue>,
 ) -> bool {
-    let Some(unpack) = unpacker(a.dtype) else {
+    let Some(block) = block_of(a.dtype) else {
         return false;
     };
     if b.dtype != DType::F32 || !super::packed_f32(dst) || !a.rows_contiguous() {
@@ -439,7 +483,7 @@ pub fn matmul(
             for m0 in r.clone().step_by(M_BLOCK) {
                 let ms = m0..r.end.min(m0 + M_BLOCK);
                 // In range: weight rows of `a`'s batch, activation rows `0 .. per_run`.
-                unsafe { block(&out, a, ab, ms.clone(), &xq, per_run, unpack) };
+                unsafe { block(&out, a, ab, ms.clone(), &xq, per_run) };
                 if let Some(ep) = ep {
                     ep.apply_rows(&out, ms, 0..per_run);
                 }
@@ -558,7 +602,11 @@ mod tests {
                     }
                 }
                 assert!(sig > 0.0, "{dtype:?}: all-zero outputs compare nothing");
-                assert!(err / sig < 5e-4, "{dtype:?} {m}x{n}x{k}: nmse {}", err / sig);
+                assert!(
+                    err / sig < 5e-4,
+                    "{dtype:?} {m}x{n}x{k}: nmse {}",
+                    err / sig
+                );
             }
         }
     }
