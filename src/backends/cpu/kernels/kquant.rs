@@ -109,15 +109,18 @@ trait KQuant {
     /// Whether scales come in pairs of groups (Q4_K, Q5_K: 32-value sub-blocks), so two
     /// 16-value dots share one multiply by the scale.
     const PAIRED: bool;
+    /// Bytes of a super-block (a constant, so the unpacker's reads need no bounds checks).
+    const BYTES: usize;
     /// Unpacks super-block `b` (its bytes) into `u`.
     fn unpack(b: &[u8], u: &mut Unpacked);
 }
 
 macro_rules! kquant {
-    ($name:ident, $f:ident, $paired:expr) => {
+    ($name:ident, $f:ident, $paired:expr, $bytes:expr) => {
         struct $name;
         impl KQuant for $name {
             const PAIRED: bool = $paired;
+            const BYTES: usize = $bytes;
             #[inline(always)]
             fn unpack(b: &[u8], u: &mut Unpacked) {
                 $f(b, u)
@@ -125,11 +128,11 @@ macro_rules! kquant {
         }
     };
 }
-kquant!(Q2K, unpack_q2_k, false);
-kquant!(Q3K, unpack_q3_k, false);
-kquant!(Q4K, unpack_q4_k, true);
-kquant!(Q5K, unpack_q5_k, true);
-kquant!(Q6K, unpack_q6_k, false);
+kquant!(Q2K, unpack_q2_k, false, 84);
+kquant!(Q3K, unpack_q3_k, false, 110);
+kquant!(Q4K, unpack_q4_k, true, 144);
+kquant!(Q5K, unpack_q5_k, true, 176);
+kquant!(Q6K, unpack_q6_k, false, 210);
 
 /// Q2_K (84 bytes: scales[16], qs[64], d, dmin): value `128h + 32s + l` is bits `2s..2s+2` of
 /// `qs[32h + l]`; group `g` has scale `scales[g] & 15`, min `scales[g] >> 4`.
@@ -326,7 +329,8 @@ unsafe fn tile<T: KQuant, const C: usize>(
     u: &mut Unpacked,
 ) {
     let nb = a.ne[0] / QK_K;
-    let (k, bb) = (nb * QK_K, a.dtype.block_bytes());
+    let (k, bb) = (nb * QK_K, T::BYTES);
+    debug_assert_eq!(bb, a.dtype.block_bytes());
     for i in rows {
         let w = a.ptr_at([0, i, a2, a3]) as *const u8;
         let mut acc = [0f32; C];
@@ -538,6 +542,13 @@ mod tests {
         let nb = contiguous_strides(dtype, ne).expect("small");
         // The bytes outlive every use of the view in these tests.
         unsafe { TensorView::from_raw(bytes.as_mut_ptr(), dtype, ne, nb) }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn super_block_sizes_match_dtypes() {
+        let bytes = [Q2K::BYTES, Q3K::BYTES, Q4K::BYTES, Q5K::BYTES, Q6K::BYTES];
+        assert_eq!(bytes, DType::K_QUANTS.map(|d| d.block_bytes()));
     }
 
     /// The integer kernel against the dequantized weights times the activations as Q8_K
