@@ -353,6 +353,31 @@ mod imp {
                 Self(i32x4_add(self.0, dot16(x.0, w.0)))
             }
         }
+        /// `self` plus the lane partial sums of `sc · Σ x[h][i] · w[h][i]` over the `N` (1 or
+        /// 2) pairs: 8-bit products summed in pairs to i16 (relaxed SIMD's i16x8 dot, or
+        /// widening products), then one i16 dot with the scale. Exact while
+        /// `N · 2 · 127 · 63 < 2^15` and the i32 sums fit.
+        #[inline(always)]
+        pub fn dot_scaled<const N: usize>(self, x: [I8x16; N], w: [U8x16; N], sc: I16x8) -> Self {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                let mut p = i16x8_relaxed_dot_i8x16_i7x16(x[0].0, w[0].0);
+                for h in 1..N {
+                    p = i16x8_add(p, i16x8_relaxed_dot_i8x16_i7x16(x[h].0, w[h].0));
+                }
+                Self(i32x4_add(self.0, i32x4_dot_i16x8(p, sc.0)))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                let mut acc = self.0;
+                for h in 0..N {
+                    let lo = i16x8_extmul_low_i8x16(x[h].0, w[h].0);
+                    let hi = i16x8_extmul_high_i8x16(x[h].0, w[h].0);
+                    acc = i32x4_add(acc, i32x4_dot_i16x8(i16x8_add(lo, hi), sc.0));
+                }
+                Self(acc)
+            }
+        }
     }
 
     impl Add for I32x4 {
@@ -360,6 +385,18 @@ mod imp {
         #[inline(always)]
         fn add(self, o: Self) -> Self {
             Self(i32x4_add(self.0, o.0))
+        }
+    }
+
+    /// Eight i16 lanes: a K-quant group's integer scale, splat.
+    #[derive(Clone, Copy)]
+    pub struct I16x8(v128);
+
+    impl I16x8 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: i16) -> Self {
+            Self(i16x8_splat(x))
         }
     }
 }
@@ -662,6 +699,17 @@ mod imp {
                 })
             }))
         }
+        /// `self` plus the lane partial sums of `sc · Σ x[h][i] · w[h][i]` over the `N` pairs.
+        #[inline(always)]
+        pub fn dot_scaled<const N: usize>(self, x: [I8x16; N], w: [U8x16; N], sc: I16x8) -> Self {
+            let mut acc = self;
+            for h in 0..N {
+                acc = acc.dot_u7(x[h], w[h]);
+            }
+            Self(std::array::from_fn(|l| {
+                self.0[l].wrapping_add((acc.0[l].wrapping_sub(self.0[l])).wrapping_mul(sc.0 as i32))
+            }))
+        }
     }
 
     impl Add for I32x4 {
@@ -669,6 +717,18 @@ mod imp {
         #[inline(always)]
         fn add(self, o: Self) -> Self {
             Self(std::array::from_fn(|l| self.0[l].wrapping_add(o.0[l])))
+        }
+    }
+
+    /// A K-quant group's integer scale.
+    #[derive(Clone, Copy)]
+    pub struct I16x8(i16);
+
+    impl I16x8 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: i16) -> Self {
+            Self(x)
         }
     }
 }
