@@ -339,23 +339,10 @@ mod imp {
             let s = i32x4_add(s, i32x4_shuffle::<1, 0, 3, 2>(s, s));
             i32x4_extract_lane::<0>(s)
         }
-        /// `self` plus, in each lane, the dot of 4 activations of `x` (i8) with the 4
-        /// weights of `w` (0..=127) in that lane: relaxed SIMD's 8-bit dot where the build
-        /// has it, widening products otherwise.
-        #[inline(always)]
-        pub fn dot_u7(self, x: I8x16, w: U8x16) -> Self {
-            #[cfg(target_feature = "relaxed-simd")]
-            {
-                Self(i32x4_relaxed_dot_i8x16_i7x16_add(x.0, w.0, self.0))
-            }
-            #[cfg(not(target_feature = "relaxed-simd"))]
-            {
-                Self(i32x4_add(self.0, dot16(x.0, w.0)))
-            }
-        }
         /// `self` plus the lane partial sums of `sc · Σ x[h][i] · w[h][i]` over the `N` (1 or
-        /// 2) pairs: 8-bit products summed in pairs to i16 (relaxed SIMD's i16x8 dot, or
-        /// widening products), then one i16 dot with the scale. Exact while
+        /// 2) pairs, `x` activations (i8) and `w` weights (0..=63, 7-bit as relaxed SIMD's dot
+        /// wants its second operand): 8-bit products summed in pairs to i16 (relaxed SIMD's
+        /// i16x8 dot, or widening products), then one i16 dot with the scale. Exact while
         /// `N · 2 · 127 · 63 < 2^15` and the i32 sums fit.
         #[inline(always)]
         pub fn dot_scaled<const N: usize>(self, x: [I8x16; N], w: [U8x16; N], sc: I16x8) -> Self {
@@ -692,7 +679,7 @@ mod imp {
         /// `self` plus, in each lane, the dot of 4 activations of `x` with the 4 weights of
         /// `w` in that lane.
         #[inline(always)]
-        pub fn dot_u7(self, x: I8x16, w: U8x16) -> Self {
+        fn dot_u7(self, x: I8x16, w: U8x16) -> Self {
             Self(std::array::from_fn(|l| {
                 (0..4).fold(self.0[l], |s, t| {
                     s + x.0[l * 4 + t] as i32 * w.0[l * 4 + t] as i32
@@ -1130,6 +1117,46 @@ mod tests {
                             .sum::<i32>();
                     assert_eq!(got[r], want as f32, "w0 {w0} slice {s} lane {r}");
                 }
+            }
+        }
+    }
+
+    /// The K-quants' scaled dot at the extremes its i16 sums must hold (±127 activations,
+    /// 63 weights, two pairs summed, scales -128 and 127) and on mixed values.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn scaled_dot_matches_scalar() {
+        let fills: [(fn(usize) -> i8, fn(usize) -> u8); 4] = [
+            (|_| 127, |_| 63),
+            (|_| -127, |_| 63),
+            (
+                |i| if i % 2 == 0 { 127 } else { -127 },
+                |i| (i * 5 % 64) as u8,
+            ),
+            (
+                |i| (i as i32 * 37 % 255 - 127) as i8,
+                |i| (i * 11 % 64) as u8,
+            ),
+        ];
+        for (fx, fw) in fills {
+            let x: Vec<i8> = (0..32).map(fx).collect();
+            let w: Vec<u8> = (0..32).map(fw).collect();
+            for sc in [-128i16, -1, 0, 1, 63, 127] {
+                let acc0 = [5, -7, 1 << 20, -(1 << 20)];
+                let (xv, wv) = unsafe {
+                    (
+                        [I8x16::load(x.as_ptr()), I8x16::load(x.as_ptr().add(16))],
+                        [U8x16::load(w.as_ptr()), U8x16::load(w.as_ptr().add(16))],
+                    )
+                };
+                let acc = unsafe { I32x4::load(acc0.as_ptr()) };
+                let dot = |n: usize| -> i32 {
+                    (0..16 * n).map(|i| x[i] as i32 * w[i] as i32).sum::<i32>() * sc as i32
+                };
+                let base: i32 = acc0.iter().sum();
+                let one = acc.dot_scaled([xv[0]], [wv[0]], I16x8::splat(sc)).hsum();
+                let two = acc.dot_scaled(xv, wv, I16x8::splat(sc)).hsum();
+                assert_eq!((one, two), (base + dot(1), base + dot(2)), "scale {sc}");
             }
         }
     }
