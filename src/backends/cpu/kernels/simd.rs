@@ -1126,7 +1126,9 @@ mod tests {
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn scaled_dot_matches_scalar() {
-        let fills: [(fn(usize) -> i8, fn(usize) -> u8); 4] = [
+        /// Activation and weight values by index.
+        type Fill = (fn(usize) -> i8, fn(usize) -> u8);
+        let fills: [Fill; 4] = [
             (|_| 127, |_| 63),
             (|_| -127, |_| 63),
             (
