@@ -21,7 +21,20 @@ export const CASES = [
   { name: 'q8_0 matvec 4096×4096', w: 'q8_0', m: 4096, n: 1, k: 4096 },
   { name: 'q4_0 matvec 4096×4096', w: 'q4_0', m: 4096, n: 1, k: 4096 },
   { name: 'f32 matvec 4096×4096', w: 'f32', m: 4096, n: 1, k: 4096 },
+  // K-quants (the GGUF mixes people download: Q4_K_M is Q4_K with Q6_K).
+  ...['q4_k', 'q6_k', 'q5_k', 'q3_k', 'q2_k'].flatMap((w) => [
+    { name: `${w} matvec 4096×4096`, w, m: 4096, n: 1, k: 4096 },
+    { name: `${w} gemm 1024³`, w, m: 1024, n: 1024, k: 1024 },
+  ]),
 ];
+
+/** Bytes of one weight in each format (ggml's block sizes). */
+const WEIGHT_BYTES = {
+  f32: 4, f16: 2, q8_0: 34 / 32, q4_0: 18 / 32,
+  q2_k: 84 / 256, q3_k: 110 / 256, q4_k: 144 / 256, q5_k: 176 / 256, q6_k: 210 / 256,
+};
+/** Bytes the streaming-read probe reads (past the caches, as a 4096² weight is). */
+const STREAM_BYTES = 64 << 20;
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
@@ -93,6 +106,17 @@ export async function runBench({ webtensor, ort, tf, reps = 7, log = console.log
       one.free();
       Object.assign(rows[rows.length - 1], { ms1: +ms1.toFixed(3), scaling: +(ms1 / ms).toFixed(2) });
       log(`${''.padEnd(24)} same window: 1 thread ${ms1.toFixed(2)} ms, 2 threads ${ms.toFixed(2)} ms, scaling ${(ms1 / ms).toFixed(2)}×`);
+    } else if (c.n === 1 && webtensor.StreamProbe) {
+      // A matrix-vector product streams its weights: their bytes per second beside a plain
+      // streaming read of memory, run for run in the same window.
+      const probe = new webtensor.StreamProbe(STREAM_BYTES);
+      const [ms, probeMs] = await timeEach([() => bench.run(), () => probe.run()], reps);
+      add(c, impl, ms);
+      const gbs = c.m * c.k * WEIGHT_BYTES[c.w] / (ms / 1e3) / 1e9;
+      const probeGbs = probe.bytes() / (probeMs / 1e3) / 1e9;
+      probe.free();
+      Object.assign(rows[rows.length - 1], { weightsGBs: +gbs.toFixed(2), streamGBs: +probeGbs.toFixed(2) });
+      log(`${''.padEnd(24)} weights read ${gbs.toFixed(2)} GB/s, streaming-read probe ${probeGbs.toFixed(2)} GB/s (${(100 * gbs / probeGbs).toFixed(0)}%)`);
     } else {
       add(c, impl, await time(() => bench.run(), reps));
     }

@@ -2,12 +2,16 @@
 //! against a naive loop, written to `target/bench/cpu_matmul.json`; then the thread
 //! thresholds: small nodes on 1 thread vs 2 with every threshold off.
 //!
+//! Matrix-vector rows also give the weights' bytes read per second, beside a streaming-read
+//! probe of this machine's memory bandwidth timed between them; K-quant matvecs also run the
+//! f32 path that dequantizes rows (the kernels before the integer dots) in the same window.
+//!
 //! `cargo bench --bench cpu_matmul` (`-- --quick`: one size each, no thresholds;
 //! `-- --thresholds`: only the thresholds).
 
 use std::time::Instant;
 
-use webtensor::backends::cpu::kernels::{compute, KernelSet};
+use webtensor::backends::cpu::kernels::{compute, matmul_dequantized, KernelSet};
 use webtensor::backends::cpu::{Pool, TensorView};
 use webtensor::graph::{contiguous_strides, row_from_f32, row_to_f32, DType, Op};
 
@@ -19,6 +23,17 @@ struct Mat {
 
 impl Mat {
     fn new(dtype: DType, k: usize, rows: usize, seed: u32) -> Self {
+        if dtype.is_k_quant() {
+            // No quantizer for K-quants here: random valid super-blocks.
+            let mut rng = webtensor::testing::Rng::new(seed as u64);
+            let bytes = webtensor::testing::random_k_quant(&mut rng, dtype, k * rows, 1.0)
+                .expect("a K-quant");
+            return Self {
+                bytes,
+                dtype,
+                ne: [k, rows, 1, 1],
+            };
+        }
         let mut s = seed.wrapping_mul(2_654_435_761).max(1);
         let vals: Vec<f32> = (0..k * rows)
             .map(|_| {
@@ -125,6 +140,12 @@ struct Row {
     t1: f64,
     t2: f64,
     naive: Option<f64>,
+    /// Matrix-vector products: GB/s of weights read on 1 and 2 threads, and the memory
+    /// probe's GB/s (1 thread) timed in the same window.
+    bandwidth: Option<(f64, f64, f64)>,
+    /// K-quant matrix-vector products: GFLOP/s of the dequantizing f32 path on 1 thread, in
+    /// the same window.
+    dequant: Option<f64>,
 }
 
 fn read_f32(bytes: &[u8]) -> Vec<f32> {
@@ -144,11 +165,30 @@ fn bench(pools: &[Pool; 2], dtype: DType, (m, n, k): (usize, usize, usize), budg
     let run = |p: &Pool, d: &TensorView| {
         compute(p.par(), KernelSet::Fast, &Op::MatMul, d, &[av, bv]).expect("matmul")
     };
-    let t = time_interleaved(
-        &mut [&mut || run(&pools[0], &dv1), &mut || run(&pools[1], &dv2)],
-        budget,
-        3,
-    );
+    let matvec = n == 1;
+    let mut d3 = Mat::new(DType::F32, m, n, 5);
+    let dv3 = d3.view();
+    let stream = webtensor::bench::StreamProbe::new(if matvec { STREAM_BYTES } else { 0 });
+    let mut sink = 0u64;
+    let before = matvec && dtype.is_k_quant();
+    let t = {
+        let mut fs: Vec<&mut dyn FnMut()> = Vec::new();
+        let (mut r1, mut r2) = (|| run(&pools[0], &dv1), || run(&pools[1], &dv2));
+        let mut probe = || sink = sink.wrapping_add(stream.run());
+        let mut deq = || {
+            assert!(matmul_dequantized(pools[0].par(), &dv3, &av, &bv));
+        };
+        fs.push(&mut r1);
+        fs.push(&mut r2);
+        if matvec {
+            fs.push(&mut probe);
+        }
+        if before {
+            fs.push(&mut deq);
+        }
+        time_interleaved(&mut fs, budget, 3)
+    };
+    assert!(sink != 1, "probe result kept");
     assert!(
         d1.bytes == d2.bytes,
         "{dtype:?} {m}x{n}x{k}: 2 threads differ from 1"
@@ -180,8 +220,20 @@ fn bench(pools: &[Pool; 2], dtype: DType, (m, n, k): (usize, usize, usize), budg
         t1: flops / t[0] / 1e9,
         t2: flops / t[1] / 1e9,
         naive,
+        bandwidth: matvec.then(|| {
+            let wbytes = (m * dtype.row_bytes(k).expect("blocks")) as f64;
+            (
+                wbytes / t[0] / 1e9,
+                wbytes / t[1] / 1e9,
+                stream.bytes() as f64 / t[2] / 1e9,
+            )
+        }),
+        dequant: before.then(|| flops / t[3] / 1e9),
     }
 }
+
+/// Bytes the streaming-read probe sums (well past the caches, as a 4096² weight is).
+const STREAM_BYTES: usize = 64 << 20;
 
 /// The thresholds: microseconds per node on 1 thread and on 2 threads with every threshold
 /// off ([`Par::eager`]) over growing sizes; the first size where 2 threads win is where a
@@ -287,8 +339,21 @@ fn main() {
     for &s in gemm_sizes {
         rows.push(bench(&pools, DType::F32, (s, s, s), budget));
     }
-    for dtype in [DType::F32, DType::Q8_0, DType::Q4_0] {
+    let kq = [
+        DType::Q4_K,
+        DType::Q6_K,
+        DType::Q5_K,
+        DType::Q3_K,
+        DType::Q2_K,
+    ];
+    for dtype in [DType::F32, DType::Q8_0, DType::Q4_0].into_iter().chain(kq) {
         rows.push(bench(&pools, dtype, (4096, 1, 4096), budget));
+    }
+    for dtype in [DType::F32, DType::Q8_0, DType::Q4_0].into_iter().chain(kq) {
+        if !quick && dtype == DType::F32 {
+            continue; // timed above
+        }
+        rows.push(bench(&pools, dtype, (1024, 1024, 1024), budget));
     }
     if !quick {
         rows.push(bench(&pools, DType::F16, (1024, 1024, 1024), budget));
@@ -305,8 +370,16 @@ fn main() {
     json.push_str("\",\n  \"unit\": \"GFLOP/s (median)\",\n  \"results\": [\n");
     for (i, r) in rows.iter().enumerate() {
         let naive = r.naive.map_or("-".to_string(), |g| format!("{g:.2}"));
+        let mut extra = String::new();
+        if let Some((b1, b2, probe)) = r.bandwidth {
+            extra =
+                format!("  weights {b1:.2} / {b2:.2} GB/s (1/2 thr), stream probe {probe:.2} GB/s");
+        }
+        if let Some(g) = r.dequant {
+            extra.push_str(&format!(", dequantize path {g:.2} GF/s (1 thr)"));
+        }
         println!(
-            "{:<24} {:>12.2} {:>12.2} {:>7.2}x {:>12}",
+            "{:<24} {:>12.2} {:>12.2} {:>7.2}x {:>12}{extra}",
             r.name,
             r.t1,
             r.t2,
@@ -314,7 +387,7 @@ fn main() {
             naive
         );
         json.push_str(&format!(
-            "    {{\"name\": \"{}\", \"m\": {}, \"n\": {}, \"k\": {}, \"gflops_1thread\": {:.3}, \"gflops_2threads\": {:.3}, \"naive_gflops\": {}}}{}\n",
+            "    {{\"name\": \"{}\", \"m\": {}, \"n\": {}, \"k\": {}, \"gflops_1thread\": {:.3}, \"gflops_2threads\": {:.3}, \"naive_gflops\": {}, \"weights_gbs_1thread\": {}, \"stream_gbs\": {}, \"dequant_gflops_1thread\": {}}}{}\n",
             r.name,
             r.m,
             r.n,
@@ -322,6 +395,9 @@ fn main() {
             r.t1,
             r.t2,
             r.naive.map_or("null".to_string(), |g| format!("{g:.3}")),
+            r.bandwidth.map_or("null".to_string(), |b| format!("{:.3}", b.0)),
+            r.bandwidth.map_or("null".to_string(), |b| format!("{:.3}", b.2)),
+            r.dequant.map_or("null".to_string(), |g| format!("{g:.3}")),
             if i + 1 < rows.len() { "," } else { "" }
         ));
     }

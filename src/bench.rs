@@ -34,13 +34,19 @@ impl MatmulProblem {
             let t = g.tensor(id);
             let buf = bt.alloc(bt.alloc_size(t).div_ceil(align) * align)?;
             if id != out {
-                let vals: Vec<f32> = (0..t.numel()).map(|_| rng.uniform(-1.0, 1.0)).collect();
-                let mut bytes = vec![0u8; t.nbytes()];
-                let row = t.ne[0];
-                let rb = t.dtype.row_bytes(row)?;
-                for (src, dst) in vals.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
-                    row_from_f32(t.dtype, src, dst)?;
-                }
+                let bytes = if t.dtype.is_k_quant() {
+                    // No quantizer makes K-quants here: random valid super-blocks.
+                    crate::testing::random_k_quant(&mut rng, t.dtype, t.numel(), 1.0)?
+                } else {
+                    let vals: Vec<f32> = (0..t.numel()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+                    let mut bytes = vec![0u8; t.nbytes()];
+                    let row = t.ne[0];
+                    let rb = t.dtype.row_bytes(row)?;
+                    for (src, dst) in vals.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
+                        row_from_f32(t.dtype, src, dst)?;
+                    }
+                    bytes
+                };
                 buf.write(0, &bytes)?;
             }
             if id == w {
@@ -89,6 +95,34 @@ impl MatmulProblem {
             times.push((crate::clock::now_ms() - t) / 1e3);
         }
         Ok(median(&mut times))
+    }
+}
+
+/// A buffer read from end to end, for the memory bandwidth a matrix-vector product's
+/// weights stream at (the benchmark prints both).
+pub struct StreamProbe(Vec<u64>);
+
+impl StreamProbe {
+    /// A probe over `bytes` bytes (rounded down to 32).
+    pub fn new(bytes: usize) -> Self {
+        Self(vec![1; bytes / 32 * 4])
+    }
+
+    /// Bytes one [`run`](Self::run) reads.
+    pub fn bytes(&self) -> usize {
+        self.0.len() * 8
+    }
+
+    /// Reads the buffer once (4 independent sums, so the adds keep up with memory); returns
+    /// the sum, so the reads cannot be optimized out.
+    pub fn run(&self) -> u64 {
+        let mut s = [0u64; 4];
+        for c in self.0.chunks_exact(4) {
+            for (a, x) in s.iter_mut().zip(c) {
+                *a = a.wrapping_add(*x);
+            }
+        }
+        s.iter().fold(0, |a, &b| a.wrapping_add(b))
     }
 }
 

@@ -458,11 +458,10 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
 fn matmul_tolerance(dtype: DType) -> f64 {
     match dtype {
         DType::F32 | DType::F16 | DType::I32 => F32_ACC,
+        // The CPU's integer dots quantize activations to 8 bits (Q8_0 blocks; Q8_K
+        // super-blocks for the K-quants).
         DType::Q8_0 | DType::Q4_0 => QUANT_MATMUL,
-        // Dequantized exactly to f32 on every device that runs them (the CPU; WebGPU has no
-        // K-quant kernels yet): only the f32 sums' order differs. Integer-dot kernels, with
-        // activations quantized to 8 bits, will take QUANT_MATMUL.
-        DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => F32_ACC,
+        DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => QUANT_MATMUL,
     }
 }
 

@@ -12,7 +12,7 @@ pub struct MatmulBench(crate::bench::MatmulProblem);
 
 #[wasm_bindgen]
 impl MatmulBench {
-    /// `dtype` is "f32", "f16", "q8_0" or "q4_0"; `threads` the CPU device's (default: the
+    /// `dtype` is "f32", "f16", "q8_0", "q4_0" or a K-quant ("q2_k" … "q6_k"); `threads` the CPU device's (default: the
     /// thread pool's size), so one page can time 1 and 2 threads in the same window.
     #[wasm_bindgen(constructor)]
     pub fn new(
@@ -27,6 +27,11 @@ impl MatmulBench {
             "f16" => DType::F16,
             "q8_0" => DType::Q8_0,
             "q4_0" => DType::Q4_0,
+            "q2_k" => DType::Q2_K,
+            "q3_k" => DType::Q3_K,
+            "q4_k" => DType::Q4_K,
+            "q5_k" => DType::Q5_K,
+            "q6_k" => DType::Q6_K,
             other => return Err(JsError::new(&format!("unknown weight dtype {other:?}"))),
         };
         let dev = crate::backends::cpu_device(threads).map_err(to_js_error)?;
@@ -43,6 +48,29 @@ impl MatmulBench {
     /// Flops of one run.
     pub fn flops(&self) -> f64 {
         self.0.flops()
+    }
+}
+
+/// A streaming read of a buffer, timed by the page beside the matrix-vector products.
+#[wasm_bindgen]
+pub struct StreamProbe(crate::bench::StreamProbe);
+
+#[wasm_bindgen]
+impl StreamProbe {
+    /// A probe over `bytes` bytes.
+    #[wasm_bindgen(constructor)]
+    pub fn new(bytes: usize) -> StreamProbe {
+        StreamProbe(crate::bench::StreamProbe::new(bytes))
+    }
+
+    /// Reads the buffer once; returns its sum (as f64, so the reads are kept).
+    pub fn run(&self) -> f64 {
+        self.0.run() as f64
+    }
+
+    /// Bytes one run reads.
+    pub fn bytes(&self) -> usize {
+        self.0.bytes()
     }
 }
 

@@ -2,8 +2,10 @@
 //! (SIMD128 on wasm32, a portable path elsewhere), chosen per node.
 //!
 //! - `simd`: the f32x4 / i8 dot primitives, one implementation per instruction set.
-//! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16; quantized rows dequantized, the
-//!   K-quants' only path) and a GEMV for few rows.
+//! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16; quantized rows dequantized,
+//!   the K-quants' fallback) and a GEMV for few rows.
+//! - `kquant`: K-quant (Q2_K … Q6_K) matmul on integer dots against activations quantized
+//!   to Q8_K, weights unpacked from their GGUF bytes as they are read.
 //! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0,
 //!   for batches an int8 GEMM on weights regrouped once ([`Prepacked`]).
 //! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
@@ -15,6 +17,7 @@
 mod elementwise;
 pub use elementwise::Epilogue;
 pub(crate) mod gemm;
+mod kquant;
 pub(crate) mod quant;
 pub mod reference;
 mod rows;
@@ -39,8 +42,8 @@ pub enum Prepacked {
 impl Prepacked {
     /// `a` (a 2-D F32, Q8_0 or Q4_0 weight) prepared; `None` for other tensors.
     pub fn new(a: &TensorView) -> Option<Self> {
-        // K-quants are dequantized while the GEMM packs them, per call: panels kept at 4
-        // bytes per weight would hold 7 to 14 times the weight's own bytes.
+        // K-quants are read as they are by the integer kernels (`kquant`), which unpack a
+        // super-block in a few instructions per 16 values: no copy at load.
         if a.dtype.is_k_quant() {
             return None;
         }
@@ -88,8 +91,19 @@ pub fn matmul_fused(
     match pre {
         Some(Prepacked::F32(p)) => gemm::matmul_fused(par, dst, a, b, Some(p), ep),
         Some(Prepacked::Int8(p)) => quant::matmul_int8_panels(par, dst, a, b, p, ep),
-        None => gemm::matmul_fused(par, dst, a, b, None, ep) || quant::matmul(par, dst, a, b, ep),
+        None => {
+            kquant::matmul(par, dst, a, b, ep)
+                || gemm::matmul_fused(par, dst, a, b, None, ep)
+                || quant::matmul(par, dst, a, b, ep)
+        }
     }
+}
+
+/// `dst = a · bᵀ` by the f32 GEMM/GEMV, quantized rows dequantized as they are read: the
+/// path K-quants took before their integer kernels, kept for the benchmark's before/after.
+#[cfg(feature = "bench")]
+pub fn matmul_dequantized(par: Par, dst: &TensorView, a: &TensorView, b: &TensorView) -> bool {
+    gemm::matmul_fused(par, dst, a, b, None, None)
 }
 
 /// Which kernels a CPU backend runs.

@@ -280,6 +280,112 @@ mod imp {
             Self(unsafe { v128_load(p as *const v128) })
         }
     }
+
+    /// 16 u8 values: unpacked K-quant weights (0..=63, so 7-bit non-negative: relaxed SIMD's
+    /// 8-bit dot takes them as its second operand and the activations, full-range i8, as the
+    /// first) or the packed bytes they are unpacked from.
+    #[derive(Clone, Copy)]
+    pub struct U8x16(v128);
+
+    impl U8x16 {
+        /// Loads 16 bytes from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const u8) -> Self {
+            Self(unsafe { v128_load(p as *const v128) })
+        }
+        /// Stores 16 bytes to `p`.
+        ///
+        /// # Safety
+        /// `p` writable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn store(self, p: *mut u8) {
+            unsafe { v128_store(p as *mut v128, self.0) }
+        }
+        /// Bits `shift .. shift + width` of each byte, as values `0 .. 2^width`.
+        #[inline(always)]
+        pub fn bits(self, shift: u32, mask: u8) -> Self {
+            Self(v128_and(u8x16_shr(self.0, shift), u8x16_splat(mask)))
+        }
+        /// Each byte shifted left by `n` (bits past 8 dropped).
+        #[inline(always)]
+        pub fn shl(self, n: u32) -> Self {
+            Self(i8x16_shl(self.0, n))
+        }
+        /// Bitwise or.
+        #[inline(always)]
+        pub fn or(self, o: Self) -> Self {
+            Self(v128_or(self.0, o.0))
+        }
+    }
+
+    impl I32x4 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: i32) -> Self {
+            Self(i32x4_splat(x))
+        }
+        /// Lane-wise product with `s`.
+        #[inline(always)]
+        pub fn mul(self, s: Self) -> Self {
+            Self(i32x4_mul(self.0, s.0))
+        }
+        /// Sum of the lanes (wrapping, as the lanes do).
+        #[inline(always)]
+        pub fn hsum(self) -> i32 {
+            let s = i32x4_add(self.0, i32x4_shuffle::<2, 3, 0, 1>(self.0, self.0));
+            let s = i32x4_add(s, i32x4_shuffle::<1, 0, 3, 2>(s, s));
+            i32x4_extract_lane::<0>(s)
+        }
+        /// `self` plus the lane partial sums of `sc · Σ x[h][i] · w[h][i]` over the `N` (1 or
+        /// 2) pairs, `x` activations (i8) and `w` weights (0..=63, 7-bit as relaxed SIMD's dot
+        /// wants its second operand): 8-bit products summed in pairs to i16 (relaxed SIMD's
+        /// i16x8 dot, or widening products), then one i16 dot with the scale. Exact while
+        /// `N · 2 · 127 · 63 < 2^15` and the i32 sums fit.
+        #[inline(always)]
+        pub fn dot_scaled<const N: usize>(self, x: [I8x16; N], w: [U8x16; N], sc: I16x8) -> Self {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                let mut p = i16x8_relaxed_dot_i8x16_i7x16(x[0].0, w[0].0);
+                for h in 1..N {
+                    p = i16x8_add(p, i16x8_relaxed_dot_i8x16_i7x16(x[h].0, w[h].0));
+                }
+                Self(i32x4_add(self.0, i32x4_dot_i16x8(p, sc.0)))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                let mut acc = self.0;
+                for h in 0..N {
+                    let lo = i16x8_extmul_low_i8x16(x[h].0, w[h].0);
+                    let hi = i16x8_extmul_high_i8x16(x[h].0, w[h].0);
+                    acc = i32x4_add(acc, i32x4_dot_i16x8(i16x8_add(lo, hi), sc.0));
+                }
+                Self(acc)
+            }
+        }
+    }
+
+    impl Add for I32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            Self(i32x4_add(self.0, o.0))
+        }
+    }
+
+    /// Eight i16 lanes: a K-quant group's integer scale, splat.
+    #[derive(Clone, Copy)]
+    pub struct I16x8(v128);
+
+    impl I16x8 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: i16) -> Self {
+            Self(i16x8_splat(x))
+        }
+    }
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -513,6 +619,103 @@ mod imp {
         #[inline(always)]
         pub unsafe fn load(p: *const i32) -> Self {
             Self(unsafe { (p as *const [i32; 4]).read_unaligned() })
+        }
+    }
+
+    /// 16 u8 values: unpacked K-quant weights (0..=63) or the packed bytes they come from.
+    #[derive(Clone, Copy)]
+    pub struct U8x16([u8; 16]);
+
+    impl U8x16 {
+        /// Loads 16 bytes from `p`.
+        ///
+        /// # Safety
+        /// `p` readable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const u8) -> Self {
+            Self(unsafe { (p as *const [u8; 16]).read_unaligned() })
+        }
+        /// Stores 16 bytes to `p`.
+        ///
+        /// # Safety
+        /// `p` writable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn store(self, p: *mut u8) {
+            unsafe { (p as *mut [u8; 16]).write_unaligned(self.0) }
+        }
+        /// `(byte >> shift) & mask` for each byte.
+        #[inline(always)]
+        pub fn bits(self, shift: u32, mask: u8) -> Self {
+            Self(self.0.map(|b| (b >> shift) & mask))
+        }
+        /// Each byte shifted left by `n` (bits past 8 dropped).
+        #[inline(always)]
+        pub fn shl(self, n: u32) -> Self {
+            Self(self.0.map(|b| b << n))
+        }
+        /// Bitwise or.
+        #[inline(always)]
+        pub fn or(self, o: Self) -> Self {
+            Self(std::array::from_fn(|i| self.0[i] | o.0[i]))
+        }
+    }
+
+    impl I32x4 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: i32) -> Self {
+            Self([x; 4])
+        }
+        /// Lane-wise product with `s` (wrapping, as wasm's).
+        #[inline(always)]
+        pub fn mul(self, s: Self) -> Self {
+            Self(std::array::from_fn(|l| self.0[l].wrapping_mul(s.0[l])))
+        }
+        /// Sum of the lanes (wrapping, as wasm's).
+        #[inline(always)]
+        pub fn hsum(self) -> i32 {
+            self.0.iter().fold(0i32, |s, &v| s.wrapping_add(v))
+        }
+        /// `self` plus, in each lane, the dot of 4 activations of `x` with the 4 weights of
+        /// `w` in that lane.
+        #[inline(always)]
+        fn dot_u7(self, x: I8x16, w: U8x16) -> Self {
+            Self(std::array::from_fn(|l| {
+                (0..4).fold(self.0[l], |s, t| {
+                    s + x.0[l * 4 + t] as i32 * w.0[l * 4 + t] as i32
+                })
+            }))
+        }
+        /// `self` plus the lane partial sums of `sc · Σ x[h][i] · w[h][i]` over the `N` pairs.
+        #[inline(always)]
+        pub fn dot_scaled<const N: usize>(self, x: [I8x16; N], w: [U8x16; N], sc: I16x8) -> Self {
+            let mut acc = self;
+            for h in 0..N {
+                acc = acc.dot_u7(x[h], w[h]);
+            }
+            Self(std::array::from_fn(|l| {
+                self.0[l].wrapping_add((acc.0[l].wrapping_sub(self.0[l])).wrapping_mul(sc.0 as i32))
+            }))
+        }
+    }
+
+    impl Add for I32x4 {
+        type Output = Self;
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            Self(std::array::from_fn(|l| self.0[l].wrapping_add(o.0[l])))
+        }
+    }
+
+    /// A K-quant group's integer scale.
+    #[derive(Clone, Copy)]
+    pub struct I16x8(i16);
+
+    impl I16x8 {
+        /// All lanes `x`.
+        #[inline(always)]
+        pub fn splat(x: i16) -> Self {
+            Self(x)
         }
     }
 }
@@ -914,6 +1117,48 @@ mod tests {
                             .sum::<i32>();
                     assert_eq!(got[r], want as f32, "w0 {w0} slice {s} lane {r}");
                 }
+            }
+        }
+    }
+
+    /// The K-quants' scaled dot at the extremes its i16 sums must hold (±127 activations,
+    /// 63 weights, two pairs summed, scales -128 and 127) and on mixed values.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn scaled_dot_matches_scalar() {
+        /// Activation and weight values by index.
+        type Fill = (fn(usize) -> i8, fn(usize) -> u8);
+        let fills: [Fill; 4] = [
+            (|_| 127, |_| 63),
+            (|_| -127, |_| 63),
+            (
+                |i| if i % 2 == 0 { 127 } else { -127 },
+                |i| (i * 5 % 64) as u8,
+            ),
+            (
+                |i| (i as i32 * 37 % 255 - 127) as i8,
+                |i| (i * 11 % 64) as u8,
+            ),
+        ];
+        for (fx, fw) in fills {
+            let x: Vec<i8> = (0..32).map(fx).collect();
+            let w: Vec<u8> = (0..32).map(fw).collect();
+            for sc in [-128i16, -1, 0, 1, 63, 127] {
+                let acc0 = [5, -7, 1 << 20, -(1 << 20)];
+                let (xv, wv) = unsafe {
+                    (
+                        [I8x16::load(x.as_ptr()), I8x16::load(x.as_ptr().add(16))],
+                        [U8x16::load(w.as_ptr()), U8x16::load(w.as_ptr().add(16))],
+                    )
+                };
+                let acc = unsafe { I32x4::load(acc0.as_ptr()) };
+                let dot = |n: usize| -> i32 {
+                    (0..16 * n).map(|i| x[i] as i32 * w[i] as i32).sum::<i32>() * sc as i32
+                };
+                let base: i32 = acc0.iter().sum();
+                let one = acc.dot_scaled([xv[0]], [wv[0]], I16x8::splat(sc)).hsum();
+                let two = acc.dot_scaled(xv, wv, I16x8::splat(sc)).hsum();
+                assert_eq!((one, two), (base + dot(1), base + dot(2)), "scale {sc}");
             }
         }
     }

@@ -1,0 +1,655 @@
+//! K-quant (Q2_K … Q6_K) matmul on integer dot products, as ggml's `vec_dot_qX_K_q8_K`: each
+//! activation row is quantized on the fly to ggml's Q8_K (per 256 values one f32 scale, 256
+//! i8 and the 16 sums of each 16 values), each weight super-block is unpacked in registers
+//! into 256 non-negative values and 16 integer scales and mins, and an output is, per
+//! super-block, `dx · (d · Σ scale_s · dot_s − dmin · Σ min_s · xsum_s)` with `dot_s` the
+//! integer dot of sub-block `s`'s 16 values (one relaxed-SIMD 8-bit dot instruction).
+//! Weights are read in GGUF's layout as they are: no copy, no packing at load (unpacking a
+//! super-block costs a few instructions per 16 values, shared by up to 4 activation rows in
+//! the GEMM's tiles).
+//!
+//! Every type is brought to one form, `w = d · sc_s · q − dmin · mn_s` with `q` in 0..=63
+//! per 16-value group `s`: Q4_K/Q5_K's 32-value scale/min pairs repeated, Q2_K's 4-bit
+//! pairs, and for the symmetric types (Q3_K's `q − 4`, Q6_K's `q − 32`) `mn_s = offset ·
+//! sc_s` with `dmin = d`, subtracted in integers before the one conversion to f32.
+
+use super::elementwise::Epilogue;
+use super::gemm::{Batches, DstRows, Rows};
+use super::simd::{I16x8, I32x4, I8x16, U8x16};
+use crate::backends::cpu::pool::Par;
+use crate::backends::cpu::TensorView;
+use crate::graph::{DType, QK_K};
+use std::ops::Range;
+
+/// Sub-blocks of 16 values per super-block.
+const GROUPS: usize = QK_K / 16;
+
+/// Activation rows quantized to Q8_K.
+#[derive(Default)]
+pub struct Q8K {
+    /// One scale per super-block per row.
+    d: Vec<f32>,
+    /// `k` values per row in -127..=127.
+    q: Vec<i8>,
+    /// The sum of each 16 values of `q`, 16 per super-block per row.
+    sums: Vec<i32>,
+}
+
+/// Quantizes one super-block of activations: ggml's Q8_K (`d = max|x| / 127`, values rounded
+/// half away from zero), returns `d`.
+#[inline]
+fn quantize_q8k(x: &[f32], q: &mut [i8], sums: &mut [i32]) -> f32 {
+    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    // Half away from zero by adding ±0.5 and truncating (`round` is a libm call in wasm);
+    // |v · id| <= 127, and the saturating casts take NaN to 0.
+    for (o, &v) in q.iter_mut().zip(x) {
+        let s = v * id;
+        *o = (s + 0.5f32.copysign(s)) as i32 as i8;
+    }
+    for (s, g) in sums.iter_mut().zip(q.chunks_exact(16)) {
+        *s = g.iter().map(|&v| v as i32).sum();
+    }
+    d
+}
+
+/// One weight super-block in the common form (see the module comment).
+#[repr(C, align(16))]
+struct Unpacked {
+    /// 256 values, 0..=63.
+    q: [u8; QK_K],
+    /// Scale of each 16 values.
+    sc: [i32; GROUPS],
+    /// Min (or offset · scale) of each 16 values.
+    mn: [i32; GROUPS],
+    d: f32,
+    dmin: f32,
+    /// Whether `mn` is an offset of `q` scaled like it (`dmin == d`): subtracted in integers.
+    symmetric: bool,
+}
+
+impl Unpacked {
+    fn new() -> Self {
+        Self {
+            q: [0; QK_K],
+            sc: [0; GROUPS],
+            mn: [0; GROUPS],
+            d: 0.0,
+            dmin: 0.0,
+            symmetric: false,
+        }
+    }
+
+    /// Stores 16 values at group `g`.
+    #[inline(always)]
+    fn put(&mut self, g: usize, v: U8x16) {
+        // In range: g < 16.
+        unsafe { v.store(self.q.as_mut_ptr().add(g * 16)) }
+    }
+}
+
+/// Little-endian f16 at byte `at` of `b`, as f32.
+#[inline(always)]
+fn f16_le(b: &[u8], at: usize) -> f32 {
+    super::simd::f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
+}
+
+/// 16 bytes of `b` from `at`.
+#[inline(always)]
+fn load16(b: &[u8], at: usize) -> U8x16 {
+    let s = &b[at..at + 16];
+    // In range: `s` is 16 bytes.
+    unsafe { U8x16::load(s.as_ptr()) }
+}
+
+/// A K-quant's super-block unpacker. The kernels are generic over it, so each type's
+/// unpacking is inlined into its dot loop.
+trait KQuant {
+    /// Whether scales come in pairs of groups (Q4_K, Q5_K: 32-value sub-blocks), so two
+    /// 16-value dots share one multiply by the scale.
+    const PAIRED: bool;
+    /// Bytes of a super-block (a constant, so the unpacker's reads need no bounds checks).
+    const BYTES: usize;
+    /// Unpacks super-block `b` (its bytes) into `u`.
+    fn unpack(b: &[u8], u: &mut Unpacked);
+}
+
+macro_rules! kquant {
+    ($name:ident, $f:ident, $paired:expr, $bytes:expr) => {
+        struct $name;
+        impl KQuant for $name {
+            const PAIRED: bool = $paired;
+            const BYTES: usize = $bytes;
+            #[inline(always)]
+            fn unpack(b: &[u8], u: &mut Unpacked) {
+                $f(b, u)
+            }
+        }
+    };
+}
+kquant!(Q2K, unpack_q2_k, false, 84);
+kquant!(Q3K, unpack_q3_k, false, 110);
+kquant!(Q4K, unpack_q4_k, true, 144);
+kquant!(Q5K, unpack_q5_k, true, 176);
+kquant!(Q6K, unpack_q6_k, false, 210);
+
+/// Q2_K (84 bytes: scales[16], qs[64], d, dmin): value `128h + 32s + l` is bits `2s..2s+2` of
+/// `qs[32h + l]`; group `g` has scale `scales[g] & 15`, min `scales[g] >> 4`.
+#[inline(always)]
+fn unpack_q2_k(b: &[u8], u: &mut Unpacked) {
+    for h in 0..2 {
+        for half in 0..2 {
+            let qs = load16(b, 16 + 32 * h + 16 * half);
+            for s in 0..4 {
+                u.put(8 * h + 2 * s + half, qs.bits(2 * s as u32, 3));
+            }
+        }
+    }
+    for (g, &s) in b[..16].iter().enumerate() {
+        u.sc[g] = (s & 15) as i32;
+        u.mn[g] = (s >> 4) as i32;
+    }
+    (u.d, u.dmin, u.symmetric) = (f16_le(b, 80), f16_le(b, 82), false);
+}
+
+/// Q3_K (110 bytes: hmask[32], qs[64], scales[12], d): Q2_K's low bits plus 4 where the
+/// value's `hmask` bit is set, offset 4; 6-bit scales less 32.
+#[inline(always)]
+fn unpack_q3_k(b: &[u8], u: &mut Unpacked) {
+    for half in 0..2 {
+        let hm = load16(b, 16 * half);
+        for h in 0..2 {
+            let qs = load16(b, 32 + 32 * h + 16 * half);
+            for s in 0..4 {
+                let hi = hm.bits((4 * h + s) as u32, 1).shl(2);
+                u.put(8 * h + 2 * s + half, qs.bits(2 * s as u32, 3).or(hi));
+            }
+        }
+    }
+    let scales = &b[96..108];
+    for g in 0..GROUPS {
+        let lo = (scales[g % 8] >> (4 * (g / 8))) & 0xf;
+        let hi = (scales[8 + g % 4] >> (2 * (g / 4))) & 3;
+        let sc = (lo | (hi << 4)) as i32 - 32;
+        u.sc[g] = sc;
+        u.mn[g] = 4 * sc;
+    }
+    let d = f16_le(b, 108);
+    (u.d, u.dmin, u.symmetric) = (d, d, true);
+}
+
+/// Scale and min `j` (0..8) of Q4_K/Q5_K's 12 packed bytes (ggml's `get_scale_min_k4`).
+#[inline(always)]
+fn scale_min_k4(j: usize, q: &[u8]) -> (i32, i32) {
+    let (s, m) = if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    };
+    (s as i32, m as i32)
+}
+
+/// Q4_K's and Q5_K's header: `d`, `dmin` and the 8 scale/min pairs, each for 2 groups.
+#[inline(always)]
+fn q45_header(b: &[u8], u: &mut Unpacked) {
+    let scales = &b[4..16];
+    for j in 0..8 {
+        let (s, m) = scale_min_k4(j, scales);
+        u.sc[2 * j] = s;
+        u.sc[2 * j + 1] = s;
+        u.mn[2 * j] = m;
+        u.mn[2 * j + 1] = m;
+    }
+    (u.d, u.dmin, u.symmetric) = (f16_le(b, 0), f16_le(b, 2), false);
+}
+
+/// Q4_K (144 bytes: d, dmin, scales[12], qs[128]): value `64c + 32n + l` is nibble `n` of
+/// `qs[32c + l]`.
+#[inline(always)]
+fn unpack_q4_k(b: &[u8], u: &mut Unpacked) {
+    for c in 0..4 {
+        for half in 0..2 {
+            let qs = load16(b, 16 + 32 * c + 16 * half);
+            u.put(4 * c + half, qs.bits(0, 15));
+            u.put(4 * c + 2 + half, qs.bits(4, 15));
+        }
+    }
+    q45_header(b, u);
+}
+
+/// Q5_K (176 bytes: Q4_K's header, qh[32], qs[128]): Q4_K's nibbles plus 16 where bit `y / 32`
+/// of `qh[y % 32]` is set.
+#[inline(always)]
+fn unpack_q5_k(b: &[u8], u: &mut Unpacked) {
+    for half in 0..2 {
+        let qh = load16(b, 16 + 16 * half);
+        for c in 0..4 {
+            let qs = load16(b, 48 + 32 * c + 16 * half);
+            for n in 0..2 {
+                let hi = qh.bits((2 * c + n) as u32, 1).shl(4);
+                u.put(4 * c + 2 * n + half, qs.bits(4 * n as u32, 15).or(hi));
+            }
+        }
+    }
+    q45_header(b, u);
+}
+
+/// Q6_K (210 bytes: ql[128], qh[64], scales[16] i8, d): value `128h + 64n + l` (l < 64) has
+/// low nibble `n` of `ql[64h + l]` and high bits `2(r / 32)` of `qh[32h + r % 32]` with
+/// `r = 64n + l`; offset 32.
+#[inline(always)]
+fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
+    for h in 0..2 {
+        for t in 0..4 {
+            let ql = load16(b, 64 * h + 16 * t);
+            let qh = load16(b, 128 + 32 * h + 16 * (t % 2));
+            for n in 0..2 {
+                let hi = qh.bits((2 * (2 * n + t / 2)) as u32, 3).shl(4);
+                u.put(8 * h + 4 * n + t, ql.bits(4 * n as u32, 15).or(hi));
+            }
+        }
+    }
+    for (g, &s) in b[192..208].iter().enumerate() {
+        u.sc[g] = s as i8 as i32;
+        u.mn[g] = 32 * (s as i8 as i32);
+    }
+    let d = f16_le(b, 208);
+    (u.d, u.dmin, u.symmetric) = (d, d, true);
+}
+
+/// Dots of one unpacked super-block with `C` activation super-blocks (values at `x[c]`,
+/// 16 group sums at `s[c]`, scales `dx[c]`).
+///
+/// # Safety
+/// Each `x[c]` readable for 256 i8, each `s[c]` for 16 i32.
+#[inline(always)]
+unsafe fn dot_sb<T: KQuant, const C: usize>(
+    u: &Unpacked,
+    x: [*const i8; C],
+    s: [*const i32; C],
+    dx: [f32; C],
+) -> [f32; C] {
+    let zero = I32x4::splat(0);
+    let mut acc = [[zero; 2]; C];
+    let q = u.q.as_ptr();
+    let w = |g: usize| unsafe { U8x16::load(q.add(g * 16)) };
+    let xv = |c: usize, g: usize| unsafe { I8x16::load(x[c].add(g * 16)) };
+    if T::PAIRED {
+        for (i, g) in (0..GROUPS).step_by(2).enumerate() {
+            let (sc, ws) = (I16x8::splat(u.sc[g] as i16), [w(g), w(g + 1)]);
+            for (c, a) in acc.iter_mut().enumerate() {
+                a[i % 2] = a[i % 2].dot_scaled([xv(c, g), xv(c, g + 1)], ws, sc);
+            }
+        }
+    } else {
+        for g in 0..GROUPS {
+            let (sc, ws) = (I16x8::splat(u.sc[g] as i16), [w(g)]);
+            for (c, a) in acc.iter_mut().enumerate() {
+                a[g % 2] = a[g % 2].dot_scaled([xv(c, g)], ws, sc);
+            }
+        }
+    }
+    let mn: [I32x4; 4] = std::array::from_fn(|i| unsafe { I32x4::load(u.mn.as_ptr().add(4 * i)) });
+    std::array::from_fn(|c| {
+        let isum = (acc[c][0] + acc[c][1]).hsum();
+        let mut m = zero;
+        for (i, v) in mn.iter().enumerate() {
+            m = m + v.mul(unsafe { I32x4::load(s[c].add(4 * i)) });
+        }
+        let msum = m.hsum();
+        if u.symmetric {
+            dx[c] * u.d * isum.wrapping_sub(msum) as f32
+        } else {
+            dx[c] * (u.d * isum as f32 - u.dmin * msum as f32)
+        }
+    })
+}
+
+/// Weight rows per block of the output loop (cut over threads in whole blocks).
+const M_BLOCK: usize = 16;
+/// Activation rows per tile: each unpacked super-block serves this many at once.
+const N_TILE: usize = 4;
+
+/// Activation rows `j0 .. j0 + C` of `xq` (row length `nb` super-blocks) dotted with the
+/// super-blocks `sb(b)`, `b` in `0 .. nb`, summed.
+///
+/// # Safety
+/// Activation rows `j0 .. j0 + C` in `xq`.
+#[inline(always)]
+unsafe fn dot_row<T: KQuant, const C: usize>(
+    xq: &Q8K,
+    j0: usize,
+    nb: usize,
+    mut sb: impl FnMut(usize) -> *const Unpacked,
+) -> [f32; C] {
+    let k = nb * QK_K;
+    let mut acc = [0f32; C];
+    for b in 0..nb {
+        let x: [*const i8; C] =
+            std::array::from_fn(|c| unsafe { xq.q.as_ptr().add((j0 + c) * k + b * QK_K) });
+        let s: [*const i32; C] =
+            std::array::from_fn(|c| unsafe { xq.sums.as_ptr().add(((j0 + c) * nb + b) * GROUPS) });
+        let dx: [f32; C] = std::array::from_fn(|c| xq.d[(j0 + c) * nb + b]);
+        // In range: `sb` gives a live super-block.
+        let r = unsafe { dot_sb::<T, C>(&*sb(b), x, s, dx) };
+        for (a, v) in acc.iter_mut().zip(r) {
+            *a += v;
+        }
+    }
+    acc
+}
+
+/// Output rows `0 .. n` × weight rows `rows`, the unit of work of [`matmul`]'s threads, not
+/// inlined into their closure (see `quant::int8_block` on V8's tiers). One activation row
+/// (a matrix-vector product, the decoder's every token) unpacks each super-block as it is
+/// read and dots it at once; from `N_TILE` rows on, the rows' super-blocks are unpacked once
+/// into a buffer (about 1.6 bytes per weight, for 16 rows) and dotted with tiles of
+/// `N_TILE` activation rows, the rest one at a time. Each output is the same arithmetic
+/// either way.
+///
+/// # Safety
+/// Every weight row of `rows` in `a`'s batch `(a2, a3)`; activation rows `0 .. n` in `xq`;
+/// dst rows `0 .. n` hold `a.ne[1]` f32.
+#[inline(never)]
+unsafe fn block<T: KQuant>(
+    out: &DstRows,
+    a: &TensorView,
+    (a2, a3): (usize, usize),
+    rows: Range<usize>,
+    xq: &Q8K,
+    n: usize,
+) {
+    let nb = a.ne[0] / QK_K;
+    debug_assert_eq!(T::BYTES, a.dtype.block_bytes());
+    // In range: row `i` of the batch holds `nb` super-blocks.
+    let blk = |i: usize, b: usize| unsafe {
+        let w = a.ptr_at([0, i, a2, a3]) as *const u8;
+        std::slice::from_raw_parts(w.add(b * T::BYTES), T::BYTES)
+    };
+    let store = |j: usize, i: usize, v: f32| unsafe { *out.row(j).add(i) = v };
+    if n < N_TILE {
+        let mut u = Unpacked::new();
+        for i in rows {
+            for j in 0..n {
+                let up: *mut Unpacked = &mut u;
+                let r = unsafe {
+                    dot_row::<T, 1>(xq, j, nb, |b| {
+                        T::unpack(blk(i, b), &mut *up);
+                        up
+                    })
+                };
+                store(j, i, r[0]);
+            }
+        }
+        return;
+    }
+    let mut buf: Vec<Unpacked> = (0..rows.len() * nb).map(|_| Unpacked::new()).collect();
+    for (r, i) in rows.clone().enumerate() {
+        for b in 0..nb {
+            T::unpack(blk(i, b), &mut buf[r * nb + b]);
+        }
+    }
+    let buf = &buf;
+    let sb = |r: usize| move |b: usize| &buf[r * nb + b] as *const Unpacked;
+    let mut j0 = 0;
+    while j0 + N_TILE <= n {
+        for (r, i) in rows.clone().enumerate() {
+            let v = unsafe { dot_row::<T, N_TILE>(xq, j0, nb, sb(r)) };
+            for (c, v) in v.iter().enumerate() {
+                store(j0 + c, i, *v);
+            }
+        }
+        j0 += N_TILE;
+    }
+    for j in j0..n {
+        for (r, i) in rows.clone().enumerate() {
+            store(j, i, unsafe { dot_row::<T, 1>(xq, j, nb, sb(r)) }[0]);
+        }
+    }
+}
+
+/// [`block`] for `a`'s dtype.
+type Block = unsafe fn(&DstRows, &TensorView, (usize, usize), Range<usize>, &Q8K, usize);
+
+/// The [`block`] of a K-quant dtype; `None` for other dtypes.
+fn block_of(dtype: DType) -> Option<Block> {
+    Some(match dtype {
+        DType::Q2_K => block::<Q2K>,
+        DType::Q3_K => block::<Q3K>,
+        DType::Q4_K => block::<Q4K>,
+        DType::Q5_K => block::<Q5K>,
+        DType::Q6_K => block::<Q6K>,
+        DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 => return None,
+    })
+}
+
+/// Activation values per thread from which quantizing them is cut over threads (as
+/// `quant::MIN_PAR_QUANT`).
+const MIN_PAR_QUANT: usize = 1 << 14;
+
+/// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) to Q8_K, rows cut
+/// over threads (each row's values are the same whatever the cut).
+fn quantize_rows(par: Par, b: &TensorView, rows: Batches, count: usize, k: usize, xq: &mut Q8K) {
+    let nb = k / QK_K;
+    xq.d.resize(count * nb, 0.0);
+    xq.q.resize(count * k, 0);
+    xq.sums.resize(count * nb * GROUPS, 0);
+    // Addresses, so the closure is Sync; each range writes only its own rows.
+    let (dp, qp, sp) = (
+        xq.d.as_mut_ptr() as usize,
+        xq.q.as_mut_ptr() as usize,
+        xq.sums.as_mut_ptr() as usize,
+    );
+    par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
+        let mut row = vec![0f32; k];
+        for f in r {
+            let (j, i2, i3) = rows.at(f);
+            Rows::new(b, i2, i3).load(j, 0, &mut row);
+            // In range: flat row `f` of `count` in `xq`, written by this range alone.
+            let (d, q, s) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut((dp as *mut f32).add(f * nb), nb),
+                    std::slice::from_raw_parts_mut((qp as *mut i8).add(f * k), k),
+                    std::slice::from_raw_parts_mut(
+                        (sp as *mut i32).add(f * nb * GROUPS),
+                        nb * GROUPS,
+                    ),
+                )
+            };
+            for (((x, d), q), s) in row
+                .chunks_exact(QK_K)
+                .zip(d.iter_mut())
+                .zip(q.chunks_exact_mut(QK_K))
+                .zip(s.chunks_exact_mut(GROUPS))
+            {
+                *d = quantize_q8k(x, q, s);
+            }
+        }
+    });
+}
+
+/// `dst = src0 · src1ᵀ` for K-quant `a` and f32 `b`, `ep` applied as rows are stored;
+/// `false` when this kernel does not apply (other dtypes, strided weight rows).
+pub fn matmul(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    ep: Option<&Epilogue>,
+) -> bool {
+    let Some(block) = block_of(a.dtype) else {
+        return false;
+    };
+    if b.dtype != DType::F32 || !super::packed_f32(dst) || !a.rows_contiguous() {
+        return false;
+    }
+    let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
+    if k % QK_K != 0 {
+        return false;
+    }
+    let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
+    let batches = dst.ne[2] * dst.ne[3];
+    // A 2-D weight multiplies every batch of `b` as one run of rows (one quantization, one
+    // cut over threads); a batched weight one batch at a time.
+    let (runs, per_run) = if a.ne[2] == 1 && a.ne[3] == 1 {
+        (batches.min(1), n * batches)
+    } else {
+        (batches, n)
+    };
+    let mut xq = Q8K::default();
+    for run in 0..runs {
+        let (i2, i3) = (run % dst.ne[2], run / dst.ne[2]);
+        let ab = (i2 / r2.max(1), i3 / r3.max(1));
+        let rows = Batches {
+            n,
+            ne2: dst.ne[2],
+            first: run,
+        };
+        let out = DstRows { v: dst, rows };
+        quantize_rows(par, b, rows, per_run, k, &mut xq);
+        // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same
+        // arithmetic whatever the cut.
+        let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((per_run * k).max(1));
+        par.for_ranges(m, min_rows, M_BLOCK, |r| {
+            for m0 in r.clone().step_by(M_BLOCK) {
+                let ms = m0..r.end.min(m0 + M_BLOCK);
+                // In range: weight rows of `a`'s batch, activation rows `0 .. per_run`.
+                unsafe { block(&out, a, ab, ms.clone(), &xq, per_run) };
+                if let Some(ep) = ep {
+                    ep.apply_rows(&out, ms, 0..per_run);
+                }
+            }
+        });
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backends::cpu::Pool;
+    use crate::graph::{contiguous_strides, row_to_f32};
+    use crate::testing::{random_k_quant, Rng};
+
+    /// `m` rows of `k` random valid super-blocks of `dtype`, with edge cases among them: a
+    /// super-block with zero `d` and `dmin`, one with every scale and min byte at its
+    /// largest (extreme mins), one with every value bit set.
+    fn weights(rng: &mut Rng, dtype: DType, m: usize, k: usize) -> Vec<u8> {
+        let mut w = random_k_quant(rng, dtype, m * k, 1.0).expect("a K-quant");
+        let bb = dtype.block_bytes();
+        let blocks = w.len() / bb;
+        let (hdr, scales): (&[usize], Range<usize>) = match dtype {
+            DType::Q2_K => (&[80, 82], 0..16),
+            DType::Q3_K => (&[108], 96..108),
+            DType::Q4_K | DType::Q5_K => (&[0, 2], 4..16),
+            _ => (&[208], 192..208),
+        };
+        for &at in hdr {
+            w[at] = 0;
+            w[at + 1] = 0;
+        }
+        if blocks > 1 {
+            for b in &mut w[bb + scales.start..bb + scales.end] {
+                // Q6_K's scales are i8: 0x80 is -128, its most negative.
+                *b = if dtype == DType::Q6_K { 0x80 } else { 0xff };
+            }
+        }
+        if blocks > 2 {
+            let keep = scales.clone();
+            for (i, b) in w[2 * bb..3 * bb].iter_mut().enumerate() {
+                if !keep.contains(&i) && !hdr.iter().any(|&h| i == h || i == h + 1) {
+                    *b = 0xff;
+                }
+            }
+        }
+        w
+    }
+
+    fn view(bytes: &mut [u8], dtype: DType, ne: [usize; 4]) -> TensorView {
+        let nb = contiguous_strides(dtype, ne).expect("small");
+        // The bytes outlive every use of the view in these tests.
+        unsafe { TensorView::from_raw(bytes.as_mut_ptr(), dtype, ne, nb) }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn super_block_sizes_match_dtypes() {
+        let bytes = [Q2K::BYTES, Q3K::BYTES, Q4K::BYTES, Q5K::BYTES, Q6K::BYTES];
+        assert_eq!(bytes, DType::K_QUANTS.map(|d| d.block_bytes()));
+    }
+
+    /// The integer kernel against the dequantized weights times the activations as Q8_K
+    /// holds them (in f64: the kernel's only other error is f32 rounding of per-super-block
+    /// terms), and within the op suite's tolerance of the f32 activations; for the GEMV's
+    /// and GEMM's row counts; 1 and 2 threads give the same bytes.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn integer_dots_match_dequantized_weights() {
+        let pool = Pool::new(Some(if cfg!(target_arch = "wasm32") { 1 } else { 2 })).unwrap();
+        let mut rng = Rng::new(26);
+        for dtype in DType::K_QUANTS {
+            for (m, n, k) in [(37, 1, 768), (5, 3, 256), (19, 9, 512), (33, 70, 256)] {
+                let mut w = weights(&mut rng, dtype, m, k);
+                let mut x: Vec<f32> = (0..n * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
+                // An all-zero super-block and a large one.
+                x[..QK_K].fill(0.0);
+                if n > 1 {
+                    x[k..k + QK_K].iter_mut().for_each(|v| *v *= 1e4);
+                }
+                let mut xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let wv = view(&mut w, dtype, [k, m, 1, 1]);
+                let xv = view(&mut xb, DType::F32, [k, n, 1, 1]);
+                let mut outs = [vec![0u8; m * n * 4], vec![0u8; m * n * 4]];
+                for (o, par) in outs.iter_mut().zip([Par::SERIAL, pool.par().eager()]) {
+                    let ov = view(o, DType::F32, [m, n, 1, 1]);
+                    assert!(matmul(par, &ov, &wv, &xv, None), "{dtype:?} declined");
+                }
+                assert_eq!(outs[0], outs[1], "{dtype:?} {m}x{n}x{k}: 1 vs 2 threads");
+                let got: Vec<f32> = outs[0]
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                let rb = dtype.row_bytes(k).unwrap();
+                let mut wrow = vec![0f32; k];
+                let (mut q, mut sums) = (vec![0i8; QK_K], vec![0i32; GROUPS]);
+                let (mut err, mut sig) = (0f64, 0f64);
+                for j in 0..n {
+                    let xr = &x[j * k..(j + 1) * k];
+                    let xq: Vec<f64> = xr
+                        .chunks_exact(QK_K)
+                        .flat_map(|c| {
+                            let d = quantize_q8k(c, &mut q, &mut sums) as f64;
+                            q.iter().map(|&v| d * v as f64).collect::<Vec<_>>()
+                        })
+                        .collect();
+                    for i in 0..m {
+                        row_to_f32(dtype, &w[i * rb..(i + 1) * rb], &mut wrow);
+                        let (mut want, mut mag, mut exact) = (0f64, 0f64, 0f64);
+                        for t in 0..k {
+                            want += wrow[t] as f64 * xq[t];
+                            mag += (wrow[t] as f64 * xq[t]).abs();
+                            exact += wrow[t] as f64 * xr[t] as f64;
+                        }
+                        let g = got[j * m + i] as f64;
+                        assert!(
+                            (g - want).abs() <= 1e-5 * mag + 1e-30,
+                            "{dtype:?} {m}x{n}x{k} out ({j}, {i}): {g} vs {want} (|terms| {mag})"
+                        );
+                        err += (g - exact).powi(2);
+                        sig += exact.powi(2);
+                    }
+                }
+                assert!(sig > 0.0, "{dtype:?}: all-zero outputs compare nothing");
+                assert!(
+                    err / sig < 5e-4,
+                    "{dtype:?} {m}x{n}x{k}: nmse {}",
+                    err / sig
+                );
+            }
+        }
+    }
+}
