@@ -6,6 +6,7 @@
 
 mod build;
 mod dtype;
+mod kquant;
 mod op;
 mod tensor;
 
