@@ -180,12 +180,14 @@ fn stored_weights_are_shared_by_programs() {
     src.extend(bytes(&w[3..]));
     let specs = [
         WeightSpec {
+            name: "w".into(),
             device: 0,
             dtype: DType::F32,
             ne: vec![3, 2],
             ranges: vec![0..12, 20..32],
         },
         WeightSpec {
+            name: "b".into(),
             device: 0,
             dtype: DType::F32,
             ne: vec![2],

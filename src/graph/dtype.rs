@@ -351,6 +351,39 @@ pub fn dequantize_q6_k(src: &[u8], dst: &mut [f32]) {
     }
 }
 
+/// Byte offsets in a block of `dtype` of its f16 scales (`d`, and `dmin` where it has one);
+/// none for unquantized types.
+fn scale_offsets(dtype: DType) -> &'static [usize] {
+    match dtype {
+        DType::Q8_0 | DType::Q4_0 => &[0],
+        DType::Q2_K => &[80, 82],
+        DType::Q3_K => &[108],
+        DType::Q4_K | DType::Q5_K => &[0, 2],
+        DType::Q6_K => &[208],
+        DType::F32 | DType::F16 | DType::I32 => &[],
+    }
+}
+
+/// The first block of `bytes` (whole blocks of `dtype`) whose f16 scale `d` or `dmin` is NaN
+/// or infinite, with that scale: such a block dequantizes to NaN or ±Inf everywhere, so a
+/// loader refuses it rather than computing a wrong answer later.
+pub fn first_non_finite_scale(dtype: DType, bytes: &[u8]) -> Option<(usize, f32)> {
+    let offsets = scale_offsets(dtype);
+    if offsets.is_empty() {
+        return None;
+    }
+    bytes
+        .chunks_exact(dtype.block_bytes())
+        .enumerate()
+        .find_map(|(i, blk)| {
+            offsets.iter().find_map(|&o| {
+                let h = u16::from_le_bytes([blk[o], blk[o + 1]]);
+                // f16 exponent all ones: infinite or NaN.
+                (h & 0x7c00 == 0x7c00).then(|| (i, half::f16::from_bits(h).to_f32()))
+            })
+        })
+}
+
 /// Converts one row of `dtype` bytes into f32 values (`dst.len()` elements).
 pub fn row_to_f32(dtype: DType, src: &[u8], dst: &mut [f32]) {
     match dtype {
