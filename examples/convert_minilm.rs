@@ -22,7 +22,9 @@
 //! not whole super-blocks. Rows of a type's super-block are needed, and MiniLM's are 384
 //! wide, so only `ffn_down` (1536) keeps its K-quant; the rest fall back as llama.cpp's
 //! `tensor_type_fallback` does: Q6_K to Q8_0 (its choice), Q4_K to Q4_0 (llama.cpp takes
-//! Q5_0, which webtensor lacks; Q4_0 is the nearest in bits per weight).
+//! Q5_0, which webtensor lacks; Q4_0 is the nearest in bits per weight). One departure: the
+//! BERT loader joins a layer's Q, K and V into one QKV weight of one dtype, so where
+//! llama.cpp gives `attn_v` more bits, `attn_q` and `attn_k` of that layer get them too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -168,7 +170,11 @@ fn q4_k_m_type(name: &str, ne0: usize, n_layer: usize) -> Option<DType> {
         }
     } else if !(name.starts_with("blk.") && name.ends_with(".weight")) {
         return None;
-    } else if let Some(i) = layer("attn_v.weight").or(layer("ffn_down.weight")) {
+    } else if let Some(i) = ["attn_q.weight", "attn_k.weight", "attn_v.weight"]
+        .iter()
+        .find_map(|p| layer(p))
+        .or(layer("ffn_down.weight"))
+    {
         if use_more_bits(i, n_layer) {
             DType::Q6_K
         } else {

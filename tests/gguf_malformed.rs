@@ -1213,7 +1213,14 @@ fn non_finite_block_scales_are_errors_naming_the_tensor_at_load() {
                     ranges: vec![g.tensor_range(t)],
                 })
                 .collect();
-            store_weights(&[cpu.clone()], 1, &specs, &bytes, &mut |_, _| {}).map(|_| ())
+            store_weights(
+                std::slice::from_ref(&cpu),
+                1,
+                &specs,
+                &bytes,
+                &mut |_, _| {},
+            )
+            .map(|_| ())
         };
         load(&file(&data)).unwrap_or_else(|e| panic!("{dtype:?}: the sound file: {e}"));
         for &o in offsets {

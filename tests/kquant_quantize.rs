@@ -56,13 +56,8 @@ fn block(rng: &mut Rng, b: usize) -> [f32; QK_K] {
             }
             2 => rng.uniform() * scale,
             3 => rng.gauss() * 0.1 - 0.5,
-            4 => {
-                if rng.uniform() < 0.1 {
-                    rng.gauss() * scale
-                } else {
-                    0.0
-                }
-            }
+            // The draw decides first, then the value (as the script's conditional).
+            4 if rng.uniform() < 0.1 => rng.gauss() * scale,
             5 => c,
             7 if i >= QK_K / 2 => rng.gauss() * 1e-6,
             _ => 0.0,

@@ -35,13 +35,23 @@ fn load(g: &Gguf, data: &[u8]) {
         .collect();
     // Any Error is an answer (shapes a weight cannot take, allocation limits, a corrupt
     // scale); what must not happen is a load that succeeds with NaN/Inf weights.
-    let stored = CPU.with(|cpu| store_weights(&[cpu.clone()], 1, &specs, &data, &mut |_, _| {}));
+    let stored =
+        CPU.with(|cpu| store_weights(std::slice::from_ref(cpu), 1, &specs, &data, &mut |_, _| {}));
     if let Err(Error::Model { at, .. }) = &stored {
-        assert!(matches!(at, Some(At::Tensor(_))), "a weight error names its tensor");
+        assert!(
+            matches!(at, Some(At::Tensor(_))),
+            "a weight error names its tensor"
+        );
     }
     if stored.is_ok() {
-        for t in g.tensors().iter().filter(|t| t.dtype.is_quantized() && t.nbytes <= 1 << 20) {
-            let bytes = g.tensor_data(t).expect("a parsed tensor's data is in the file");
+        for t in g
+            .tensors()
+            .iter()
+            .filter(|t| t.dtype.is_quantized() && t.nbytes <= 1 << 20)
+        {
+            let bytes = g
+                .tensor_data(t)
+                .expect("a parsed tensor's data is in the file");
             let mut out = vec![0f32; t.nbytes / t.dtype.block_bytes() * t.dtype.block_size()];
             row_to_f32(t.dtype, bytes, &mut out);
             assert!(

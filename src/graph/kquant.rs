@@ -285,12 +285,12 @@ fn quantize_block_q2_k(x: &[f32], out: &mut [u8]) {
         rest[66..68].copy_from_slice(&f16_bytes(0.0));
     }
     let (d_all, dmin_all) = (f16_at(rest, 64), f16_at(rest, 66));
-    for j in 0..16 {
-        let d = d_all * (sc[j] & 0xf) as f32;
+    for (j, &s) in sc.iter().enumerate() {
+        let d = d_all * (s & 0xf) as f32;
         if d == 0.0 {
             continue;
         }
-        let dm = dmin_all * (sc[j] >> 4) as f32;
+        let dm = dmin_all * (s >> 4) as f32;
         for i in 16 * j..16 * j + 16 {
             l[i] = nearest_int((x[i] + dm) / d).clamp(0, 3) as u8;
         }
