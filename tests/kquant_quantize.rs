@@ -3,6 +3,7 @@
 //! scripts/kquant-quantize-reference.py through llama.cpp's `ggml_quantize_chunk`), an RMS
 //! error no worse than llama.cpp's there, and round-trip error bounds on Gaussian rows,
 //! outliers, all-zero and constant rows.
+#![cfg(not(target_arch = "wasm32"))]
 
 use sha2::{Digest, Sha256};
 use webtensor::graph::{row_from_f32, row_to_f32, DType, QK_K};
