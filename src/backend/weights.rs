@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::{check_range, Buffer, BufferUsage, Device};
-use crate::error::{Error, Result};
-use crate::graph::{DType, Graph, Tensor};
+use crate::error::{At, Error, ModelFile, Result};
+use crate::graph::{first_non_finite_scale, DType, Graph, Tensor};
 
 /// Bytes copied from a [`ByteSource`] to a device at a time.
 const STORE_CHUNK: usize = 1 << 20;
@@ -43,6 +43,8 @@ impl<T: AsRef<[u8]>> ByteSource for T {
 /// One weight to store: which device keeps it, its dtype and shape, where its bytes are.
 #[derive(Clone, Debug)]
 pub struct WeightSpec {
+    /// The weight's name (its tensor's, in errors about its bytes).
+    pub name: String,
     /// Index of the device (in the order of the devices given to [`store_weights`]).
     pub device: usize,
     /// Element type.
@@ -264,11 +266,32 @@ pub fn store_weights(
     for (s, &(b, off, nbytes)) in specs.iter().zip(&placed) {
         let buffer = buffers[s.device][b].clone();
         let mut to = off;
+        // Chunks of whole blocks, so each block's scales are checked where they are read.
+        let bb = s.dtype.block_bytes();
+        let chunk = (STORE_CHUNK / bb * bb).max(bb);
         for range in &s.ranges {
+            if range.len() % bb != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "weight {}: a range of {} bytes is not whole {} blocks",
+                    s.name,
+                    range.len(),
+                    s.dtype
+                )));
+            }
             let mut at = range.start;
             while at < range.end {
-                let n = (range.end - at).min(STORE_CHUNK);
+                let n = (range.end - at).min(chunk);
                 src.read_into(at, &mut stage[..n])?;
+                if let Some((i, v)) = first_non_finite_scale(s.dtype, &stage[..n]) {
+                    let block = (to - off + i * bb) / bb;
+                    return Err(Error::model_at(
+                        ModelFile::Gguf,
+                        At::Tensor(s.name.clone()),
+                        format!(
+                            "block {block} has a non-finite scale ({v}); the weights are corrupt"
+                        ),
+                    ));
+                }
                 buffer.write(to, &stage[..n])?;
                 (at, to) = (at + n, to + n);
                 done += n;

@@ -275,7 +275,7 @@ pub fn dequantize_q3_k(src: &[u8], dst: &mut [f32]) {
 /// Scale and min `j` (0..8) of a Q4_K/Q5_K super-block's 12 packed bytes (ggml's
 /// `get_scale_min_k4`).
 #[inline]
-fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+pub(super) fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
     if j < 4 {
         (q[j] & 63, q[j + 4] & 63)
     } else {
@@ -351,6 +351,39 @@ pub fn dequantize_q6_k(src: &[u8], dst: &mut [f32]) {
     }
 }
 
+/// Byte offsets in a block of `dtype` of its f16 scales (`d`, and `dmin` where it has one);
+/// none for unquantized types.
+fn scale_offsets(dtype: DType) -> &'static [usize] {
+    match dtype {
+        DType::Q8_0 | DType::Q4_0 => &[0],
+        DType::Q2_K => &[80, 82],
+        DType::Q3_K => &[108],
+        DType::Q4_K | DType::Q5_K => &[0, 2],
+        DType::Q6_K => &[208],
+        DType::F32 | DType::F16 | DType::I32 => &[],
+    }
+}
+
+/// The first block of `bytes` (whole blocks of `dtype`) whose f16 scale `d` or `dmin` is NaN
+/// or infinite, with that scale: such a block dequantizes to NaN or ±Inf everywhere, so a
+/// loader refuses it rather than computing a wrong answer later.
+pub fn first_non_finite_scale(dtype: DType, bytes: &[u8]) -> Option<(usize, f32)> {
+    let offsets = scale_offsets(dtype);
+    if offsets.is_empty() {
+        return None;
+    }
+    bytes
+        .chunks_exact(dtype.block_bytes())
+        .enumerate()
+        .find_map(|(i, blk)| {
+            offsets.iter().find_map(|&o| {
+                let h = u16::from_le_bytes([blk[o], blk[o + 1]]);
+                // f16 exponent all ones: infinite or NaN.
+                (h & 0x7c00 == 0x7c00).then(|| (i, half::f16::from_bits(h).to_f32()))
+            })
+        })
+}
+
 /// Converts one row of `dtype` bytes into f32 values (`dst.len()` elements).
 pub fn row_to_f32(dtype: DType, src: &[u8], dst: &mut [f32]) {
     match dtype {
@@ -379,13 +412,14 @@ pub fn row_to_f32(dtype: DType, src: &[u8], dst: &mut [f32]) {
     }
 }
 
-/// Whether [`row_from_f32`] can write `dtype` (the K-quants have no quantizer yet).
+/// Whether [`row_from_f32`] can write `dtype` (every dtype: the K-quants through ggml's
+/// reference quantizers).
 pub fn can_quantize(dtype: DType) -> bool {
-    !dtype.is_k_quant()
+    DType::ALL.contains(&dtype)
 }
 
-/// Converts f32 values into one row of `dtype` bytes; quantizing to a K-quant is an error
-/// (not supported yet: K-quant tensors come as ggml bytes).
+/// Converts f32 values into one row of `dtype` bytes (quantized types: a whole number of
+/// blocks, as ggml's reference quantizers write them; the K-quants bit for bit).
 pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
     match dtype {
         DType::F32 => {
@@ -406,11 +440,19 @@ pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
         DType::Q8_0 => quantize_q8_0(src, dst),
         DType::Q4_0 => quantize_q4_0(src, dst),
         DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
-            return Err(Error::DType {
-                op: "quantize",
-                dtype: format!("{dtype:?}"),
-                msg: format!("quantizing to {dtype:?} is not supported yet"),
-            })
+            let bytes = dtype.row_bytes(src.len())?;
+            if dst.len() < bytes {
+                return Err(Error::DType {
+                    op: "quantize",
+                    dtype: format!("{dtype:?}"),
+                    msg: format!(
+                        "{} bytes for {} values (need {bytes})",
+                        dst.len(),
+                        src.len()
+                    ),
+                });
+            }
+            super::kquant::quantize_k(dtype, src, dst)
         }
     }
     Ok(())
@@ -518,10 +560,12 @@ mod tests {
         assert_eq!(sizes, [84, 110, 144, 176, 210]);
         for d in DType::K_QUANTS {
             assert_eq!(d.block_size(), 256);
-            assert!(d.is_quantized() && d.is_k_quant() && !can_quantize(d));
+            assert!(d.is_quantized() && d.is_k_quant() && can_quantize(d));
             assert!(d.row_bytes(128).is_err());
-            let err = row_from_f32(d, &[0.0; 256], &mut vec![0; d.block_bytes()]).unwrap_err();
-            assert!(err.to_string().contains("not supported yet"), "{err}");
+            assert!(row_from_f32(d, &[0.0; 128], &mut [0; 256]).is_err());
+            let err = row_from_f32(d, &[0.0; 256], &mut [0; 16]).unwrap_err();
+            assert!(err.to_string().contains("need"), "{err}");
+            row_from_f32(d, &[0.0; 256], &mut vec![0; d.block_bytes()]).unwrap();
         }
     }
 

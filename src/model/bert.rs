@@ -312,6 +312,7 @@ impl SentenceEmbedder {
                     Error::Graph(format!("weight {} has no device to live on", w.name))
                 })?;
                 Ok(WeightSpec {
+                    name: w.name.clone(),
                     device,
                     dtype: w.dtype,
                     ne: w.ne.clone(),

@@ -428,6 +428,7 @@ impl Decoder {
             .iter()
             .map(|(name, dtype, ne, range)| {
                 Ok(WeightSpec {
+                    name: name.clone(),
                     device: home(name)?,
                     dtype: *dtype,
                     ne: ne.clone(),

@@ -161,13 +161,10 @@ mod tests {
         assert!(add_weight(&mut p, "d", DType::I32, &[2], Typed::F32(&f)).is_err());
         assert!(add_weight(&mut p, "e", DType::I32, &[2], Typed::I32(&i)).is_ok());
         assert!(add_weight(&mut p, "f", DType::F32, &[3], Typed::I32(&i)).is_err());
-        // K-quants: raw bytes load; f32 values would need a quantizer (not yet).
-        let q = add_weight(&mut p, "g", DType::Q4_K, &[256], Typed::F32(&[0.5; 256]));
-        let msg = q.unwrap_err().to_string();
-        assert!(
-            msg.contains("quantizing to Q4_K is not supported yet"),
-            "{msg}"
-        );
+        // K-quants: raw bytes load, and f32 values are quantized (ggml's reference
+        // quantizer); rows that are not whole super-blocks are an error.
+        assert!(add_weight(&mut p, "g", DType::Q4_K, &[256], Typed::F32(&[0.5; 256])).is_ok());
+        assert!(add_weight(&mut p, "g2", DType::Q4_K, &[32], Typed::F32(&[0.5; 32])).is_err());
         assert!(add_weight(&mut p, "h", DType::Q6_K, &[256, 2], Typed::U8(&[0; 420])).is_ok());
         let out = bytes_to_typed(&[7; 84], DType::Q2_K).unwrap();
         assert_eq!(out, TypedVec::U8(vec![7; 84]));

@@ -660,7 +660,7 @@ fn cpy_cases(v: &mut Vec<OpCase>) {
         (F16, Q8_0, [64, 3, 1, 1], Layout::Contig),
         (F16, Q4_0, [64, 3, 1, 1], Layout::Contig),
         (Q4_0, Q4_0, [32, 3, 1, 1], Layout::Offset),
-        // K-quants dequantized (no quantizer yet: they are only read), and copied as bytes.
+        // K-quants dequantized, and copied as bytes (the graph's cpy does not quantize to them).
         (Q2_K, F32, [256, 3, 1, 1], Layout::Contig),
         (Q3_K, F16, [512, 2, 1, 1], Layout::Contig),
         (Q4_K, F32, [256, 3, 2, 1], Layout::Offset),

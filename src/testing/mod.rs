@@ -56,7 +56,7 @@ fn k_quant_scales(dtype: DType) -> &'static [(usize, f32)] {
 
 /// `n` values (a multiple of 256) of K-quant `dtype` as random valid super-blocks: random
 /// bytes with the f16 scale fields set to finite values that keep every value within
-/// about `±amax` (as no quantizer makes K-quants yet).
+/// about `±amax` (every bit pattern, not only what the quantizer writes).
 pub fn random_k_quant(rng: &mut Rng, dtype: DType, n: usize, amax: f32) -> Result<Vec<u8>> {
     if !dtype.is_k_quant() {
         return Err(Error::InvalidArgument(format!(
