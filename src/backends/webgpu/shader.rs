@@ -610,9 +610,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         s.push_str(match dtype {
             DType::Q8_0 => wgsl::DOT_Q8_0,
             DType::Q4_0 => wgsl::DOT_Q4_0,
-            DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
-                wgsl::DOT_KQUANT
-            }
+            DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => wgsl::DOT_KQUANT,
             DType::F32 | DType::F16 | DType::I32 => wgsl::DOT_PLAIN,
         });
     }
