@@ -3,7 +3,7 @@
 // block (and a run of 4 of its bytes) may start at any even byte: a_u32 reads 4 bytes at any
 // offset. Each type's snippet gives, for value e (0 .. 255) of the block at byte `blk`:
 //   kq_scales(blk, e): (x, y), value = x * q + y for the 16 values (e / 16) around e (the 32
-//     values (e / 32) for Q4_K / Q5_K: their scales span 32);
+//     values (e / 32) for Q4_K / Q5_K: their scales span 32; the type's KQ_SPAN);
 //   kq_q(blk, e): its quant q (signed offset applied), and kq_q4(blk, e): q of e .. e + 3
 //     (e a multiple of 4; one word of each bit plane).
 

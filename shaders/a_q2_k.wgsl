@@ -1,6 +1,10 @@
 // ggml Q2_K (84 bytes): scales[16] (low nibble: scale, high nibble: min, per 16 values),
 // qs[64] (2-bit quants: value 128h + 32s + l is bits 2s of qs[32h + l]), f16 d, f16 dmin.
 // Value = d * (sc & 15) * q - dmin * (sc >> 4).
+
+// Values sharing one kq_scales (dot_kquant decodes it once per KQ_SPAN).
+const KQ_SPAN: u32 = 16u;
+
 fn kq_scales(blk: u32, e: u32) -> vec2<f32> {
     let sc = a_byte(blk + e / 16u);
     return vec2<f32>(a_half(blk + 80u) * f32(sc & 15u), -(a_half(blk + 82u) * f32(sc >> 4u)));

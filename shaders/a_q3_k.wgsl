@@ -1,6 +1,10 @@
 // ggml Q3_K (110 bytes): hmask[32] (value e's high bit is bit e / 32 of hmask[e % 32]),
 // qs[64] (low 2 bits, as Q2_K's), scales[12] (16 6-bit scales: low nibbles in bytes 0 .. 7,
 // high bit pairs in bytes 8 .. 11), f16 d. Value = d * (scale - 32) * (low - 4 * !high).
+
+// Values sharing one kq_scales (dot_kquant decodes it once per KQ_SPAN).
+const KQ_SPAN: u32 = 16u;
+
 fn kq_scales(blk: u32, e: u32) -> vec2<f32> {
     let i = e / 16u;
     let lo = (a_byte(blk + 96u + i % 8u) >> ((i / 8u) * 4u)) & 15u;

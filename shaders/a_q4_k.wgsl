@@ -1,6 +1,10 @@
 // ggml Q4_K (144 bytes): f16 d, f16 dmin, scales[12] (8 6-bit scale/min pairs, one per 32
 // values), qs[128] (value 64c + 32n + l is nibble n of qs[32c + l]).
 // Value = d * scale * q - dmin * min.
+
+// Values sharing one kq_scales (dot_kquant decodes it once per KQ_SPAN).
+const KQ_SPAN: u32 = 32u;
+
 fn kq_scales(blk: u32, e: u32) -> vec2<f32> {
     let sm = kq_scale_min_k4(blk + 4u, e / 32u);
     return vec2<f32>(a_half(blk) * f32(sm.x), -(a_half(blk + 2u) * f32(sm.y)));

@@ -1,6 +1,10 @@
 // ggml Q5_K (176 bytes): f16 d, f16 dmin, scales[12] (as Q4_K), qh[32] (value e's fifth bit
 // is bit e / 32 of qh[e % 32]), qs[128] (low nibbles, as Q4_K's).
 // Value = d * scale * q - dmin * min.
+
+// Values sharing one kq_scales (dot_kquant decodes it once per KQ_SPAN).
+const KQ_SPAN: u32 = 32u;
+
 fn kq_scales(blk: u32, e: u32) -> vec2<f32> {
     let sm = kq_scale_min_k4(blk + 4u, e / 32u);
     return vec2<f32>(a_half(blk) * f32(sm.x), -(a_half(blk + 2u) * f32(sm.y)));

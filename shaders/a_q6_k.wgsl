@@ -1,6 +1,10 @@
 // ggml Q6_K (210 bytes): ql[128] (low nibbles: value 128h + 32g + l is nibble g / 2 of
 // ql[64h + 32 (g & 1) + l]), qh[64] (high bit pairs: bits 2g of qh[32h + l]), scales[16]
 // (i8, one per 16 values), f16 d. Value = d * scale * (q - 32).
+
+// Values sharing one kq_scales (dot_kquant decodes it once per KQ_SPAN).
+const KQ_SPAN: u32 = 16u;
+
 fn kq_scales(blk: u32, e: u32) -> vec2<f32> {
     let sc = bitcast<i32>(a_byte(blk + 192u + e / 16u) << 24u) >> 24u;
     return vec2<f32>(a_half(blk + 208u) * f32(sc), 0.0);
