@@ -5,7 +5,8 @@
 //! the kernels run in the adapter's driver whatever the profile). Shapes from
 //! `WEBGPU_BENCH_SHAPES`: `TOKENSxKxOUT` (activation rows × inner × output features) or `N`
 //! for N³; default "1x384x384,8x384x1536,32x384x384,128x384x1536,1024" ("4096" on a real GPU).
-//! `WEBGPU_BENCH_DTYPES` (default "f32,f16,q8_0,q4_0") picks weight dtypes. Each problem runs
+//! `WEBGPU_BENCH_DTYPES` (default "f32,f16,q8_0,q4_0"; also "q2_k" .. "q6_k", random valid
+//! super-blocks) picks weight dtypes. Each problem runs
 //! with each kernel selection of `WEBGPU_BENCH_KERNELS` (default "base,auto"; also "tiled",
 //! "small", "reg": the register-tiled kernel, "rows": the row-parallel one), same process,
 //! same data: `base` is the selection before the small-batch kernel, `auto` the current one. `GPU_PEAK_GFLOPS` (the GPU's f32
@@ -60,6 +61,7 @@ mod native {
                 .filter_map(|s| {
                     [DType::F32, DType::F16, DType::Q8_0, DType::Q4_0]
                         .into_iter()
+                        .chain(DType::K_QUANTS)
                         .find(|d| d.name() == s.trim())
                 })
                 .collect();

@@ -39,7 +39,9 @@ export WASM_THREADS_TC=$(cat "$CACHE/threads-toolchain" 2>/dev/null || true)
 export WASM_THREADS_RUSTFLAGS="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals -C link-arg=--max-memory=4294967296"
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export CHROMEDRIVER=/usr/bin/chromedriver
-export WASM_BINDGEN_TEST_TIMEOUT=\${WASM_BINDGEN_TEST_TIMEOUT:-300}
+# (for the whole run: tests/web_browser.rs forces every WebGPU matmul kernel over the K-quants
+# too, 9 min on SwiftShader with the 2 cores shared)
+export WASM_BINDGEN_TEST_TIMEOUT=\${WASM_BINDGEN_TEST_TIMEOUT:-900}
 export WASM_BINDGEN_TEST_WEBDRIVER_JSON="$ROOT/webdriver.json"
 # wasm: runs "\$@" for wasm32 with +simd128 kept even when the caller set RUSTFLAGS (which
 # replaces .cargo/config.toml's flags), on the toolchain that has the wasm32 target.

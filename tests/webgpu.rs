@@ -356,7 +356,7 @@ fn fusion_removes_the_expected_dispatches() {
     };
     let mut ran = 0;
     for case in &cases {
-        // A chain over a dtype this device has no kernels for (the K-quants) is refused
+        // A chain this device refuses (an operand dtype it has no kernel for) is refused
         // fused and unfused alike; the scheduler would run it on the CPU.
         let (fused, a) = match dispatches(case, true) {
             Err(Error::Unsupported { reason, .. }) => {

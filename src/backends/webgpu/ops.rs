@@ -418,19 +418,6 @@ fn plan_node(
     if srcs.is_empty() {
         return Err(unsupported(format!("{} has no operands", t.op.name())));
     }
-    // K-quants have no WGSL dequantizer yet: the scheduler runs their nodes on the CPU.
-    if let Some(k) = std::iter::once(t)
-        .chain(srcs.iter().copied())
-        .find(|x| x.dtype.is_k_quant())
-    {
-        return Err(unsupported_dtype(
-            k.dtype,
-            format!(
-                "{:?} tensors have no WebGPU kernels yet (the CPU runs them)",
-                k.dtype
-            ),
-        ));
-    }
     let shared_b = srcs.len() >= 2 && overlaps(graph, t.src[0], t.src[1]);
     if srcs.len() == 3 && t.src[..2].iter().any(|&s| overlaps(graph, t.src[2], s)) {
         return Err(unsupported("the third operand shares memory with another"));

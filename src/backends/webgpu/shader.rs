@@ -358,6 +358,12 @@ mod wgsl {
     pub const A_F16: &str = include_str!("../../../shaders/a_f16.wgsl");
     pub const A_Q8_0: &str = include_str!("../../../shaders/a_q8_0.wgsl");
     pub const A_Q4_0: &str = include_str!("../../../shaders/a_q4_0.wgsl");
+    pub const A_KQUANT: &str = include_str!("../../../shaders/a_kquant.wgsl");
+    pub const A_Q2_K: &str = include_str!("../../../shaders/a_q2_k.wgsl");
+    pub const A_Q3_K: &str = include_str!("../../../shaders/a_q3_k.wgsl");
+    pub const A_Q4_K: &str = include_str!("../../../shaders/a_q4_k.wgsl");
+    pub const A_Q5_K: &str = include_str!("../../../shaders/a_q5_k.wgsl");
+    pub const A_Q6_K: &str = include_str!("../../../shaders/a_q6_k.wgsl");
     pub const B: &str = include_str!("../../../shaders/b.wgsl");
     pub const B_F32X4: &str = include_str!("../../../shaders/b_f32x4.wgsl");
     pub const D: &str = include_str!("../../../shaders/d.wgsl");
@@ -365,6 +371,7 @@ mod wgsl {
     pub const DOT_PLAIN: &str = include_str!("../../../shaders/dot_plain.wgsl");
     pub const DOT_Q8_0: &str = include_str!("../../../shaders/dot_q8_0.wgsl");
     pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
+    pub const DOT_KQUANT: &str = include_str!("../../../shaders/dot_kquant.wgsl");
     pub const BINARY: &str = include_str!("../../../shaders/binary.wgsl");
     pub const UNARY: &str = include_str!("../../../shaders/unary.wgsl");
     pub const ACT: &str = include_str!("../../../shaders/act.wgsl");
@@ -536,11 +543,12 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         (_, DType::F16) => &[wgsl::A_PACKED, wgsl::A_F16],
         (_, DType::Q8_0) => &[wgsl::A_PACKED, wgsl::A_Q8_0],
         (_, DType::Q4_0) => &[wgsl::A_PACKED, wgsl::A_Q4_0],
-        // `plan_node` refuses every node with a K-quant operand (no WGSL dequantizer yet),
-        // so no pipeline for one is ever built; the bytes alone, as the copies read them.
-        (_, DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K) => {
-            &[wgsl::A_PACKED]
-        }
+        // K-quants: the shared super-block reader, then the type's bit planes and scales.
+        (_, DType::Q2_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q2_K],
+        (_, DType::Q3_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q3_K],
+        (_, DType::Q4_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q4_K],
+        (_, DType::Q5_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q5_K],
+        (_, DType::Q6_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q6_K],
         (_, DType::F32) if x4 => &[wgsl::A_F32X4],
         (_, DType::F32) => &[wgsl::A_F32],
     };
@@ -602,15 +610,8 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         s.push_str(match dtype {
             DType::Q8_0 => wgsl::DOT_Q8_0,
             DType::Q4_0 => wgsl::DOT_Q4_0,
-            // K-quants never reach a kernel (see `a` above).
-            DType::F32
-            | DType::F16
-            | DType::I32
-            | DType::Q2_K
-            | DType::Q3_K
-            | DType::Q4_K
-            | DType::Q5_K
-            | DType::Q6_K => wgsl::DOT_PLAIN,
+            DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => wgsl::DOT_KQUANT,
+            DType::F32 | DType::F16 | DType::I32 => wgsl::DOT_PLAIN,
         });
     }
     s.push_str(r.body);
@@ -703,7 +704,17 @@ mod tests {
                 | Kernel::MatVec
                 | Kernel::MatMulSmall
                 | Kernel::MatMulReg(_)
-                | Kernel::MatMulRows => &[DType::F32, DType::F16, DType::Q8_0, DType::Q4_0],
+                | Kernel::MatMulRows => &[
+                    DType::F32,
+                    DType::F16,
+                    DType::Q8_0,
+                    DType::Q4_0,
+                    DType::Q2_K,
+                    DType::Q3_K,
+                    DType::Q4_K,
+                    DType::Q5_K,
+                    DType::Q6_K,
+                ],
                 _ => &[DType::F32],
             };
             keys.extend(dtypes.iter().map(|&dt| ((k, dt), Variant::Plain)));
@@ -737,13 +748,13 @@ mod tests {
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
-        // kernels on 4 dtypes, 3 on i32, on f32 5 (set_rows' scatter among them) and 4 row
-        // kernels at 3 row widths; fused: every matmul kernel on 4 dtypes, norm at 3 row
-        // widths.
+        // kernels on 9 dtypes (f32, f16, q8_0, q4_0 and the 5 K-quants), 3 on i32, on f32 5
+        // (set_rows' scatter among them) and 4 row kernels at 3 row widths; fused: every
+        // matmul kernel on 9 dtypes, norm at 3 row widths.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 4 + 3 + 5 + 4 * 3 + matmuls * 4 + 3
+            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3
         );
         for key in keys {
             let module = parse(key);
