@@ -34,19 +34,14 @@ impl MatmulProblem {
             let t = g.tensor(id);
             let buf = bt.alloc(bt.alloc_size(t).div_ceil(align) * align)?;
             if id != out {
-                let bytes = if t.dtype.is_k_quant() {
-                    // No quantizer makes K-quants here: random valid super-blocks.
-                    crate::testing::random_k_quant(&mut rng, t.dtype, t.numel(), 1.0)?
-                } else {
-                    let vals: Vec<f32> = (0..t.numel()).map(|_| rng.uniform(-1.0, 1.0)).collect();
-                    let mut bytes = vec![0u8; t.nbytes()];
-                    let row = t.ne[0];
-                    let rb = t.dtype.row_bytes(row)?;
-                    for (src, dst) in vals.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
-                        row_from_f32(t.dtype, src, dst)?;
-                    }
-                    bytes
-                };
+                // Every dtype from f32 values through its quantizer (K-quants included).
+                let vals: Vec<f32> = (0..t.numel()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+                let mut bytes = vec![0u8; t.nbytes()];
+                let row = t.ne[0];
+                let rb = t.dtype.row_bytes(row)?;
+                for (src, dst) in vals.chunks_exact(row).zip(bytes.chunks_exact_mut(rb)) {
+                    row_from_f32(t.dtype, src, dst)?;
+                }
                 buf.write(0, &bytes)?;
             }
             if id == w {
