@@ -175,17 +175,83 @@ async function start(pick, options) {
   }
   wasm.setLoadNote(pick.reasons.join('; '));
   const info = wasm.buildInfo();
-  const loaded = Object.freeze({ build: info.build.replace('+', '-'), threads: info.threads, simd: info.simd, reasons: pick.reasons });
+  const calibration = await restoreCalibrations(wasm);
+  const loaded = Object.freeze({
+    build: info.build.replace('+', '-'),
+    threads: info.threads,
+    simd: info.simd,
+    reasons: pick.reasons,
+    calibration: calibration.info,
+  });
+  const saving = (Class, method) => afterCall(Class, method, () => calibration.save());
   return Object.freeze({
     ...wasm,
-    SentenceEmbedder: withCache(wasm.SentenceEmbedder),
+    Runtime: saving(wasm.Runtime, 'create'),
+    SentenceEmbedder: saving(withCache(wasm.SentenceEmbedder), 'load'),
     Tokenizer: withFetch(wasm.Tokenizer),
-    TextGenerator: withGenerate(withCache(wasm.TextGenerator)),
+    TextGenerator: saving(withGenerate(withCache(wasm.TextGenerator)), 'load'),
     loaded,
     memory: instance.memory,
     cache,
     worker: false,
   });
+}
+
+// The cost model's device calibrations. With devices 'auto' (the default) a runtime measures
+// each device once per page load, about a second on a software WebGPU adapter; the result is
+// kept in the Cache API (cache CALIBRATION_CACHE, one entry per browser and CPU count: the
+// engine's own key names the crate version, the build, its threads and the adapter), restored
+// before the first runtime is made and saved after each Runtime.create / load that measured
+// something new. Best effort: without the Cache API (an insecure context) or with a bad entry
+// (which is dropped), devices are simply measured again, and loaded.calibration.note says why.
+export const CALIBRATION_CACHE = 'webtensor-calibration-v1';
+
+function calibrationRequest() {
+  const ua = encodeURIComponent(globalThis.navigator?.userAgent ?? '');
+  const cores = globalThis.navigator?.hardwareConcurrency ?? 0;
+  return `https://webtensor.invalid/calibration?cores=${cores}&ua=${ua}`;
+}
+
+async function restoreCalibrations(wasm) {
+  const info = { restored: 0, note: '' };
+  let saved = '';
+  let store;
+  try {
+    if (typeof globalThis.caches?.open !== 'function') throw new Error('this context has no Cache API (it needs a secure context)');
+    store = await caches.open(CALIBRATION_CACHE);
+    const hit = await store.match(calibrationRequest());
+    if (hit) {
+      saved = await hit.text();
+      try {
+        info.restored = wasm.setCalibrations(saved);
+      } catch (e) {
+        saved = '';
+        await store.delete(calibrationRequest());
+        throw new Error(`the saved calibration was dropped: ${e.message}`);
+      }
+    }
+  } catch (e) {
+    info.note = `calibration not restored: ${e.message}`;
+  }
+  const save = async () => {
+    const text = wasm.calibrations();
+    if (!store || text === saved) return;
+    saved = text;
+    try {
+      await store.put(calibrationRequest(), new Response(text, { headers: { 'content-type': 'text/plain' } }));
+    } catch { /* storage full or gone: measured again next time */ }
+  };
+  return { info: Object.freeze(info), save };
+}
+
+/** `Class` with `method` (async) followed by `after()` once it succeeds. */
+function afterCall(Class, method, after) {
+  const wrapped = async (...args) => {
+    const out = await Reflect.get(Class, method).apply(Class, args);
+    await after();
+    return out;
+  };
+  return new Proxy(Class, { get: (target, key) => (key === method ? wrapped : Reflect.get(target, key)) });
 }
 
 /**

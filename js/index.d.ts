@@ -14,7 +14,12 @@ export interface LoadOptions {
   /** How long a worker (the engine's, a pool thread's) may take to start, in ms (default 20000). */
   workerTimeoutMs?: number;
 }
-export interface Loaded { build: Build; threads: number; simd: string; reasons: string[]; worker: boolean }
+/**
+ * The cost model's device calibrations kept across page loads (Cache API, cache
+ * "webtensor-calibration-v1"): how many were restored at load, and why none were (or '').
+ */
+export interface CalibrationInfo { restored: number; note: string }
+export interface Loaded { build: Build; threads: number; simd: string; reasons: string[]; worker: boolean; calibration: CalibrationInfo }
 export declare const BUILDS: Build[];
 export declare const DEFAULT_MAX_THREADS: number;
 export declare function detect(): { isolated: boolean; sharedMemory: boolean; workers: boolean; relaxedSimd: boolean; cores: number };
@@ -212,6 +217,10 @@ export interface WorkerModule {
   vectorAdd(device: string, a: Float32Array, b: Float32Array): Promise<Float32Array>;
   buildInfo(): Promise<Record<string, unknown>>;
   gpuBuffers(): Promise<{ created: number; live: number; liveBytes: number }>;
+  /** The cost model's device calibrations as text (see the README; saved across loads by the engine). */
+  calibrations(): Promise<string>;
+  /** Seeds calibrations from `calibrations()`'s text; resolves to how many were taken. */
+  setCalibrations(text: string): Promise<number>;
   /** Records calls here; the worker builds it at its first run. shape() throws in this mode. */
   Graph: typeof Engine.Graph;
   Runtime: { create(options?: { devices?: 'auto' | 'webgpu' | 'cpu'; costModel?: boolean }): Promise<RuntimeProxy> };

@@ -444,6 +444,8 @@ export function proxyModule(link, loaded, cache) {
     vectorAdd: (device, a, b) => link.call('vectorAdd', { device, a, b }),
     buildInfo: () => link.call('buildInfo'),
     gpuBuffers: () => link.call('gpuBuffers'),
+    calibrations: () => link.call('calibrations'),
+    setCalibrations: (text) => link.call('setCalibrations', { text }),
     Graph,
     Runtime,
     SentenceEmbedder,

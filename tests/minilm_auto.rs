@@ -100,27 +100,25 @@ fn auto_copies_no_weight_per_run_on_a_restricted_gpu() {
         DeviceKind::Gpu,
         vec![OpKind::GetRows, OpKind::Norm],
     ));
-    let cost = CostModel {
-        devices: vec![
-            DeviceCost {
-                flops_per_s: 4e11,
-                bytes_per_s: 2e11,
-                op_overhead_s: 2e-5,
-                // No per-split cost: the shapes' plans should split (and disagree) here.
-                submit_overhead_s: 0.0,
-                transfer_bytes_per_s: 4e9,
-                transfer_overhead_s: 1e-4,
-            },
-            DeviceCost {
-                flops_per_s: 2e10,
-                bytes_per_s: 1e10,
-                op_overhead_s: 1e-6,
-                submit_overhead_s: 0.0,
-                transfer_bytes_per_s: f64::INFINITY,
-                transfer_overhead_s: 0.0,
-            },
-        ],
-    };
+    let cost = CostModel::new(vec![
+        DeviceCost {
+            flops_per_s: 4e11,
+            bytes_per_s: 2e11,
+            op_overhead_s: 2e-5,
+            // No per-split cost: the shapes' plans should split (and disagree) here.
+            submit_overhead_s: 0.0,
+            transfer_bytes_per_s: 4e9,
+            transfer_overhead_s: 1e-4,
+        },
+        DeviceCost {
+            flops_per_s: 2e10,
+            bytes_per_s: 1e10,
+            op_overhead_s: 1e-6,
+            submit_overhead_s: 0.0,
+            transfer_bytes_per_s: f64::INFINITY,
+            transfer_overhead_s: 0.0,
+        },
+    ]);
     let mut rt = block_on(Runtime::with_devices(vec![gpu, cpu()], false, vec![])).unwrap();
     rt.set_cost_model(Some(cost));
     let e = SentenceEmbedder::load(&rt, &bytes).unwrap();

@@ -130,12 +130,10 @@ fn cost(flops: f64, bw: f64, overhead: f64, xfer: f64, xfer_overhead: f64) -> De
 }
 
 fn costs() -> CostModel {
-    CostModel {
-        devices: vec![
-            cost(1e12, 1e11, 20e-6, 4e9, 100e-6), // GPU: fast, but each copy costs 100 µs
-            cost(2e10, 2e10, 1e-6, f64::INFINITY, 0.0),
-        ],
-    }
+    CostModel::new(vec![
+        cost(1e12, 1e11, 20e-6, 4e9, 100e-6), // GPU: fast, but each copy costs 100 µs
+        cost(2e10, 2e10, 1e-6, f64::INFINITY, 0.0),
+    ])
 }
 
 #[test]
@@ -211,15 +209,15 @@ fn nodes_on(plan: &Plan) -> HashMap<&str, usize> {
 fn dispatch_and_submit_costs_keep_small_batches_on_the_cpu() {
     // A GPU 50x faster than the CPU at compute, whose dispatches and submissions cost what
     // a software or remote adapter's do.
-    let gpu_cost = |dispatch: f64, submit: f64, copy: f64| CostModel {
-        devices: vec![
+    let gpu_cost = |dispatch: f64, submit: f64, copy: f64| {
+        CostModel::new(vec![
             DeviceCost {
                 op_overhead_s: dispatch,
                 submit_overhead_s: submit,
                 ..cost(1e12, 1e12, 0.0, 4e9, copy)
             },
             cost(2e10, 2e10, 1e-6, f64::INFINITY, 0.0),
-        ],
+        ])
     };
     let devices = || vec![fake_gpu(vec![]), cpu()];
     let small = mlp_of(64, 4);

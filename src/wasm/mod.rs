@@ -146,3 +146,21 @@ pub async fn vector_add(
         .map_err(to_js_error)?;
     Ok(Float32Array::from(out.as_slice()))
 }
+
+/// The cost model's device calibrations this module holds (measured by `devices: 'auto'`
+/// or set with [`set_calibrations`]), as text to keep and hand to `setCalibrations` on a
+/// later page load: one line per device, keyed by crate version, device name and description.
+#[wasm_bindgen(js_name = calibrations)]
+pub fn calibrations() -> String {
+    crate::backend::sched::export_calibrations()
+}
+
+/// Takes `calibrations()`'s text from an earlier load, so runtimes on those devices skip
+/// measuring them (about a second for a software WebGPU adapter). Lines of another version
+/// are skipped; a malformed text is refused whole with the line named. Returns how many
+/// device calibrations were taken.
+#[wasm_bindgen(js_name = setCalibrations)]
+pub fn set_calibrations(text: &str) -> Result<u32, JsError> {
+    let n = crate::backend::sched::import_calibrations(text).map_err(to_js_error)?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use super::place::{Placement, SupportTable, Why};
 use crate::backend::{run_graph, Backend, Device};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::graph::{Graph, Op, Role, TensorId};
 
 /// Measured (or given) costs of one device.
@@ -62,6 +62,32 @@ pub struct PlanCost {
     pub per_device: Vec<DeviceEstimate>,
     /// Each device alone (every node it supports on it), by device name.
     pub alone: Vec<(String, f64)>,
+    /// Where each device's costs came from, in priority order.
+    pub origins: Vec<CostOrigin>,
+}
+
+/// Where a device's costs came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CostOrigin {
+    /// Measured by this runtime's creation, taking this many milliseconds.
+    Measured(f64),
+    /// Measured earlier in this process (another runtime on the same device).
+    Process,
+    /// Read from a saved calibration ([`import_calibrations`]): nothing measured at load.
+    Saved,
+    /// Given by the caller ([`CostModel::new`]).
+    Given,
+}
+
+impl std::fmt::Display for CostOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CostOrigin::Measured(ms) => write!(f, "measured at load ({ms:.0} ms)"),
+            CostOrigin::Process => write!(f, "measured earlier in this process"),
+            CostOrigin::Saved => write!(f, "from the saved calibration"),
+            CostOrigin::Given => write!(f, "given"),
+        }
+    }
 }
 
 impl PlanCost {
@@ -76,10 +102,121 @@ impl PlanCost {
 pub struct CostModel {
     /// One entry per device.
     pub devices: Vec<DeviceCost>,
+    /// Where each entry came from.
+    pub origins: Vec<CostOrigin>,
+}
+
+/// A calibration cached in this process: its costs, and whether it was measured here.
+#[derive(Clone)]
+struct Cached {
+    cost: DeviceCost,
+    saved: bool,
 }
 
 thread_local! {
-    static CALIBRATED: RefCell<HashMap<String, DeviceCost>> = RefCell::new(HashMap::new());
+    static CALIBRATED: RefCell<HashMap<String, Cached>> = RefCell::new(HashMap::new());
+}
+
+/// The calibration key of a device: this crate's version (kernels and the calibration
+/// itself change between versions), the device's name and its description (adapter, kernel
+/// set, threads), so a saved calibration is only used for the same device in the same build.
+fn calibration_key(d: &dyn Device) -> String {
+    format!(
+        "webtensor {}|{}|{}",
+        env!("CARGO_PKG_VERSION"),
+        d.name(),
+        d.description()
+    )
+    .replace(['\t', '\n'], " ")
+}
+
+const COST_FIELDS: usize = 6;
+
+fn cost_fields(c: &DeviceCost) -> [f64; COST_FIELDS] {
+    [
+        c.flops_per_s,
+        c.bytes_per_s,
+        c.op_overhead_s,
+        c.submit_overhead_s,
+        c.transfer_bytes_per_s,
+        c.transfer_overhead_s,
+    ]
+}
+
+/// Every calibration this process holds (measured or imported), as text to save and pass
+/// to [`import_calibrations`] in a later process (the browser's next page load): one line
+/// per device, its key, a tab, and six numbers.
+pub fn export_calibrations() -> String {
+    CALIBRATED.with(|c| {
+        let c = c.borrow();
+        let mut keys: Vec<&String> = c.keys().collect();
+        keys.sort();
+        keys.iter()
+            .map(|k| {
+                let v = cost_fields(&c[*k].cost).map(|x| format!("{x:e}"));
+                format!("{k}\t{}\n", v.join(" "))
+            })
+            .collect()
+    })
+}
+
+/// Seeds this process's calibrations from [`export_calibrations`]'s text, so runtimes on
+/// those devices skip measuring them. Lines of another crate version are skipped (not an
+/// error: the cache outlives upgrades); a malformed line fails the whole import with the
+/// line named, and nothing is taken. Returns how many calibrations were taken.
+pub fn import_calibrations(text: &str) -> Result<usize> {
+    let prefix = format!("webtensor {}|", env!("CARGO_PKG_VERSION"));
+    let mut taken = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |why: &str| Error::InvalidArgument(format!("calibration line {}: {why}", i + 1));
+        let (key, nums) = line
+            .split_once('\t')
+            .ok_or_else(|| bad("no tab after the key"))?;
+        let v: Vec<f64> = nums
+            .split_whitespace()
+            .map(|x| {
+                x.parse::<f64>()
+                    .map_err(|_| bad(&format!("{x:?} is not a number")))
+            })
+            .collect::<Result<_>>()?;
+        if v.len() != COST_FIELDS {
+            return Err(bad(&format!("{} numbers, expected {COST_FIELDS}", v.len())));
+        }
+        // Throughputs positive (the transfer rate may be infinite: host memory); overheads
+        // finite and not negative.
+        let rate = |x: f64| x > 0.0 && !x.is_nan();
+        let overhead = |x: f64| x.is_finite() && x >= 0.0;
+        if !(rate(v[0]) && v[0].is_finite() && rate(v[1]) && v[1].is_finite() && rate(v[4]))
+            || !(overhead(v[2]) && overhead(v[3]) && overhead(v[5]))
+        {
+            return Err(bad(
+                "a throughput that is not positive or an overhead that is negative",
+            ));
+        }
+        if !key.starts_with(&prefix) {
+            continue;
+        }
+        let cost = DeviceCost {
+            flops_per_s: v[0],
+            bytes_per_s: v[1],
+            op_overhead_s: v[2],
+            submit_overhead_s: v[3],
+            transfer_bytes_per_s: v[4],
+            transfer_overhead_s: v[5],
+        };
+        taken.push((key.to_string(), cost));
+    }
+    let n = taken.len();
+    CALIBRATED.with(|c| {
+        let mut c = c.borrow_mut();
+        for (key, cost) in taken {
+            c.insert(key, Cached { cost, saved: true });
+        }
+    });
+    Ok(n)
 }
 
 fn now_s() -> f64 {
@@ -87,20 +224,46 @@ fn now_s() -> f64 {
 }
 
 impl CostModel {
-    /// Measures every device (once per device per process: results are cached).
+    /// Given costs, one per device.
+    pub fn new(devices: Vec<DeviceCost>) -> Self {
+        let origins = vec![CostOrigin::Given; devices.len()];
+        Self { devices, origins }
+    }
+
+    /// Measures every device, once per device per process: results are cached, and a
+    /// calibration imported with [`import_calibrations`] is used as it is.
     pub async fn calibrate(devices: &[Rc<dyn Device>]) -> Result<Self> {
         let mut out = Vec::new();
+        let mut origins = Vec::new();
         for d in devices {
-            let key = format!("{}|{}", d.name(), d.description());
+            let key = calibration_key(d.as_ref());
             if let Some(c) = CALIBRATED.with(|c| c.borrow().get(&key).cloned()) {
-                out.push(c);
+                out.push(c.cost);
+                origins.push(if c.saved {
+                    CostOrigin::Saved
+                } else {
+                    CostOrigin::Process
+                });
                 continue;
             }
-            let c = calibrate_device(d).await?;
-            CALIBRATED.with(|cache| cache.borrow_mut().insert(key, c.clone()));
-            out.push(c);
+            let t0 = now_s();
+            let cost = calibrate_device(d).await?;
+            origins.push(CostOrigin::Measured((now_s() - t0) * 1e3));
+            CALIBRATED.with(|c| {
+                c.borrow_mut().insert(
+                    key,
+                    Cached {
+                        cost: cost.clone(),
+                        saved: false,
+                    },
+                )
+            });
+            out.push(cost);
         }
-        Ok(Self { devices: out })
+        Ok(Self {
+            devices: out,
+            origins,
+        })
     }
 
     /// Estimated seconds to run `node` on device `d`: its dispatch and its compute.
@@ -394,4 +557,83 @@ async fn calibrate_device(d: &Rc<dyn Device>) -> Result<DeviceCost> {
         transfer_bytes_per_s,
         transfer_overhead_s: if is_host { 0.0 } else { fixed / 4.0 },
     })
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::backend::{DeviceKind, RestrictedDevice};
+    use crate::backends::cpu::{CpuDevice, KernelSet};
+
+    fn devices() -> Vec<Rc<dyn Device>> {
+        let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
+        let gpu: Rc<dyn Device> = Rc::new(RestrictedDevice::new(
+            cpu.clone(),
+            "GPU",
+            DeviceKind::Gpu,
+            vec![],
+        ));
+        vec![gpu, cpu]
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        pollster::block_on(f)
+    }
+
+    #[test]
+    fn a_saved_calibration_is_used_instead_of_measuring() {
+        let devs = devices();
+        let first = block_on(CostModel::calibrate(&devs)).unwrap();
+        assert!(matches!(first.origins[0], CostOrigin::Measured(ms) if ms >= 0.0));
+        assert!(matches!(first.origins[1], CostOrigin::Measured(_)));
+        let again = block_on(CostModel::calibrate(&devs)).unwrap();
+        assert_eq!(again.origins, vec![CostOrigin::Process; 2]);
+        assert_eq!(again.devices, first.devices);
+
+        let text = export_calibrations();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        // A later process (here: this one, after forgetting) with the saved text and one
+        // entry changed, to see it is the saved figure that is used.
+        CALIBRATED.with(|c| c.borrow_mut().clear());
+        let gpu_key = calibration_key(devs[0].as_ref());
+        let edited: String = text
+            .lines()
+            .map(|l| match l.split_once('\t') {
+                Some((k, _)) if k == gpu_key => format!("{k}\t1e9 2e9 3e-5 4e-4 5e8 6e-5\n"),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        let stale = "webtensor 0.0.0-old|CPU|whatever\t1 1 0 0 inf 0\n";
+        assert_eq!(import_calibrations(&format!("{stale}{edited}")).unwrap(), 2);
+        let saved = block_on(CostModel::calibrate(&devs)).unwrap();
+        assert_eq!(saved.origins, vec![CostOrigin::Saved; 2]);
+        assert_eq!(saved.devices[0].flops_per_s, 1e9);
+        assert_eq!(saved.devices[0].transfer_overhead_s, 6e-5);
+        assert_eq!(saved.devices[1], first.devices[1]);
+        // The host's infinite transfer rate survives the text.
+        assert_eq!(saved.devices[1].transfer_bytes_per_s, f64::INFINITY);
+    }
+
+    #[test]
+    fn a_malformed_calibration_is_refused_whole() {
+        let key = calibration_key(devices()[1].as_ref());
+        let good = format!("{key}\t1e9 2e9 0 0 inf 0\n");
+        for (bad, says) in [
+            ("no tab here\n", "line 2: no tab"),
+            ("k\t1 2 3\n", "line 2: 3 numbers, expected 6"),
+            ("k\t1 2 x 0 1 0\n", "line 2: \"x\" is not a number"),
+            ("k\t-1 2 0 0 1 0\n", "line 2: a throughput"),
+            ("k\t1 2 NaN 0 1 0\n", "line 2: a throughput"),
+            ("k\t1 inf 0 0 1 0\n", "line 2: a throughput"),
+        ] {
+            let err = import_calibrations(&format!("{good}{bad}")).unwrap_err();
+            assert!(err.to_string().contains(says), "{bad:?}: {err}");
+            assert!(
+                CALIBRATED.with(|c| c.borrow().is_empty()),
+                "{bad:?} took a line"
+            );
+        }
+        assert_eq!(import_calibrations(&good).unwrap(), 1);
+        assert_eq!(import_calibrations("").unwrap(), 0);
+    }
 }

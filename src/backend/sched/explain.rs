@@ -80,6 +80,13 @@ impl Plan {
                 ms(cost.total_s()),
                 alone.join(", ")
             );
+            let origins: Vec<String> = self
+                .devices
+                .iter()
+                .zip(&cost.origins)
+                .map(|(name, o)| format!("{name} {o}"))
+                .collect();
+            let _ = writeln!(s, "device costs: {}", origins.join(", "));
             for (d, e) in cost.per_device.iter().enumerate() {
                 if e.nodes == 0 && e.transfer_s == 0.0 {
                     continue;

@@ -12,7 +12,10 @@ pub(crate) mod explain;
 mod place;
 mod plan;
 
-pub use cost::{CostModel, DeviceCost, DeviceEstimate, PlanCost};
+pub use cost::{
+    export_calibrations, import_calibrations, CostModel, CostOrigin, DeviceCost, DeviceEstimate,
+    PlanCost,
+};
 pub use place::Why;
 pub use plan::{DeviceMemoryPlan, Plan, Split, SplitInput, WeightCopyPlan};
 
@@ -161,6 +164,7 @@ impl Scheduler {
             plan.cost = Some(PlanCost {
                 per_device: cost.breakdown(graph, &plan.device_of),
                 alone: self.single_device_estimates(graph, &states)?,
+                origins: cost.origins.clone(),
             });
         }
         Ok(plan)
