@@ -3,7 +3,8 @@
 // webtensor's f32 CPU embeddings (the same model must give the same vectors).
 //   node bench/minilm.mjs [out.json]
 // MINILM_RUNS="webtensor:f32:cpu,ort:f32:cpu:2,..." picks the runs (runner:weights:device[:threads],
-// threads default 1; the runner "webtensor" is the build the package's loader picks,
+// threads default 1; device cpu, webgpu, auto (a first visit: the cost model calibrates) or
+// auto-saved (a return visit: the calibration the first saved is restored); the runner "webtensor" is the build the package's loader picks,
 // "webtensor@BUILD" one of its four builds forced (simd128, simd128-relaxed, threads,
 // threads-relaxed), "webtensor+X" the whole package (loader and builds) in bench/.pkg-X (and
 // "webtensor+X@BUILD" one build of it), e.g.
@@ -44,17 +45,27 @@ try {
     const page = await context.newPage();
     page.on('console', (m) => console.log(`  ${m.text()}`));
     const [, pkgdir, forced] = runner.match(/^webtensor(?:\+([^@]+))?(?:@(.+))?$/) || [];
-    const q = new URLSearchParams({ runner: runner.startsWith('webtensor') ? 'webtensor' : runner, type, device, reps, threads });
+    // auto-saved: 'auto' on a return visit (a first visit in the same context saved the
+    // calibration), beside auto's first-visit load.
+    const saved = device === 'auto-saved';
+    const q = new URLSearchParams({ runner: runner.startsWith('webtensor') ? 'webtensor' : runner, type, device: saved ? 'auto' : device, reps, threads });
     if (forced) q.set('build', forced);
     if (pkgdir) q.set('pkgdir', `.pkg-${pkgdir}`);
     if (process.env.MINILM_PROFILE) q.set('profile', process.env.MINILM_PROFILE);
     console.log(`round ${round + 1}: ${runner} ${type} ${device} ${threads} thread(s)`);
+    if (saved) {
+      const first = await context.newPage();
+      await first.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}&loadOnly=1`);
+      await first.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
+      console.log(`  first visit: load ${(await first.evaluate(() => window.benchResult)).loadMs} ms`);
+      await first.close();
+    }
     await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
     await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
     const r = await page.evaluate(() => window.benchResult);
     await context.close();
     if (r.error) { console.log(`  failed: ${r.error}`); perRound.push({ runner, type, device, threads, error: r.error }); continue; }
-    perRound.push({ ...r, runner, threads });
+    perRound.push({ ...r, runner, threads, device });
   }
 } finally {
   await browser.close();
@@ -82,7 +93,7 @@ for (const r of results) {
   if (r.error) { console.log(`${r.runner} | ${r.type} | ${r.threads} | ${r.device} | failed: ${r.error}`); continue; }
   const ms = cases.map((c) => r.rows.find((x) => x.case === c)?.ms ?? '-');
   const c = base ? Math.min(...r.check.map((v, i) => cos(v, base.check[i]))).toFixed(6) : '-';
-  console.log([r.runner, r.type, r.threads, r.devices, ...ms, r.loadMs, mib(r.memory.wasmBytes), mib(r.memory.jsHeapBytes), c].join(' | '));
+  console.log([r.runner, r.type, r.threads, `${r.device}: ${r.devices}`, ...ms, r.loadMs, mib(r.memory.wasmBytes), mib(r.memory.jsHeapBytes), c].join(' | '));
 }
 // Speed-ups of webtensor's CPU runs over each peer at the same thread count, per case
 // (peer ms / webtensor ms), then each runtime's thread scaling (1-thread ms / n-thread ms).
