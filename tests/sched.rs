@@ -7,7 +7,10 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use pollster::block_on;
-use webtensor::backend::sched::{CostModel, DeviceCost, Why};
+use webtensor::backend::sched::{
+    calibration_key, export_calibrations, forget_calibrations, import_calibrations, CostModel,
+    CostOrigin, DeviceCost, Why,
+};
 use webtensor::backend::{
     Device, DeviceKind, Plan, PlanOptions, Profile, RestrictedDevice, RunInput, Scheduler, Session,
 };
@@ -459,4 +462,58 @@ fn runtimes_profile_independently() {
     run(&a, 1);
     let empty = a.profile_stop();
     assert!(empty.starts_with("total 0.00 ms in 0 kinds"), "{empty}");
+}
+
+#[test]
+fn a_saved_calibration_is_used_instead_of_measuring() {
+    let devs = vec![fake_gpu(vec![]), cpu()];
+    let first = block_on(CostModel::calibrate(&devs)).unwrap();
+    assert!(matches!(first.origins[0], CostOrigin::Measured(ms) if ms >= 0.0));
+    assert!(matches!(first.origins[1], CostOrigin::Measured(_)));
+    let again = block_on(CostModel::calibrate(&devs)).unwrap();
+    assert_eq!(again.origins, vec![CostOrigin::Process; 2]);
+    assert_eq!(again.devices, first.devices);
+
+    let text = export_calibrations();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    // A later process (here: this one, after forgetting) with the saved text and one
+    // entry changed, to see it is the saved figure that is used.
+    forget_calibrations();
+    let gpu_key = calibration_key(devs[0].as_ref());
+    let edited: String = text
+        .lines()
+        .map(|l| match l.split_once('\t') {
+            Some((k, _)) if k == gpu_key => format!("{k}\t1e9 2e9 3e-5 4e-4 5e8 6e-5\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    let stale = "webtensor 0.0.0-old|CPU|whatever\t1 1 0 0 inf 0\n";
+    assert_eq!(import_calibrations(&format!("{stale}{edited}")).unwrap(), 2);
+    let saved = block_on(CostModel::calibrate(&devs)).unwrap();
+    assert_eq!(saved.origins, vec![CostOrigin::Saved; 2]);
+    assert_eq!(saved.devices[0].flops_per_s, 1e9);
+    assert_eq!(saved.devices[0].transfer_overhead_s, 6e-5);
+    assert_eq!(saved.devices[1], first.devices[1]);
+    // The host's infinite transfer rate survives the text.
+    assert_eq!(saved.devices[1].transfer_bytes_per_s, f64::INFINITY);
+}
+
+#[test]
+fn a_malformed_calibration_is_refused_whole() {
+    let key = calibration_key(cpu().as_ref());
+    let good = format!("{key}\t1e9 2e9 0 0 inf 0\n");
+    for (bad, says) in [
+        ("no tab here\n", "line 2: no tab"),
+        ("k\t1 2 3\n", "line 2: 3 numbers, expected 6"),
+        ("k\t1 2 x 0 1 0\n", "line 2: \"x\" is not a number"),
+        ("k\t-1 2 0 0 1 0\n", "line 2: a throughput"),
+        ("k\t1 2 NaN 0 1 0\n", "line 2: a throughput"),
+        ("k\t1 inf 0 0 1 0\n", "line 2: a throughput"),
+    ] {
+        let err = import_calibrations(&format!("{good}{bad}")).unwrap_err();
+        assert!(err.to_string().contains(says), "{bad:?}: {err}");
+        assert!(export_calibrations().is_empty(), "{bad:?} took a line");
+    }
+    assert_eq!(import_calibrations(&good).unwrap(), 1);
+    assert_eq!(import_calibrations("").unwrap(), 0);
 }

@@ -13,8 +13,8 @@ mod place;
 mod plan;
 
 pub use cost::{
-    export_calibrations, import_calibrations, CostModel, CostOrigin, DeviceCost, DeviceEstimate,
-    PlanCost,
+    calibration_key, export_calibrations, forget_calibrations, import_calibrations, CostModel,
+    CostOrigin, DeviceCost, DeviceEstimate, PlanCost,
 };
 pub use place::Why;
 pub use plan::{DeviceMemoryPlan, Plan, Split, SplitInput, WeightCopyPlan};
