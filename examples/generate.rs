@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release --example generate -- models/decoder/llama-q8_0.gguf \
 //!     --prompt "Once upon a time" -n 32 [--device cpu|webgpu|auto] [--context 256] [--ids 1,2,3]
-//!     [--kv f32|f16] [--logits FILE]   (the prompt's last logits, little-endian f32, for comparisons)
+//!     [--kv f32|f16] [--unfused] [--logits FILE]   (the prompt's last logits, little-endian f32, for comparisons)
+//! EXPLAIN=1 prints the last decode step's plan; PROFILE=1 the decode steps' time per node kind.
 //! ```
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -29,6 +30,7 @@ mod native {
             .ok_or("usage: generate MODEL.gguf [--prompt TEXT] [-n N]")?;
         let mut logits_out: Option<String> = None;
         let mut kv = None;
+        let mut unfused = false;
         let (mut prompt, mut ids, mut n, mut device, mut context) = (
             "Once upon a time".to_string(),
             None,
@@ -58,6 +60,7 @@ mod native {
                         other => return Err(format!("--kv f32|f16, not {other}")),
                     })
                 }
+                "--unfused" => unfused = true,
                 "--context" => {
                     context = Some(val()?.parse().map_err(|e| format!("--context: {e}"))?)
                 }
@@ -75,6 +78,7 @@ mod native {
         let opts = DecoderOptions {
             context,
             kv_dtype: kv,
+            fused_attention: !unfused,
             ..DecoderOptions::default()
         };
         let mut dec = Decoder::load(&rt, &bytes, &opts).map_err(|e| e.to_string())?;
@@ -95,6 +99,10 @@ mod native {
         }
         let mut next = webtensor::model::decoder::argmax(&logits);
         let mut out = vec![next];
+        let profile = std::env::var("PROFILE").is_ok();
+        if profile {
+            rt.profile_start();
+        }
         let t2 = Instant::now();
         while out.len() < n && dec.len() < dec.context() {
             let logits = block_on(dec.step(&rt, next)).map_err(|e| e.to_string())?;
@@ -102,6 +110,9 @@ mod native {
             out.push(next);
         }
         let decode_s = t2.elapsed().as_secs_f64();
+        if profile {
+            println!("decode steps' profile:\n{}", rt.profile_stop());
+        }
         let text = dec
             .tokenizer()
             .map(|t| t.decode(&out, false))

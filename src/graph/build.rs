@@ -242,6 +242,70 @@ impl Graph {
         self.node(Op::SoftMax { scale }, src, DType::F32, ne)
     }
 
+    /// Scaled dot-product attention of `q` (f32 `[d, n_q, heads, batch]`) over keys `k` and
+    /// values `v` (f32 or f16, `[d, n_kv, kv_heads, batch]` and `[d_v, n_kv, kv_heads,
+    /// batch]`; views of a longer cache are fine), with an optional additive `mask` (f32
+    /// `[n_kv, n_q, ..]`, repeated over heads and batch as in [`Graph::softmax`]):
+    /// `softmax(q·kᵀ * scale + mask) · v` per head, `heads` a multiple of `kv_heads` (head
+    /// `h` reads KV head `h / (heads / kv_heads)`). Result f32 `[d_v, heads, n_q, batch]`.
+    pub fn attention(
+        &mut self,
+        q: TensorId,
+        k: TensorId,
+        v: TensorId,
+        mask: Option<TensorId>,
+        scale: f32,
+    ) -> Result<TensorId> {
+        let op = "attention";
+        let tq = self.expect_dtype(op, q, &[DType::F32])?.clone();
+        let tk = self.expect_dtype(op, k, &[DType::F32, DType::F16])?.clone();
+        let tv = self.expect_dtype(op, v, &[tk.dtype])?.clone();
+        let [d, n_q, heads, batch] = tq.ne;
+        let [dk, n_kv, kv_heads, kv_batch] = tk.ne;
+        let fail = |what: String| Err(shape_err(op, what));
+        if dk != d {
+            return fail(format!(
+                "q {} and k {} differ in head size",
+                tq.shape_str(),
+                tk.shape_str()
+            ));
+        }
+        if tv.ne[1..] != tk.ne[1..] {
+            return fail(format!(
+                "v {} does not match k {} in rows, heads or batch",
+                tv.shape_str(),
+                tk.shape_str()
+            ));
+        }
+        if kv_heads == 0 || heads % kv_heads != 0 || kv_batch == 0 || batch % kv_batch != 0 {
+            return fail(format!(
+                "k {} does not broadcast to q {} (heads and batch must be multiples of k's)",
+                tk.shape_str(),
+                tq.shape_str()
+            ));
+        }
+        let mut src = vec![q, k, v];
+        if let Some(m) = mask {
+            let tm = self.expect_dtype(op, m, &[DType::F32])?;
+            let scores = [n_kv, n_q, heads, batch];
+            let ok = tm.ne[0] == n_kv
+                && (1..MAX_DIMS).all(|i| tm.ne[i] != 0 && scores[i] % tm.ne[i] == 0);
+            if !ok {
+                return fail(format!(
+                    "mask {} does not fit the scores {scores:?}",
+                    tm.shape_str()
+                ));
+            }
+            src.push(m);
+        }
+        self.node(
+            Op::Attention { scale },
+            src,
+            DType::F32,
+            [tv.ne[0], heads, n_q, batch],
+        )
+    }
+
     /// Layer norm over rows (no affine; follow with `mul`/`add`).
     pub fn norm(&mut self, a: TensorId, eps: f32) -> Result<TensorId> {
         let ne = self.expect_dtype("norm", a, &[DType::F32])?.ne;

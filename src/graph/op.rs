@@ -276,6 +276,18 @@ pub enum Op {
         /// Factor applied before the mask.
         scale: f32,
     },
+    /// Scaled dot-product attention (ggml's `flash_attn_ext`): queries `src[0]` f32 `[d,
+    /// n_q, heads, batch]`, keys `src[1]` and values `src[2]` (f32 or f16, the same dtype)
+    /// `[d, n_kv, kv_heads, batch]` and `[d_v, n_kv, kv_heads, batch]`, head `h` reading KV
+    /// head `h / (heads / kv_heads)` (grouped-query attention); `src[3]`, optional, an f32
+    /// additive mask `[n_kv, n_q, ..]` repeated over heads and batch as [`Op::SoftMax`]'s.
+    /// Result f32 `[d_v, heads, n_q, batch]`: each query's heads side by side, so a reshape
+    /// to `[d_v * heads, n_q, batch]` feeds the output projection with no copy. A row whose
+    /// every key is masked with -inf is zero.
+    Attention {
+        /// Factor applied to `q·k` before the mask (usually `1 / sqrt(d)`).
+        scale: f32,
+    },
     /// Layer norm over rows, without affine (ggml's `norm`).
     Norm {
         /// Added to the variance.
@@ -313,7 +325,7 @@ impl Op {
         let (a, b, n): (f32, f32, usize) = match *self {
             Op::Scale(s) => (s, 0.0, 0),
             Op::Clamp { min, max } => (min, max, 0),
-            Op::SoftMax { scale } => (scale, 0.0, 0),
+            Op::SoftMax { scale } | Op::Attention { scale } => (scale, 0.0, 0),
             Op::Norm { eps } | Op::RmsNorm { eps } => (eps, 0.0, 0),
             Op::Rope(p) => (p.freq_base, p.freq_scale, p.n_dims * 2 + p.mode as usize),
             Op::Concat { dim } => (0.0, 0.0, dim),
@@ -385,6 +397,8 @@ macro_rules! kinds_of_tables_2 {
             MatMul,
             /// [`Op::SoftMax`].
             SoftMax,
+            /// [`Op::Attention`].
+            Attention,
             /// [`Op::Norm`].
             Norm,
             /// [`Op::RmsNorm`].
@@ -444,6 +458,7 @@ impl Op {
             Op::Clamp { .. } => OpKind::Clamp,
             Op::MatMul => OpKind::MatMul,
             Op::SoftMax { .. } => OpKind::SoftMax,
+            Op::Attention { .. } => OpKind::Attention,
             Op::Norm { .. } => OpKind::Norm,
             Op::RmsNorm { .. } => OpKind::RmsNorm,
             Op::Unary(u) => u.kind(),

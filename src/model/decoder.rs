@@ -125,6 +125,9 @@ pub struct DecoderOptions {
     pub batch: usize,
     /// K/V cache dtype: `None` picks f16 on the CPU and f32 on a GPU.
     pub kv_dtype: Option<DType>,
+    /// Attention as one fused op ([`Graph::attention`]) when every device of the runtime
+    /// runs it (default); `false` builds it from matmuls and a softmax (to compare).
+    pub fused_attention: bool,
 }
 
 impl Default for DecoderOptions {
@@ -133,6 +136,7 @@ impl Default for DecoderOptions {
             context: None,
             batch: 64,
             kv_dtype: None,
+            fused_attention: true,
         }
     }
 }
@@ -153,6 +157,8 @@ pub struct Decoder {
     /// Programs by (chunk tokens, attended rows), built once.
     programs: RefCell<HashMap<(usize, usize), Program>>,
     last_shape: std::cell::Cell<Option<(usize, usize)>>,
+    /// Whether attention is the fused op.
+    fused: bool,
 }
 
 impl std::fmt::Debug for Decoder {
@@ -408,6 +414,7 @@ impl Decoder {
             n_ctx,
             1,
             KV_STEP.min(n_ctx),
+            false,
         )?;
         let homes = rt.weight_homes(probe.graph())?;
         let by_name: HashMap<&str, TensorId> = infos
@@ -455,6 +462,12 @@ impl Decoder {
                 rt.create_state(&format!("cache_v.{i}"), dtype, &kv_ne, d)?,
             ));
         }
+        let mut fused = opts.fused_attention;
+        for dtype in [DType::F32, DType::F16] {
+            if fused && cache.iter().any(|(k, _)| k.dtype() == dtype) {
+                fused = fused_attention_runs(rt, &config, dtype, n_ctx)?;
+            }
+        }
         let stored = rt.store_weights(&specs, src, progress)?;
         // Every bucket's session stays cached: (chunk sizes) × (attended lengths).
         let chunks = chunk_sizes(opts.batch.min(n_ctx)).len() + 1;
@@ -470,6 +483,7 @@ impl Decoder {
             history: Vec::new(),
             programs: RefCell::new(HashMap::new()),
             last_shape: std::cell::Cell::new(None),
+            fused,
         })
     }
 
@@ -615,7 +629,16 @@ impl Decoder {
             .iter()
             .map(|(k, v)| Ok((p.state(k)?, p.state(v)?)))
             .collect::<Result<Vec<_>>>()?;
-        build(&self.config, &mut p, &ids, &caches, self.n_ctx, t, n_kv)?;
+        build(
+            &self.config,
+            &mut p,
+            &ids,
+            &caches,
+            self.n_ctx,
+            t,
+            n_kv,
+            self.fused,
+        )?;
         self.programs.borrow_mut().insert((t, n_kv), p.clone());
         Ok(p)
     }
@@ -653,7 +676,14 @@ impl Decoder {
         let mut tokens = vec![0i32; t];
         let mut pos = vec![0i32; t];
         let mut rows = vec![self.n_ctx as i32; t];
-        let mut mask = vec![MASKED; n_kv * t];
+        // The fused op skips keys masked with -inf; the unfused softmax takes a large finite
+        // value (no row is masked whole either way: padding rows see row 0).
+        let masked = if self.fused {
+            f32::NEG_INFINITY
+        } else {
+            MASKED
+        };
+        let mut mask = vec![masked; n_kv * t];
         for i in 0..t {
             if i < n {
                 let p = start + i;
@@ -691,6 +721,24 @@ impl Decoder {
     }
 }
 
+/// Whether every device of `rt` runs the fused attention of a decode step of `c` over a
+/// `kv`-typed cache of `n_ctx` rows.
+fn fused_attention_runs(rt: &Runtime, c: &DecoderConfig, kv: DType, n_ctx: usize) -> Result<bool> {
+    let (hd, nh, nkv) = (c.head_dim, c.n_head, c.n_head_kv);
+    let mut g = Graph::new();
+    let q = g.input("q", DType::F32, &[hd, nh, 1])?;
+    let q = g.permute(q, [0, 2, 1, 3])?;
+    let kc = g.input("k", kv, &[hd, n_ctx + 1, nkv])?;
+    let vc = g.input("v", kv, &[hd, n_ctx + 1, nkv])?;
+    let n_kv = KV_STEP.min(n_ctx);
+    let nb = g.tensor(kc).nb;
+    let k = g.view(kc, &[hd, n_kv, nkv], &nb[..3], 0)?;
+    let v = g.view(vc, &[hd, n_kv, nkv], &nb[..3], 0)?;
+    let mask = g.input("mask", DType::F32, &[n_kv, 1])?;
+    let a = g.attention(q, k, v, Some(mask), 1.0)?;
+    Ok(rt.runs_everywhere(&g, a))
+}
+
 /// The prefill chunk sizes below `batch` (powers of two from [`MIN_CHUNK`]) and `batch`.
 fn chunk_sizes(batch: usize) -> Vec<usize> {
     let mut v: Vec<usize> = (3..)
@@ -719,6 +767,8 @@ pub fn argmax(v: &[f32]) -> u32 {
 /// Inputs: `tokens`, `pos` (RoPE positions) and `rows` (cache rows written) I32 `[t]`;
 /// `mask` f32 `[n_kv, t]` (0 where a token sees a row, a large negative value elsewhere);
 /// `last` I32 `[1]`, the token whose logits are read. Output: `logits` f32 `[n_vocab, 1]`.
+/// Attention is the fused op when `fused`, matmuls and a softmax otherwise.
+#[allow(clippy::too_many_arguments)]
 fn build(
     c: &DecoderConfig,
     p: &mut Program,
@@ -727,6 +777,7 @@ fn build(
     n_ctx: usize,
     t: usize,
     n_kv: usize,
+    fused: bool,
 ) -> Result<()> {
     let w: HashMap<String, TensorId> = ids
         .iter()
@@ -778,14 +829,21 @@ fn build(
         let es = g.tensor(kc).dtype.block_bytes();
         let head_bytes = (n_ctx + 1) * hd * es;
         let keys = g.view(kc, &[hd, n_kv, nkv], &[es, hd * es, head_bytes], 0)?;
-        // V transposed through strides: [n_kv, hd, heads], element j of row d at row j.
-        let values_t = g.view(vc, &[n_kv, hd, nkv], &[hd * es, es, head_bytes], 0)?;
         let q = g.permute(q, by_token)?;
-        let scores = g.matmul(keys, q)?; // [n_kv, t, nh]: head h reads KV head h / (nh / nkv)
-        let probs = g.softmax(scores, Some(mask), scale)?;
-        let o = g.matmul(values_t, probs)?; // [hd, t, nh]
-        let o = g.permute(o, by_token)?;
-        let o = g.cont(o)?;
+        let o = if fused {
+            let values = g.view(vc, &[hd, n_kv, nkv], &[es, hd * es, head_bytes], 0)?;
+            // [hd, nh, t]: each token's heads side by side.
+            g.attention(q, keys, values, Some(mask), scale)?
+        } else {
+            // V transposed through strides: [n_kv, hd, heads], element j of row d at row j.
+            let values_t = g.view(vc, &[n_kv, hd, nkv], &[hd * es, es, head_bytes], 0)?;
+            // [n_kv, t, nh]: head h reads KV head h / (nh / nkv).
+            let scores = g.matmul(keys, q)?;
+            let probs = g.softmax(scores, Some(mask), scale)?;
+            let o = g.matmul(values_t, probs)?; // [hd, t, nh]
+            let o = g.permute(o, by_token)?;
+            g.cont(o)?
+        };
         let o = g.reshape(o, &[hd * nh, t])?;
         let o = g.matmul(get(&b("attn_output.weight"))?, o)?;
         x = g.add(x, o)?;

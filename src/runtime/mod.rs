@@ -304,6 +304,15 @@ impl Runtime {
         )
     }
 
+    /// Whether every device of this runtime runs node `node` of `graph` (a model builds a
+    /// fused op only then, so the op never splits its graph across devices).
+    pub fn runs_everywhere(&self, graph: &Graph, node: TensorId) -> bool {
+        self.sched
+            .devices()
+            .iter()
+            .all(|d| d.supports_op(graph, node).is_yes())
+    }
+
     /// Whether device `d` (an index into [`Runtime::device_names`]) is the CPU.
     pub fn device_is_cpu(&self, d: usize) -> bool {
         self.sched

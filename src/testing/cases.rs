@@ -533,6 +533,168 @@ fn softmax_cases(v: &mut Vec<OpCase>) {
     }
 }
 
+/// One attention case: head size (q·k, then v), queries, heads, keys, KV heads, batch, K/V
+/// dtype and mask.
+#[derive(Clone, Copy)]
+struct AttnCase {
+    d: usize,
+    d_v: usize,
+    n_q: usize,
+    heads: usize,
+    n_kv: usize,
+    kv_heads: usize,
+    batch: usize,
+    kv: DType,
+    mask: AttnMask,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum AttnMask {
+    None,
+    /// Random values, `[n_kv, n_q]`.
+    Full,
+    /// Query `i` sees keys up to `n_kv - n_q + i` (-inf after), `[n_kv, n_q]`.
+    Causal,
+    /// Key padding per batch, `[n_kv, 1, 1, batch]`: the last third of the keys of batch 1
+    /// masked with -inf.
+    Padding,
+    /// Causal, and query 1's row -inf everywhere (its output is zero).
+    BlankRow,
+}
+
+fn attention_mask(b: &mut CaseBuilder, c: AttnCase) -> Result<Option<TensorId>> {
+    let (n_kv, n_q) = (c.n_kv, c.n_q);
+    let inf = f32::NEG_INFINITY;
+    let causal = |blank: bool| -> Vec<f32> {
+        (0..n_kv * n_q)
+            .map(|x| {
+                let (j, i) = (x % n_kv, x / n_kv);
+                if (blank && i == 1) || j > n_kv - n_q + i {
+                    inf
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    };
+    Ok(Some(match c.mask {
+        AttnMask::None => return Ok(None),
+        AttnMask::Full => b.input_range(DType::F32, &[n_kv, n_q], -2.0, 2.0)?,
+        AttnMask::Causal => b.input_values(DType::F32, &[n_kv, n_q], &causal(false))?,
+        AttnMask::BlankRow => b.input_values(DType::F32, &[n_kv, n_q], &causal(true))?,
+        AttnMask::Padding => {
+            let vals: Vec<f32> = (0..n_kv * c.batch)
+                .map(|x| {
+                    if x / n_kv == 1 && x % n_kv >= n_kv - n_kv / 3 {
+                        inf
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            b.input_values(DType::F32, &[n_kv, 1, 1, c.batch], &vals)?
+        }
+    }))
+}
+
+fn attention_cases(v: &mut Vec<OpCase>) {
+    use AttnMask::{BlankRow, Causal, Full, Padding};
+    let case = |d, d_v, n_q, heads, n_kv, kv_heads, batch, kv, mask| AttnCase {
+        d,
+        d_v,
+        n_q,
+        heads,
+        n_kv,
+        kv_heads,
+        batch,
+        kv,
+        mask,
+    };
+    let list = [
+        case(32, 32, 7, 4, 13, 4, 1, DType::F32, AttnMask::None),
+        case(5, 5, 3, 2, 6, 1, 1, DType::F32, Full),
+        case(16, 24, 9, 3, 9, 3, 2, DType::F32, Padding),
+        case(32, 32, 40, 4, 40, 1, 1, DType::F16, Causal),
+        case(64, 64, 1, 8, 37, 2, 1, DType::F16, Full),
+        case(64, 64, 1, 8, 4096, 1, 1, DType::F16, Causal),
+        case(48, 48, 1, 2, 1000, 2, 1, DType::F32, AttnMask::None),
+        case(8, 8, 3, 2, 1, 2, 1, DType::F32, AttnMask::None),
+        case(16, 16, 5, 4, 12, 4, 1, DType::F32, BlankRow),
+    ];
+    for c in list {
+        let name = format!(
+            "attention_d{}_{}q_{}h_{}kv_{}kvh_b{}_{}_{:?}",
+            c.d,
+            c.n_q,
+            c.heads,
+            c.n_kv,
+            c.kv_heads,
+            c.batch,
+            c.kv.name(),
+            c.mask
+        )
+        .to_lowercase();
+        let name = if c.d_v != c.d {
+            format!("{name}_dv{}", c.d_v)
+        } else {
+            name
+        };
+        v.push(OpCase::new(name, OpKind::Attention, F32_ACC, move |b| {
+            let q = b.input_range(DType::F32, &[c.d, c.n_q, c.heads, c.batch], -1.0, 1.0)?;
+            let k = b.input_range(c.kv, &[c.d, c.n_kv, c.kv_heads, c.batch], -1.0, 1.0)?;
+            let v = b.input_range(c.kv, &[c.d_v, c.n_kv, c.kv_heads, c.batch], -1.0, 1.0)?;
+            let m = attention_mask(b, c)?;
+            let scale = 1.0 / (c.d as f32).sqrt();
+            let y = b.g.attention(q, k, v, m, scale)?;
+            b.output(y)
+        }));
+    }
+    // The decoder's layout: q a permuted view of `[d, heads, n_q]`, K/V the first n_kv rows
+    // of a longer cache `[d, n_ctx + 1, kv_heads]` (an f16 state), V read as stored.
+    v.push(OpCase::new(
+        "attention_decoder_views_q_permuted_kv_cache_prefix",
+        OpKind::Attention,
+        F32_ACC,
+        |b| {
+            let (d, heads, n_q, kvh, n_ctx, n_kv) = (32, 6, 3, 2, 20, 11);
+            let q = b.input_range(DType::F32, &[d, heads, n_q], -1.0, 1.0)?;
+            let q = b.g.permute(q, [0, 2, 1, 3])?;
+            let kc = b.input_range(DType::F16, &[d, n_ctx + 1, kvh], -1.0, 1.0)?;
+            let vc = b.input_range(DType::F16, &[d, n_ctx + 1, kvh], -1.0, 1.0)?;
+            let nb = b.g.tensor(kc).nb;
+            let k = b.g.view(kc, &[d, n_kv, kvh], &nb[..3], 0)?;
+            let v = b.g.view(vc, &[d, n_kv, kvh], &nb[..3], 0)?;
+            let c = AttnCase {
+                d,
+                d_v: d,
+                n_q,
+                heads,
+                n_kv,
+                kv_heads: kvh,
+                batch: 1,
+                kv: DType::F16,
+                mask: AttnMask::Causal,
+            };
+            let m = attention_mask(b, c)?;
+            let y = b.g.attention(q, k, v, m, 0.2)?;
+            b.output(y)
+        },
+    ));
+    // Q and K/V transposed (element strides ≠ element size): the reference's path on CPU.
+    v.push(OpCase::new(
+        "attention_q_transposed",
+        OpKind::Attention,
+        F32_ACC,
+        |b| {
+            let q = operand(b, DType::F32, [8, 6, 2, 1], Layout::Transposed, -1.0, 1.0)?;
+            let k = operand(b, DType::F32, [8, 5, 2, 1], Layout::Offset, -1.0, 1.0)?;
+            let v = b.input(DType::F32, &[8, 5, 2, 1])?;
+            let y = b.g.attention(q, k, v, None, 0.5)?;
+            b.output(y)
+        },
+    ));
+}
+
 fn norm_cases(v: &mut Vec<OpCase>) {
     let shapes = [
         ([65, 3, 1, 1], Layout::Contig),
@@ -1114,6 +1276,7 @@ pub fn all_cases() -> Vec<OpCase> {
     scale_unary_cases(&mut v);
     matmul_cases(&mut v);
     softmax_cases(&mut v);
+    attention_cases(&mut v);
     norm_cases(&mut v);
     rope_cases(&mut v);
     cpy_cases(&mut v);

@@ -289,6 +289,12 @@ impl CostModel {
         // Every op listed: a new one says here whether its arithmetic counts.
         let flops = match t.op {
             Op::MatMul => 2.0 * (t.numel() * graph.tensor(t.src[0]).ne[0]) as f64,
+            // q·k and p·v per (query, head, key): 2 (d + d_v) flops.
+            Op::Attention { .. } => {
+                let q = graph.tensor(t.src[0]);
+                let n_kv = graph.tensor(t.src[1]).ne[1];
+                2.0 * (q.numel() / q.ne[0].max(1) * n_kv * (q.ne[0] + t.ne[0])) as f64
+            }
             // Bound by the bytes they move.
             Op::Leaf
             | Op::View

@@ -418,6 +418,11 @@ fn plan_node(
     if srcs.is_empty() {
         return Err(unsupported(format!("{} has no operands", t.op.name())));
     }
+    if let Op::Attention { .. } = t.op {
+        // No WGSL kernel yet: the scheduler keeps it on the CPU, and the models build the
+        // unfused nodes when a device in use says no.
+        return Err(unsupported("no WebGPU attention kernel yet"));
+    }
     let shared_b = srcs.len() >= 2 && overlaps(graph, t.src[0], t.src[1]);
     if srcs.len() == 3 && t.src[..2].iter().any(|&s| overlaps(graph, t.src[2], s)) {
         return Err(unsupported("the third operand shares memory with another"));
@@ -465,6 +470,7 @@ fn plan_node(
     let mut c = None;
     let (key, b, groups): (PipelineKey, Option<Option<TensorId>>, [u32; 3]) = match t.op {
         Op::Leaf | Op::View => return Ok(None),
+        Op::Attention { .. } => return Err(unsupported("no WebGPU attention kernel yet")),
         Op::Binary(op) => {
             need(srcs[0], &[DType::F32], "binary operand")?;
             need(srcs[1], &[DType::F32], "binary operand")?;

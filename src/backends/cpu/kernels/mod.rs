@@ -8,12 +8,14 @@
 //!   to Q8_K, weights unpacked from their GGUF bytes as they are read.
 //! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0,
 //!   for batches an int8 GEMM on weights regrouped once ([`Prepacked`]).
+//! - `attention`: fused attention with an online softmax (no score matrix in memory).
 //! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
 //! - `rows`: rope, row sums/means, get_rows.
 //!
 //! A fast kernel that does not fit a node's dtypes or layout declines, and the reference
 //! runs instead, so every node always has a kernel.
 
+mod attention;
 mod elementwise;
 pub use elementwise::Epilogue;
 pub(crate) mod gemm;
@@ -164,6 +166,15 @@ fn fast(par: Par, op: &Op, dst: &TensorView, src: &[TensorView]) -> Option<Resul
         Op::Clamp { min, max } => done(elementwise::clamp(par, dst, a, min, max)),
         Op::Unary(u) => done(elementwise::unary(par, u, dst, a)),
         Op::SoftMax { scale } => done(elementwise::softmax(par, dst, a, b, scale)),
+        Op::Attention { scale } => done(attention::attention(
+            par,
+            dst,
+            a,
+            b?,
+            src.get(2)?,
+            src.get(3),
+            scale,
+        )),
         Op::Norm { eps } => done(elementwise::norm(par, dst, a, eps, false)),
         Op::RmsNorm { eps } => done(elementwise::norm(par, dst, a, eps, true)),
         Op::Rope(p) => done(rows::rope(par, dst, a, b?, p).is_some()),

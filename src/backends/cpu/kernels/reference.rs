@@ -35,6 +35,10 @@ pub fn compute(op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
             softmax(dst, &src[0], src.get(1), scale);
             Ok(())
         }
+        Op::Attention { scale } => {
+            attention(dst, &src[0], &src[1], &src[2], src.get(3), scale);
+            Ok(())
+        }
         Op::Norm { eps } => {
             norm(dst, &src[0], eps, false);
             Ok(())
@@ -171,6 +175,54 @@ fn softmax(dst: &TensorView, a: &TensorView, mask: Option<&TensorView>, scale: f
         }
         for (i0, r) in row.iter().enumerate() {
             dst.set([i0, i1, i2, i3], (*r as f64 / sum) as f32);
+        }
+    }
+}
+
+/// Per (query, head): scores over every key, softmax in f64, then the weighted sum of the
+/// values; a row masked to -inf everywhere is zero.
+fn attention(
+    dst: &TensorView,
+    q: &TensorView,
+    k: &TensorView,
+    v: &TensorView,
+    mask: Option<&TensorView>,
+    scale: f32,
+) {
+    let [d, n_q, heads, batch] = q.ne;
+    let (n_kv, group, kv_group) = (k.ne[1], heads / k.ne[2], batch / k.ne[3]);
+    let d_v = v.ne[0];
+    let mut w = vec![0f64; n_kv];
+    for b in 0..batch {
+        for h in 0..heads {
+            let (kh, kb) = (h / group, b / kv_group);
+            for i in 0..n_q {
+                for (j, wj) in w.iter_mut().enumerate() {
+                    let dot: f64 = (0..d)
+                        .map(|e| q.get([e, i, h, b]) as f64 * k.get([e, j, kh, kb]) as f64)
+                        .sum();
+                    let m = mask.map_or(0.0, |m| {
+                        m.get([j, i % m.ne[1], h % m.ne[2], b % m.ne[3]]) as f64
+                    });
+                    // As the unfused graph rounds it: the scaled score in f32, plus the mask.
+                    *wj = (dot as f32 * scale) as f64 + m;
+                }
+                let max = w.iter().fold(f64::NEG_INFINITY, |a, &x| a.max(x));
+                if max == f64::NEG_INFINITY {
+                    w.fill(0.0);
+                } else {
+                    w.iter_mut().for_each(|x| *x = (*x - max).exp());
+                }
+                let sum: f64 = w.iter().sum();
+                for e in 0..d_v {
+                    let o: f64 = w
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &p)| p * v.get([e, j, kh, kb]) as f64)
+                        .sum();
+                    dst.set([e, h, i, b], if sum > 0.0 { (o / sum) as f32 } else { 0.0 });
+                }
+            }
         }
     }
 }

@@ -1,0 +1,341 @@
+//! Fused attention ([`Op::Attention`](crate::graph::Op::Attention)): `softmax(q·kᵀ * scale +
+//! mask) · v` with an online softmax, one pass over K and V per block of query rows and no
+//! score matrix in memory.
+//!
+//! Work is cut into blocks of up to [`BLOCK`] query rows that share a KV head (a query's
+//! heads of one GQA group, or consecutive queries), so each K and V row (converted from f16
+//! once) serves the whole block. Keys go by tiles of [`TILE`]: the block's scores for the
+//! tile, one rescale of the running sums per row, then the values weighted in. A tile whose
+//! mask is -inf for every row of the block is skipped (a causal mask's future).
+//!
+//! Threads share the blocks; when there are too few blocks to keep them busy (a decode step:
+//! one query row per head) the keys are also cut into ranges, each range's partial sums kept
+//! apart and combined at the end, so two threads help even at batch 1.
+
+use super::simd::{exp_nonpos, f16_at, F32x4};
+use super::{aligned_f32, gemm::dot_f32, MIN_PAR_ELEMS};
+use crate::backends::cpu::pool::Par;
+use crate::backends::cpu::TensorView;
+use crate::graph::DType;
+
+/// Query rows per block: each K/V row loaded serves this many.
+const BLOCK: usize = 8;
+/// Keys per tile: scores kept for this many at a time, per row of the block.
+const TILE: usize = 32;
+/// Keys per range at least, when the keys are cut over threads.
+const MIN_SPLIT_KEYS: usize = 128;
+
+/// A raw pointer that may cross to the pool's threads: every range writes its own part.
+#[derive(Clone, Copy)]
+struct Shared(*mut f32);
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// The pointer (a method, so closures capture the whole `Shared`).
+    fn at(self, i: usize) -> *mut f32 {
+        self.0.wrapping_add(i)
+    }
+}
+
+/// The f32 row at `p` (f32 or f16 elements, packed), as f32: `p` itself when f32, else
+/// converted into `buf`.
+///
+/// # Safety
+/// `p` readable for `buf.len()` elements of `dtype`.
+#[inline(always)]
+unsafe fn row_f32(p: *const u8, dtype: DType, buf: &mut [f32]) -> *const f32 {
+    if dtype == DType::F32 {
+        return p as *const f32;
+    }
+    for (i, x) in buf.iter_mut().enumerate() {
+        *x = unsafe { f16_at(p.add(2 * i)) };
+    }
+    buf.as_ptr()
+}
+
+/// Whether `v` is `dtype` (f32 or f16) with packed rows at element-aligned addresses.
+fn packed_rows(v: &TensorView) -> bool {
+    match v.dtype {
+        DType::F32 => aligned_f32(v) && v.nb[0] == 4,
+        DType::F16 => {
+            v.nb[0] == 2
+                && (v.ptr_at([0; 4]) as usize).is_multiple_of(2)
+                && v.nb.iter().all(|n| n.is_multiple_of(2))
+        }
+        _ => false,
+    }
+}
+
+/// One block's running state per row: max, sum of weights, weighted values.
+struct Scratch {
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    s: Vec<f32>,
+    acc: Vec<f32>,
+    m: [f32; BLOCK],
+    l: [f32; BLOCK],
+}
+
+/// Fused attention; `false` when a layout does not fit (the reference runs instead).
+#[allow(clippy::too_many_arguments)]
+pub fn attention(
+    par: Par,
+    dst: &TensorView,
+    q: &TensorView,
+    k: &TensorView,
+    v: &TensorView,
+    mask: Option<&TensorView>,
+    scale: f32,
+) -> bool {
+    let dst_ok = aligned_f32(dst) && dst.nb[0] == 4;
+    let q_ok = aligned_f32(q) && q.nb[0] == 4;
+    let mask_ok = mask.is_none_or(|m| aligned_f32(m) && m.nb[0] == 4);
+    if !(dst_ok && q_ok && mask_ok && packed_rows(k) && packed_rows(v) && k.dtype == v.dtype) {
+        return false;
+    }
+    let [d, n_q, heads, batch] = q.ne;
+    let (n_kv, kv_heads) = (k.ne[1], k.ne[2]);
+    let d_v = v.ne[0];
+    let group = heads / kv_heads;
+    let kv_group = batch / k.ne[3];
+    // Rows of one (batch, KV head): `group * n_q`, query-major (a query's heads together).
+    let rows = group * n_q;
+    let blocks = rows.div_ceil(BLOCK);
+    let units = batch * kv_heads * blocks;
+    // Keys cut into `splits` ranges when the blocks alone cannot busy every thread.
+    let threads = par.threads();
+    let splits = if threads > 1 && units < 2 * threads {
+        (2 * threads)
+            .div_ceil(units)
+            .min(n_kv / MIN_SPLIT_KEYS)
+            .max(1)
+    } else {
+        1
+    };
+    let items = units * splits;
+    let per_item = BLOCK.min(rows) * n_kv.div_ceil(splits) * (d + d_v);
+    let min_items = MIN_PAR_ELEMS.div_ceil(per_item.max(1));
+    // Partial results of split ranges: per item and row, max, sum and d_v weighted values.
+    let stride = 2 + d_v;
+    let mut partial = vec![
+        0f32;
+        if splits > 1 {
+            items * BLOCK * stride
+        } else {
+            0
+        }
+    ];
+    let out = Shared(partial.as_mut_ptr());
+    let row_of = |unit: usize, r: usize| {
+        let blk = unit % blocks;
+        let kh = (unit / blocks) % kv_heads;
+        let b = unit / (blocks * kv_heads);
+        let row = blk * BLOCK + r;
+        (b, kh * group + row % group, row / group)
+    };
+    par.for_ranges(items, min_items, 1, |range| {
+        let mut w = Scratch {
+            q: vec![0f32; BLOCK * d],
+            k: vec![0f32; d],
+            v: vec![0f32; d_v],
+            s: vec![0f32; BLOCK * TILE],
+            acc: vec![0f32; BLOCK * d_v],
+            m: [f32::NEG_INFINITY; BLOCK],
+            l: [0f32; BLOCK],
+        };
+        for item in range {
+            let (unit, split) = (item / splits, item % splits);
+            let blk = unit % blocks;
+            let n_rows = BLOCK.min(rows - blk * BLOCK);
+            let (b, h0, _) = row_of(unit, 0);
+            let (kh, kb) = (h0 / group, b / kv_group);
+            let per = n_kv.div_ceil(splits);
+            let keys = (split * per).min(n_kv)..((split + 1) * per).min(n_kv);
+            let masks: [Option<*const f32>; BLOCK] = std::array::from_fn(|r| {
+                let (b, h, i) = row_of(unit, r.min(n_rows - 1));
+                mask.map(|m| m.ptr_at([0, i % m.ne[1], h % m.ne[2], b % m.ne[3]]) as *const f32)
+            });
+            for r in 0..n_rows {
+                let (b, h, i) = row_of(unit, r);
+                let p = q.ptr_at([0, i, h, b]) as *const f32;
+                // In range: row `i` of head `h` of q, d packed f32.
+                unsafe { std::ptr::copy_nonoverlapping(p, w.q.as_mut_ptr().add(r * d), d) };
+            }
+            w.m = [f32::NEG_INFINITY; BLOCK];
+            w.l = [0.0; BLOCK];
+            w.acc.fill(0.0);
+            // SAFETY: every pointer below is inside its view (indices within `ne`).
+            unsafe { run_block(&mut w, k, v, kh, kb, keys, n_rows, &masks, d, d_v, scale) };
+            if splits == 1 {
+                for r in 0..n_rows {
+                    let (b, h, i) = row_of(unit, r);
+                    let o = dst.ptr_at([0, h, i, b]) as *mut f32;
+                    let inv = if w.l[r] > 0.0 { 1.0 / w.l[r] } else { 0.0 };
+                    for e in 0..d_v {
+                        // In range: d_v packed f32 of dst's row (h, i, b).
+                        unsafe { *o.add(e) = w.acc[r * d_v + e] * inv };
+                    }
+                }
+            } else {
+                for r in 0..n_rows {
+                    // This item's slot: `BLOCK * stride` floats, its own.
+                    let p = out.at((item * BLOCK + r) * stride);
+                    unsafe {
+                        *p = w.m[r];
+                        *p.add(1) = w.l[r];
+                        std::ptr::copy_nonoverlapping(w.acc.as_ptr().add(r * d_v), p.add(2), d_v);
+                    }
+                }
+            }
+        }
+    });
+    if splits > 1 {
+        // Combine each row's ranges: rescale each to the largest max and add.
+        for unit in 0..units {
+            let blk = unit % blocks;
+            for r in 0..BLOCK.min(rows - blk * BLOCK) {
+                let part =
+                    |s: usize| &partial[((unit * splits + s) * BLOCK + r) * stride..][..stride];
+                let m = (0..splits).fold(f32::NEG_INFINITY, |a, s| a.max(part(s)[0]));
+                let (b, h, i) = row_of(unit, r);
+                let o = dst.ptr_at([0, h, i, b]) as *mut f32;
+                let mut l = 0.0;
+                let mut acc = vec![0f32; d_v];
+                if m > f32::NEG_INFINITY {
+                    for s in 0..splits {
+                        let p = part(s);
+                        let c = (p[0] - m).exp();
+                        l += p[1] * c;
+                        for (a, &x) in acc.iter_mut().zip(&p[2..]) {
+                            *a += x * c;
+                        }
+                    }
+                }
+                let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
+                for (e, a) in acc.iter().enumerate() {
+                    // In range: d_v packed f32 of dst's row (h, i, b).
+                    unsafe { *o.add(e) = a * inv };
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Runs keys `keys` of KV head `kh` (batch `kb`) over the block's `n_rows` query rows in
+/// `w.q`, updating `w.m`, `w.l` and `w.acc` (not normalized).
+///
+/// # Safety
+/// `kh < k.ne[2]`, `kb < k.ne[3]`, `keys` within `k.ne[1]`; each mask pointer readable for
+/// `k.ne[1]` f32.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn run_block(
+    w: &mut Scratch,
+    k: &TensorView,
+    v: &TensorView,
+    kh: usize,
+    kb: usize,
+    keys: std::ops::Range<usize>,
+    n_rows: usize,
+    masks: &[Option<*const f32>; BLOCK],
+    d: usize,
+    d_v: usize,
+    scale: f32,
+) {
+    let mut j0 = keys.start;
+    while j0 < keys.end {
+        let tile = TILE.min(keys.end - j0);
+        // A tile masked to -inf for every row adds nothing.
+        let skip = masks[..n_rows].iter().all(|m| {
+            m.is_some_and(|m| (0..tile).all(|j| unsafe { *m.add(j0 + j) } == f32::NEG_INFINITY))
+        });
+        if skip {
+            j0 += tile;
+            continue;
+        }
+        // Scores: s[r][j] = q_r · k_j * scale + mask.
+        for j in 0..tile {
+            let kp = unsafe { row_f32(k.ptr_at([0, j0 + j, kh, kb]), k.dtype, &mut w.k) };
+            for r in 0..n_rows {
+                let dot = unsafe { dot_f32(w.q.as_ptr().add(r * d), kp, d) };
+                let m = masks[r].map_or(0.0, |m| unsafe { *m.add(j0 + j) });
+                w.s[r * TILE + j] = dot * scale + m;
+            }
+        }
+        // Online softmax: new max, rescale what was summed, weights for the tile.
+        for r in 0..n_rows {
+            let s = &mut w.s[r * TILE..r * TILE + tile];
+            let tile_max = s.iter().fold(f32::NEG_INFINITY, |a, &x| a.max(x));
+            let m_new = w.m[r].max(tile_max);
+            if m_new == f32::NEG_INFINITY {
+                // Every key so far masked: weights 0.
+                s.fill(0.0);
+                continue;
+            }
+            let c = (w.m[r] - m_new).exp();
+            w.m[r] = m_new;
+            if c != 1.0 {
+                w.l[r] *= c;
+                let vc = F32x4::splat(c);
+                let acc = &mut w.acc[r * d_v..(r + 1) * d_v];
+                let mut e = 0;
+                while e + 4 <= d_v {
+                    unsafe {
+                        let p = acc.as_mut_ptr().add(e);
+                        (F32x4::load(p) * vc).store(p);
+                    }
+                    e += 4;
+                }
+                for x in &mut acc[e..] {
+                    *x *= c;
+                }
+            }
+            let vm = F32x4::splat(m_new);
+            let mut sum = F32x4::splat(0.0);
+            let mut j = 0;
+            while j + 4 <= tile {
+                unsafe {
+                    let p = s.as_mut_ptr().add(j);
+                    let e = exp_nonpos(F32x4::load(p) - vm);
+                    e.store(p);
+                    sum = sum + e;
+                }
+                j += 4;
+            }
+            let mut l = sum.hsum();
+            for x in &mut s[j..] {
+                *x = (*x - m_new).exp();
+                l += *x;
+            }
+            w.l[r] += l;
+        }
+        // Values: acc_r += s[r][j] * v_j.
+        for j in 0..tile {
+            let vp = unsafe { row_f32(v.ptr_at([0, j0 + j, kh, kb]), v.dtype, &mut w.v) };
+            for r in 0..n_rows {
+                let p = w.s[r * TILE + j];
+                if p == 0.0 {
+                    continue;
+                }
+                let vpw = F32x4::splat(p);
+                let acc = w.acc[r * d_v..].as_mut_ptr();
+                let mut e = 0;
+                unsafe {
+                    while e + 4 <= d_v {
+                        let a = acc.add(e);
+                        F32x4::load(a).mul_add(vpw, F32x4::load(vp.add(e))).store(a);
+                        e += 4;
+                    }
+                    while e < d_v {
+                        *acc.add(e) += p * *vp.add(e);
+                        e += 1;
+                    }
+                }
+            }
+        }
+        j0 += tile;
+    }
+}
