@@ -6,6 +6,7 @@
 //! ```
 //!
 //! The device is `cpu`, `webgpu` or `auto`; with no sentences a few built-in ones are used.
+//! REPS=N times N runs after the first (median); UNFUSED=1 builds attention unfused.
 
 // Native only: it reads a file and blocks on the runtime.
 #[cfg(not(target_arch = "wasm32"))]
@@ -32,18 +33,31 @@ mod native {
             ];
         }
         let rt = block_on(webtensor::create_runtime(device, false))?;
-        let embedder = SentenceEmbedder::load(&rt, &std::fs::read(path)?)?;
+        let mut embedder = SentenceEmbedder::load(&rt, &std::fs::read(path)?)?;
+        if std::env::var("UNFUSED").is_ok() {
+            embedder.set_fused_attention(false);
+        }
         println!("devices: {:?} {:?}", rt.device_names(), rt.notes());
         let t0 = Instant::now();
         let embs = block_on(embedder.embed(&rt, &texts))?;
         let first = t0.elapsed();
-        let t1 = Instant::now();
-        block_on(embedder.embed(&rt, &texts))?;
+        let reps: usize = std::env::var("REPS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(1);
+        let mut times = Vec::new();
+        for _ in 0..reps.max(1) {
+            let t1 = Instant::now();
+            block_on(embedder.embed(&rt, &texts))?;
+            times.push(t1.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
         println!(
-            "{} texts: first run {:.1} ms (plans the graph), then {:.1} ms",
+            "{} texts: first run {:.1} ms (plans the graph), then {:.1} ms (median of {})",
             texts.len(),
             first.as_secs_f64() * 1e3,
-            t1.elapsed().as_secs_f64() * 1e3
+            times[times.len() / 2],
+            times.len()
         );
         for (i, a) in embs.iter().enumerate() {
             let sims: Vec<String> = embs

@@ -105,7 +105,7 @@ export const GRAPH_CALLS = {
   getRows: [[0, 1], true], reshape: [[0], true], view: [[0], true], permute: [[0], true],
   transpose: [[0], true], tanh: [[0], true], sigmoid: [[0], true], exp: [[0], true],
   neg: [[0], true], sqr: [[0], true], sqrt: [[0], true], clamp: [[0], true],
-  setRows: [[0, 1, 2], true], state: [[], true],
+  setRows: [[0, 1, 2], true], state: [[], true], attention: [[0, 1, 2, 3], true],
 };
 
 /** The Tokenizer getters the worker sends at fromGguf: the proxy's fields (they never change). */

@@ -49,6 +49,25 @@ fn runs_by_name_and_reuses_the_plan() {
     );
 }
 
+/// An input read only through a view of it (a transpose here): the view shares the input's
+/// memory (planning it as an input of its own used to fail: "x(view) is a view").
+#[test]
+fn an_input_read_through_a_view_runs() {
+    let rt = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
+    let mut p = Program::new();
+    let w = p
+        .weight_f32("w", DType::F32, &[2, 2], &[1.0, 2.0, 3.0, 4.0])
+        .unwrap();
+    let g = p.graph_mut();
+    let x = g.input("x", DType::F32, &[1, 2]).unwrap();
+    let xt = g.transpose(x).unwrap();
+    let y = g.matmul(w, xt).unwrap();
+    g.set_output(y).unwrap();
+    let inputs = HashMap::from([("x".to_string(), bytes(&[1.0, 2.0]))]);
+    let out = block_on(rt.run(&p, &inputs)).unwrap();
+    assert_eq!(f32s(&out[0].2), vec![5.0, 11.0]);
+}
+
 /// Sessions are cached by graph shape and weight values: a program built again the same way
 /// reuses the first one's session; other weight values or another shape get their own, and
 /// the least recently run is freed past the cache size.

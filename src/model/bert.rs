@@ -97,6 +97,10 @@ pub struct SentenceEmbedder {
     /// Each weight's name and its value stored on a device of the runtime it was loaded on.
     weights: Vec<(String, StoredWeight)>,
     max_tokens: usize,
+    /// Whether attention is the fused op.
+    fused: bool,
+    /// Whether every device runs the fused op.
+    fused_runs: bool,
     /// The (batch, tokens) shape run last, for `explain`.
     last_shape: Cell<Option<(usize, usize)>>,
 }
@@ -302,7 +306,14 @@ impl SentenceEmbedder {
             .map(|w| probe.graph_mut().weight(&w.name, w.dtype, &w.ne))
             .collect::<Result<Vec<_>>>()?;
         let (batch, seq) = HOME_SHAPE;
-        build_encoder(&config, &mut probe, &ids, batch, seq.min(config.n_ctx))?;
+        build_encoder(
+            &config,
+            &mut probe,
+            &ids,
+            batch,
+            seq.min(config.n_ctx),
+            false,
+        )?;
         let homes = rt.weight_homes(probe.graph())?;
         let specs = weights
             .iter()
@@ -320,14 +331,25 @@ impl SentenceEmbedder {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let (h, nh) = (config.n_embd, config.n_head);
+        let fused = super::attention_runs_everywhere(rt, h / nh, nh, nh, DType::F32)?;
         let stored = rt.store_weights(&specs, src, progress)?;
         Ok(Self {
             config,
             tokenizer,
             weights: weights.into_iter().map(|w| w.name).zip(stored).collect(),
             max_tokens,
+            fused,
+            fused_runs: fused,
             last_shape: Cell::new(None),
         })
+    }
+
+    /// Builds attention as one fused op (the default where every device runs it) or, with
+    /// `false`, as matmuls and a softmax (to compare); returns whether it is fused now.
+    pub fn set_fused_attention(&mut self, on: bool) -> bool {
+        self.fused = on && self.fused_runs;
+        self.fused
     }
 
     /// The model's hyper-parameters.
@@ -509,7 +531,7 @@ impl SentenceEmbedder {
             .iter()
             .map(|(name, w)| p.weight_stored(name, w))
             .collect::<Result<Vec<_>>>()?;
-        build_encoder(&self.config, &mut p, &ids, batch, seq)?;
+        build_encoder(&self.config, &mut p, &ids, batch, seq, self.fused)?;
         Ok(p)
     }
 }
@@ -520,12 +542,14 @@ impl SentenceEmbedder {
 /// Inputs: `tokens` (I32 `[seq, batch]`), `attn_mask` (f32 `[seq, 1, 1, batch]`, per key,
 /// repeated over queries and heads: 0 for real keys, a large negative value for padding), `pool` (f32 `[seq, 1, batch]`:
 /// 1/len for tokens, 0 for padding). Output: `embeddings` (f32 `[n_embd, 1, batch]`).
+/// Attention is the fused op when `fused`, matmuls and a softmax otherwise.
 fn build_encoder(
     c: &BertConfig,
     p: &mut Program,
     ids: &[TensorId],
     batch: usize,
     seq: usize,
+    fused: bool,
 ) -> Result<()> {
     let (h, nh) = (c.n_embd, c.n_head);
     let hd = h / nh;
@@ -587,21 +611,28 @@ fn build_encoder(
                 e * h * i,
             )
         };
-        // Q and K as views [hd, seq, nh, batch]: the matmul reads their rows (hd values
-        // side by side) where they are; V is copied, its rows run along seq.
         let q = heads(g, 0)?;
         let q = g.permute(q, [0, 2, 1, 3])?;
         let k = heads(g, 1)?;
         let k = g.permute(k, [0, 2, 1, 3])?;
         let v = heads(g, 2)?;
-        let v = g.permute(v, [1, 2, 0, 3])?;
-        let v = g.cont(v)?; // [seq, hd, nh, batch]
-        let scores = g.matmul(k, q)?; // [seq_k, seq_q, nh, batch]
-                                      // softmax(scores · scale + mask) in one op (the mask broadcast over heads).
-        let attn = g.softmax(scores, Some(mask), scale)?;
-        let ctx = g.matmul(v, attn)?; // [hd, seq_q, nh, batch]
-        let ctx = g.permute(ctx, [0, 2, 1, 3])?;
-        let ctx = g.cont(ctx)?; // [hd, nh, seq, batch]
+        let ctx = if fused {
+            // Q, K and V read where the projection wrote them; the result is [hd, nh, seq,
+            // batch], each token's heads side by side.
+            let v = g.permute(v, [0, 2, 1, 3])?;
+            g.attention(q, k, v, Some(mask), scale)?
+        } else {
+            // Q and K as views [hd, seq, nh, batch]: the matmul reads their rows (hd values
+            // side by side) where they are; V is copied, its rows run along seq.
+            let v = g.permute(v, [1, 2, 0, 3])?;
+            let v = g.cont(v)?; // [seq, hd, nh, batch]
+            let scores = g.matmul(k, q)?; // [seq_k, seq_q, nh, batch]
+                                          // softmax(scores · scale + mask) in one op (the mask broadcast over heads).
+            let attn = g.softmax(scores, Some(mask), scale)?;
+            let ctx = g.matmul(v, attn)?; // [hd, seq_q, nh, batch]
+            let ctx = g.permute(ctx, [0, 2, 1, 3])?;
+            g.cont(ctx)? // [hd, nh, seq, batch]
+        };
         let ctx = g.reshape(ctx, &[h, seq, batch])?;
         let o = linear(g, 2, ctx)?;
         let o = g.add(o, x)?;

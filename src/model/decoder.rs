@@ -465,7 +465,13 @@ impl Decoder {
         let mut fused = opts.fused_attention;
         for dtype in [DType::F32, DType::F16] {
             if fused && cache.iter().any(|(k, _)| k.dtype() == dtype) {
-                fused = fused_attention_runs(rt, &config, dtype, n_ctx)?;
+                fused = super::attention_runs_everywhere(
+                    rt,
+                    config.head_dim,
+                    config.n_head,
+                    config.n_head_kv,
+                    dtype,
+                )?;
             }
         }
         let stored = rt.store_weights(&specs, src, progress)?;
@@ -719,24 +725,6 @@ impl Decoder {
         self.history.extend_from_slice(ids);
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
-}
-
-/// Whether every device of `rt` runs the fused attention of a decode step of `c` over a
-/// `kv`-typed cache of `n_ctx` rows.
-fn fused_attention_runs(rt: &Runtime, c: &DecoderConfig, kv: DType, n_ctx: usize) -> Result<bool> {
-    let (hd, nh, nkv) = (c.head_dim, c.n_head, c.n_head_kv);
-    let mut g = Graph::new();
-    let q = g.input("q", DType::F32, &[hd, nh, 1])?;
-    let q = g.permute(q, [0, 2, 1, 3])?;
-    let kc = g.input("k", kv, &[hd, n_ctx + 1, nkv])?;
-    let vc = g.input("v", kv, &[hd, n_ctx + 1, nkv])?;
-    let n_kv = KV_STEP.min(n_ctx);
-    let nb = g.tensor(kc).nb;
-    let k = g.view(kc, &[hd, n_kv, nkv], &nb[..3], 0)?;
-    let v = g.view(vc, &[hd, n_kv, nkv], &nb[..3], 0)?;
-    let mask = g.input("mask", DType::F32, &[n_kv, 1])?;
-    let a = g.attention(q, k, v, Some(mask), 1.0)?;
-    Ok(rt.runs_everywhere(&g, a))
 }
 
 /// The prefill chunk sizes below `batch` (powers of two from [`MIN_CHUNK`]) and `batch`.

@@ -187,6 +187,23 @@ impl JsGraph {
     pub fn softmax(&self, a: u32, mask: Option<u32>, scale: Option<f32>) -> Result<u32, JsError> {
         self.with(|g| g.softmax(id(a), mask.map(id), scale.unwrap_or(1.0)))
     }
+    /// Fused attention: softmax(q·kᵀ * scale + mask) · v per head (q f32 [d, n_q, heads,
+    /// batch]; k, v f32 or f16 [d, n_kv, kv_heads, batch]; mask optional); result [d_v,
+    /// heads, n_q, batch]. `scale` defaults to 1/sqrt(d).
+    pub fn attention(
+        &self,
+        q: u32,
+        k: u32,
+        v: u32,
+        mask: Option<u32>,
+        scale: Option<f32>,
+    ) -> Result<u32, JsError> {
+        self.with(|g| {
+            let d = g.get(id(q))?.ne[0];
+            let scale = scale.unwrap_or(1.0 / (d.max(1) as f32).sqrt());
+            g.attention(id(q), id(k), id(v), mask.map(id), scale)
+        })
+    }
     /// Layer norm over rows (no affine).
     pub fn norm(&self, a: u32, eps: f32) -> Result<u32, JsError> {
         self.with(|g| g.norm(id(a), eps))

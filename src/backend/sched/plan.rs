@@ -166,8 +166,9 @@ pub(crate) fn build(
             }
         }
     }
+    // (A view of an input has the input's role, and no memory of its own.)
     for (id, t) in graph.iter() {
-        if t.role == Role::Input && home[id.0].is_none() {
+        if t.role == Role::Input && !t.is_view() && home[id.0].is_none() {
             home[id.0] = Some(last_dev);
         }
     }
@@ -271,7 +272,7 @@ pub(crate) fn build(
         }
     }
     for (id, t) in graph.iter() {
-        if t.role == Role::Input {
+        if t.role == Role::Input && !t.is_view() {
             let d = home[id.0].unwrap_or(last_dev);
             let sz = size_on(d, id);
             *location.get_mut(d, id) = Some(Slot::Compute(arenas[d].alloc(sz)));

@@ -8,9 +8,10 @@
 //! tile, one rescale of the running sums per row, then the values weighted in. A tile whose
 //! mask is -inf for every row of the block is skipped (a causal mask's future).
 //!
-//! Threads share the blocks; when there are too few blocks to keep them busy (a decode step:
-//! one query row per head) the keys are also cut into ranges, each range's partial sums kept
-//! apart and combined at the end, so two threads help even at batch 1.
+//! Threads share the blocks; when there are few blocks (a decode step: one query row per
+//! head) the keys are also cut into ranges, each range's partial sums kept apart and
+//! combined at the end in order, so two threads help even at batch 1. The cut depends on
+//! the shape only: any thread count gives the same bits.
 
 use super::simd::{exp_nonpos, f16_at, F32x4};
 use super::{aligned_f32, gemm::dot_f32, MIN_PAR_ELEMS};
@@ -18,12 +19,17 @@ use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::DType;
 
-/// Query rows per block: each K/V row loaded serves this many.
-const BLOCK: usize = 8;
+/// Query rows per block: each K/V row loaded (and converted) serves this many.
+const BLOCK: usize = 64;
+/// Blocks of at most this many rows take one dot product per (row, key); larger ones
+/// transpose the key tile once and run a GEMM-like loop.
+const DOT_ROWS: usize = 2;
 /// Keys per tile: scores kept for this many at a time, per row of the block.
 const TILE: usize = 32;
 /// Keys per range at least, when the keys are cut over threads.
 const MIN_SPLIT_KEYS: usize = 128;
+/// With fewer blocks than this, the keys are cut too (up to this many items in all).
+const SPLIT_UNITS: usize = 8;
 
 /// A raw pointer that may cross to the pool's threads: every range writes its own part.
 #[derive(Clone, Copy)]
@@ -71,7 +77,8 @@ fn packed_rows(v: &TensorView) -> bool {
 struct Scratch {
     q: Vec<f32>,
     k: Vec<f32>,
-    v: Vec<f32>,
+    kt: Vec<f32>,
+    vt: Vec<f32>,
     s: Vec<f32>,
     acc: Vec<f32>,
     m: [f32; BLOCK],
@@ -104,10 +111,11 @@ pub fn attention(
     let rows = group * n_q;
     let blocks = rows.div_ceil(BLOCK);
     let units = batch * kv_heads * blocks;
-    // Keys cut into `splits` ranges when the blocks alone cannot busy every thread.
-    let threads = par.threads();
-    let splits = if threads > 1 && units < 2 * threads {
-        (2 * threads)
+    // Keys cut into `splits` ranges when there are fewer than SPLIT_UNITS blocks. The cut
+    // depends on the shape alone, never on the thread count, so every thread count gives
+    // the same bits.
+    let splits = if units < SPLIT_UNITS {
+        SPLIT_UNITS
             .div_ceil(units)
             .min(n_kv / MIN_SPLIT_KEYS)
             .max(1)
@@ -139,7 +147,8 @@ pub fn attention(
         let mut w = Scratch {
             q: vec![0f32; BLOCK * d],
             k: vec![0f32; d],
-            v: vec![0f32; d_v],
+            kt: vec![0f32; d * TILE],
+            vt: vec![0f32; TILE * d_v],
             s: vec![0f32; BLOCK * TILE],
             acc: vec![0f32; BLOCK * d_v],
             m: [f32::NEG_INFINITY; BLOCK],
@@ -227,6 +236,11 @@ pub fn attention(
 /// Runs keys `keys` of KV head `kh` (batch `kb`) over the block's `n_rows` query rows in
 /// `w.q`, updating `w.m`, `w.l` and `w.acc` (not normalized).
 ///
+/// Scores: with few rows, one dot product per (row, key); with more, the tile's keys
+/// transposed once (`w.kt`, d × [`TILE`]) so each row's scores are [`TILE`] / 4 vector
+/// accumulators fed by one broadcast query element per step, GEMM-like. Values: the tile's
+/// rows (converted once) added into each row's sums four vectors of `d_v` at a time.
+///
 /// # Safety
 /// `kh < k.ne[2]`, `kb < k.ne[3]`, `keys` within `k.ne[1]`; each mask pointer readable for
 /// `k.ne[1]` f32.
@@ -245,6 +259,7 @@ unsafe fn run_block(
     d_v: usize,
     scale: f32,
 ) {
+    let transposed = n_rows > DOT_ROWS;
     let mut j0 = keys.start;
     while j0 < keys.end {
         let tile = TILE.min(keys.end - j0);
@@ -256,18 +271,46 @@ unsafe fn run_block(
             j0 += tile;
             continue;
         }
-        // Scores: s[r][j] = q_r · k_j * scale + mask.
-        for j in 0..tile {
-            let kp = unsafe { row_f32(k.ptr_at([0, j0 + j, kh, kb]), k.dtype, &mut w.k) };
+        // Scores: s[r][j] = q_r · k_j.
+        if transposed {
+            for j in 0..tile {
+                let kp = unsafe { row_f32(k.ptr_at([0, j0 + j, kh, kb]), k.dtype, &mut w.k) };
+                for e in 0..d {
+                    w.kt[e * TILE + j] = unsafe { *kp.add(e) };
+                }
+            }
+            for e in 0..d {
+                w.kt[e * TILE + tile..(e + 1) * TILE].fill(0.0);
+            }
             for r in 0..n_rows {
-                let dot = unsafe { dot_f32(w.q.as_ptr().add(r * d), kp, d) };
-                let m = masks[r].map_or(0.0, |m| unsafe { *m.add(j0 + j) });
-                w.s[r * TILE + j] = dot * scale + m;
+                unsafe {
+                    scores_row(
+                        w.q.as_ptr().add(r * d),
+                        w.kt.as_ptr(),
+                        d,
+                        w.s.as_mut_ptr().add(r * TILE),
+                    )
+                };
+            }
+        } else {
+            for j in 0..tile {
+                let kp = unsafe { row_f32(k.ptr_at([0, j0 + j, kh, kb]), k.dtype, &mut w.k) };
+                for r in 0..n_rows {
+                    w.s[r * TILE + j] = unsafe { dot_f32(w.q.as_ptr().add(r * d), kp, d) };
+                }
             }
         }
-        // Online softmax: new max, rescale what was summed, weights for the tile.
-        for r in 0..n_rows {
+        // Online softmax: scale and mask, new max, rescale what was summed, tile weights.
+        for (r, mask) in masks.iter().enumerate().take(n_rows) {
             let s = &mut w.s[r * TILE..r * TILE + tile];
+            match mask {
+                Some(m) => {
+                    for (j, x) in s.iter_mut().enumerate() {
+                        *x = *x * scale + unsafe { *m.add(j0 + j) };
+                    }
+                }
+                None => s.iter_mut().for_each(|x| *x *= scale),
+            }
             let tile_max = s.iter().fold(f32::NEG_INFINITY, |a, &x| a.max(x));
             let m_new = w.m[r].max(tile_max);
             if m_new == f32::NEG_INFINITY {
@@ -312,30 +355,101 @@ unsafe fn run_block(
             }
             w.l[r] += l;
         }
-        // Values: acc_r += s[r][j] * v_j.
+        // Values: the tile's rows as f32 (converted once), then acc_r += s[r][j] * v_j.
         for j in 0..tile {
-            let vp = unsafe { row_f32(v.ptr_at([0, j0 + j, kh, kb]), v.dtype, &mut w.v) };
-            for r in 0..n_rows {
-                let p = w.s[r * TILE + j];
-                if p == 0.0 {
-                    continue;
-                }
-                let vpw = F32x4::splat(p);
-                let acc = w.acc[r * d_v..].as_mut_ptr();
-                let mut e = 0;
+            let vp = v.ptr_at([0, j0 + j, kh, kb]);
+            if v.dtype == DType::F32 {
                 unsafe {
-                    while e + 4 <= d_v {
-                        let a = acc.add(e);
-                        F32x4::load(a).mul_add(vpw, F32x4::load(vp.add(e))).store(a);
-                        e += 4;
-                    }
-                    while e < d_v {
-                        *acc.add(e) += p * *vp.add(e);
-                        e += 1;
-                    }
+                    std::ptr::copy_nonoverlapping(
+                        vp as *const f32,
+                        w.vt.as_mut_ptr().add(j * d_v),
+                        d_v,
+                    )
+                };
+            } else {
+                for (e, x) in w.vt[j * d_v..(j + 1) * d_v].iter_mut().enumerate() {
+                    *x = unsafe { f16_at(vp.add(2 * e)) };
                 }
             }
         }
+        for r in 0..n_rows {
+            unsafe {
+                weigh_values(
+                    w.acc.as_mut_ptr().add(r * d_v),
+                    w.s.as_ptr().add(r * TILE),
+                    w.vt.as_ptr(),
+                    tile,
+                    d_v,
+                )
+            };
+        }
         j0 += tile;
+    }
+}
+
+/// `s[j] = q · kt[.., j]` for the [`TILE`] keys of a transposed tile (`kt[e * TILE + j]`).
+///
+/// # Safety
+/// `q` readable for `d` f32, `kt` for `d * TILE`, `s` writable for `TILE`.
+#[inline(always)]
+unsafe fn scores_row(q: *const f32, kt: *const f32, d: usize, s: *mut f32) {
+    const V: usize = TILE / 4;
+    let mut acc = [F32x4::splat(0.0); V];
+    for e in 0..d {
+        let qe = F32x4::splat(unsafe { *q.add(e) });
+        let row = unsafe { kt.add(e * TILE) };
+        for (i, a) in acc.iter_mut().enumerate() {
+            *a = a.mul_add(qe, unsafe { F32x4::load(row.add(4 * i)) });
+        }
+    }
+    for (i, a) in acc.iter().enumerate() {
+        unsafe { a.store(s.add(4 * i)) };
+    }
+}
+
+/// `acc[e] += Σ_j p[j] * vt[j * d_v + e]` over `tile` rows, 16 of `d_v` at a time in
+/// registers.
+///
+/// # Safety
+/// `acc` writable for `d_v` f32, `p` readable for `tile`, `vt` for `tile * d_v`.
+#[inline(always)]
+unsafe fn weigh_values(acc: *mut f32, p: *const f32, vt: *const f32, tile: usize, d_v: usize) {
+    let mut e = 0;
+    unsafe {
+        while e + 16 <= d_v {
+            let mut a = [
+                F32x4::load(acc.add(e)),
+                F32x4::load(acc.add(e + 4)),
+                F32x4::load(acc.add(e + 8)),
+                F32x4::load(acc.add(e + 12)),
+            ];
+            for j in 0..tile {
+                let pj = F32x4::splat(*p.add(j));
+                let row = vt.add(j * d_v + e);
+                for (i, x) in a.iter_mut().enumerate() {
+                    *x = x.mul_add(pj, F32x4::load(row.add(4 * i)));
+                }
+            }
+            for (i, x) in a.iter().enumerate() {
+                x.store(acc.add(e + 4 * i));
+            }
+            e += 16;
+        }
+        while e + 4 <= d_v {
+            let mut a = F32x4::load(acc.add(e));
+            for j in 0..tile {
+                a = a.mul_add(F32x4::splat(*p.add(j)), F32x4::load(vt.add(j * d_v + e)));
+            }
+            a.store(acc.add(e));
+            e += 4;
+        }
+        while e < d_v {
+            let mut a = *acc.add(e);
+            for j in 0..tile {
+                a += *p.add(j) * *vt.add(j * d_v + e);
+            }
+            *acc.add(e) = a;
+            e += 1;
+        }
     }
 }
