@@ -192,6 +192,10 @@ export interface TextGeneratorProxy {
   cachedTokens(): Promise<number>;
   reset(): Promise<void>;
   explain(): Promise<string>;
+  /** Starts this model's own profile: where its runs spend their time (each node then runs alone). */
+  profileStart(): Promise<void>;
+  /** Stops it; the profile as a table, most time first. */
+  profileStop(): Promise<string>;
   dispose(): Promise<void>;
 }
 /** A Generation in worker mode (what `generate` streams from). */

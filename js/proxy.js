@@ -315,6 +315,8 @@ export function proxyModule(link, loaded, cache) {
     cachedTokens() { return link.call('generator.cachedTokens', { handle: this.#handle }); }
     reset() { return link.call('generator.reset', { handle: this.#handle }); }
     explain() { return link.call('generator.explain', { handle: this.#handle }); }
+    profileStart() { return link.call('generator.profileStart', { handle: this.#handle }); }
+    profileStop() { return link.call('generator.profileStop', { handle: this.#handle }); }
     dispose() { return link.call('generator.dispose', { handle: this.#handle }); }
   }
 

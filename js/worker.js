@@ -195,6 +195,8 @@ export const OPS = {
   'generator.cachedTokens': ({ handle }) => get(handle, 'TextGenerator').cachedTokens(),
   'generator.reset': ({ handle }) => get(handle, 'TextGenerator').reset(),
   'generator.explain': ({ handle }) => get(handle, 'TextGenerator').explain(),
+  'generator.profileStart': ({ handle }) => get(handle, 'TextGenerator').profileStart(),
+  'generator.profileStop': ({ handle }) => get(handle, 'TextGenerator').profileStop(),
   'generator.dispose': drop,
   'generation.nextPiece': ({ handle }) => get(handle, 'Generation').nextPiece(),
   'generation.result': ({ handle }) => get(handle, 'Generation').result(),

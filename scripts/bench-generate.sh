@@ -13,6 +13,7 @@
 #   GEN_RUNS="webtensor:bench-stories15m-q4_0:2,wllama:bench-stories15m-q4_0:2"   other runs
 #       (engine:model:threads[:device[:cases[:reps[:decode]]]], cases "short+long"; see bench/generate.mjs)
 #   GEN_REPS=1                                                                    repetitions
+#   GEN_PROFILE=1                                                                 a profile per case
 # The default runs (bench/generate.mjs says which) took 25 minutes on the 2-core machine while
 # other builds ran on it; wllama at 2 threads is most of that (its threads spin under load).
 set -euo pipefail

@@ -377,6 +377,22 @@ impl TextGenerator {
         with_model(&self.model, |m| m.explain(&self.rt).map_err(to_js_error))
     }
 
+    /// Starts recording where this model's runs (prefill chunks and decode steps) spend
+    /// their time, per device, op and shapes (clears its last profile; its own runtime's).
+    /// While it records, each node runs alone and is waited for, so generation is slower.
+    #[wasm_bindgen(js_name = profileStart)]
+    pub fn profile_start(&self) -> Result<(), JsError> {
+        with_model(&self.model, |_| Ok(()))?;
+        self.rt.profile_start();
+        Ok(())
+    }
+
+    /// Stops recording; returns the profile as a table, most time first.
+    #[wasm_bindgen(js_name = profileStop)]
+    pub fn profile_stop(&self) -> String {
+        self.rt.profile_stop()
+    }
+
     /// Frees the model's device memory now; later calls throw.
     pub fn dispose(&self) -> Result<(), JsError> {
         let mut m = self

@@ -45,7 +45,7 @@ impl Shared {
 }
 
 /// The f32 row at `p` (f32 or f16 elements, packed), as f32: `p` itself when f32, else
-/// converted into `buf`.
+/// converted into `buf` (four at a time).
 ///
 /// # Safety
 /// `p` readable for `buf.len()` elements of `dtype`.
@@ -54,10 +54,25 @@ unsafe fn row_f32(p: *const u8, dtype: DType, buf: &mut [f32]) -> *const f32 {
     if dtype == DType::F32 {
         return p as *const f32;
     }
-    for (i, x) in buf.iter_mut().enumerate() {
-        *x = unsafe { f16_at(p.add(2 * i)) };
-    }
+    unsafe { f16_row(p, buf) };
     buf.as_ptr()
+}
+
+/// `out.len()` little-endian f16 at `p` as f32 into `out`.
+///
+/// # Safety
+/// `p` readable for `2 * out.len()` bytes.
+#[inline(always)]
+unsafe fn f16_row(p: *const u8, out: &mut [f32]) {
+    let n = out.len();
+    let mut i = 0;
+    while i + 4 <= n {
+        unsafe { F32x4::load_f16(p.add(2 * i)).store(out.as_mut_ptr().add(i)) };
+        i += 4;
+    }
+    for (j, x) in out.iter_mut().enumerate().skip(i) {
+        *x = unsafe { f16_at(p.add(2 * j)) };
+    }
 }
 
 /// Whether `v` is `dtype` (f32 or f16) with packed rows at element-aligned addresses.
@@ -367,9 +382,7 @@ unsafe fn run_block(
                     )
                 };
             } else {
-                for (e, x) in w.vt[j * d_v..(j + 1) * d_v].iter_mut().enumerate() {
-                    *x = unsafe { f16_at(vp.add(2 * e)) };
-                }
+                unsafe { f16_row(vp, &mut w.vt[j * d_v..(j + 1) * d_v]) };
             }
         }
         for r in 0..n_rows {

@@ -99,6 +99,23 @@ mod imp {
         pub fn from_i32(v: I32x4) -> Self {
             Self(f32x4_convert_i32x4(v.0))
         }
+        /// Four little-endian f16 at `p` (unaligned) as f32, exactly (zeros, subnormals,
+        /// infinities and NaN included), without branches: the f16 exponent and mantissa
+        /// shifted into an f32 and rescaled by 2^112, infinities and NaN given the f32
+        /// all-ones exponent, the sign put back.
+        ///
+        /// # Safety
+        /// `p` must be readable for 8 bytes.
+        #[inline(always)]
+        pub unsafe fn load_f16(p: *const u8) -> Self {
+            let h = unsafe { u32x4_load_extend_u16x4(p as *const u16) };
+            let em = v128_and(h, u32x4_splat(0x7fff));
+            let sign = i32x4_shl(v128_xor(h, em), 16);
+            let scaled = f32x4_mul(i32x4_shl(em, 13), f32x4_splat(super::F16_RESCALE));
+            let special = u32x4_ge(em, u32x4_splat(0x7c00));
+            let inf_nan = v128_or(i32x4_shl(em, 13), u32x4_splat(0x7f80_0000));
+            Self(v128_or(v128_bitselect(inf_nan, scaled, special), sign))
+        }
     }
 
     impl Add for F32x4 {
@@ -427,6 +444,15 @@ mod imp {
         #[inline(always)]
         pub unsafe fn store(self, p: *mut f32) {
             unsafe { (p as *mut [f32; 4]).write_unaligned(self.0) }
+        }
+        /// Four little-endian f16 at `p` (unaligned) as f32, exactly (as the wasm version).
+        ///
+        /// # Safety
+        /// `p` must be readable for 8 bytes.
+        #[inline(always)]
+        pub unsafe fn load_f16(p: *const u8) -> Self {
+            let h = unsafe { (p as *const [u16; 4]).read_unaligned() };
+            Self(h.map(|h| super::f16_bits_to_f32(u16::from_le(h))))
         }
         /// Lane-wise maximum (wasm's `pmax`: `a < b ? b : a`, same on every path).
         #[inline(always)]
@@ -808,6 +834,23 @@ fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
     d
 }
 
+/// 2^112: an f16's exponent and mantissa shifted into an f32 (`bits << 13`) read as f32 is
+/// the f16's value times 2^-112, for normal and subnormal f16 alike.
+const F16_RESCALE: f32 = f32::from_bits((112 + 127) << 23);
+
+/// The f16 bits `h` as f32, without branches (what [`F32x4::load_f16`] does per lane).
+#[inline(always)]
+pub fn f16_bits_to_f32(h: u16) -> f32 {
+    let em = (h & 0x7fff) as u32;
+    let sign = ((h & 0x8000) as u32) << 16;
+    let v = if em >= 0x7c00 {
+        (em << 13) | 0x7f80_0000
+    } else {
+        (f32::from_bits(em << 13) * F16_RESCALE).to_bits()
+    };
+    f32::from_bits(v | sign)
+}
+
 /// The f16 bits `h` as f32: a few integer ops for normal numbers (block scales, weights),
 /// `half`'s full conversion for zero, subnormals, infinities and NaN.
 #[inline(always)]
@@ -959,6 +1002,27 @@ mod tests {
                 got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
                 "{h:#x}"
             );
+            let got = f16_bits_to_f32(h);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "branchless {h:#x}: {got} vs {want}"
+            );
+        }
+        // Four at a time, each lane a different value (and unaligned).
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        let bytes: Vec<u8> = std::iter::once(0u8)
+            .chain(all.iter().flat_map(|h| h.to_le_bytes()))
+            .collect();
+        for (i, chunk) in all.chunks_exact(4).enumerate() {
+            let mut out = [0f32; 4];
+            unsafe { F32x4::load_f16(bytes.as_ptr().add(1 + 8 * i)).store(out.as_mut_ptr()) };
+            for (&h, got) in chunk.iter().zip(out) {
+                let want = half::f16::from_bits(h).to_f32();
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "vector {h:#x}: {got} vs {want}"
+                );
+            }
         }
     }
 
