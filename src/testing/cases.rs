@@ -620,6 +620,9 @@ fn attention_cases(v: &mut Vec<OpCase>) {
         case(48, 48, 1, 2, 1000, 2, 1, DType::F32, AttnMask::None),
         case(8, 8, 3, 2, 1, 2, 1, DType::F32, AttnMask::None),
         case(16, 16, 5, 4, 12, 4, 1, DType::F32, BlankRow),
+        // v wider than a 64-thread workgroup (WebGPU: several outputs per thread), keys past
+        // one 64-key tile.
+        case(80, 160, 3, 2, 70, 1, 1, DType::F16, Full),
     ];
     for c in list {
         let name = format!(
@@ -677,6 +680,38 @@ fn attention_cases(v: &mut Vec<OpCase>) {
             };
             let m = attention_mask(b, c)?;
             let y = b.g.attention(q, k, v, m, 0.2)?;
+            b.output(y)
+        },
+    ));
+    // MiniLM's layout: q, k and v views of one projection `[3 d heads, n]`, each token's Q, K
+    // and V side by side (WebGPU reads them through one binding).
+    v.push(OpCase::new(
+        "attention_qkv_views_of_one_tensor",
+        OpKind::Attention,
+        F32_ACC,
+        |b| {
+            let (d, heads, n) = (16, 3, 7);
+            let h = d * heads;
+            let qkv = b.input_range(DType::F32, &[3 * h, n], -1.0, 1.0)?;
+            let [e, row, ..] = b.g.tensor(qkv).nb;
+            let mut part = |i: usize| -> Result<TensorId> {
+                let x = b.g.view(qkv, &[d, heads, n], &[e, e * d, row], e * h * i)?;
+                b.g.permute(x, [0, 2, 1, 3])
+            };
+            let (q, k, v) = (part(0)?, part(1)?, part(2)?);
+            let c = AttnCase {
+                d,
+                d_v: d,
+                n_q: n,
+                heads,
+                n_kv: n,
+                kv_heads: heads,
+                batch: 1,
+                kv: DType::F32,
+                mask: AttnMask::Full,
+            };
+            let m = attention_mask(b, c)?;
+            let y = b.g.attention(q, k, v, m, 0.25)?;
             b.output(y)
         },
     ));

@@ -12,7 +12,9 @@ use super::buffer::WebGpuBuffer;
 use super::context::{Ctx, GpuBuffer, Pipeline, DEVICE_NAME};
 use super::fuse::{self, Fused};
 use super::ops::{self, granularity, unit, NodePlan, WebGpuOptions};
-use super::shader::{self, Variant, EP_BIAS, EP_MERGED, EP_SCALE, IN_PLACE, PARAMS_SIZE, SHARED_B};
+use super::shader::{
+    self, Variant, EP_BIAS, EP_MERGED, EP_SCALE, IN_PLACE, PARAMS_SIZE, SHARED_B, SHARED_C,
+};
 use super::WebGpuDevice;
 use crate::backend::{BackendImpl, Event, LocalBoxFuture, PreparedImpl, TensorMemory};
 use crate::error::{Error, Result};
@@ -199,6 +201,13 @@ fn bind_node<'m>(
             (lo, hi) = (lo.min(ob), hi.max(ob + nb));
         }
     }
+    if let (true, Some(c)) = (plan.shared_c, plan.c) {
+        let (gc, oc, nc) = locate(ctx, graph, mem, c)?;
+        if !std::ptr::eq(ga, gc) {
+            return Err(bind_error(t, "shared operands in different buffers".into()));
+        }
+        (lo, hi) = (lo.min(oc), hi.max(oc + nc));
+    }
     let mut a = bind_span(ctx, t, ga, lo, hi)?;
     a.rel = rel_offset(graph, t, plan.a, oa, &a)?;
     // Unused bindings get disjoint slices of the dummy buffer (two writable bindings of the
@@ -322,8 +331,10 @@ struct Bound<'m> {
     d: Binding<'m>,
     a: Binding<'m>,
     b: Option<Binding<'m>>,
-    /// A third operand's binding 4 (set_rows' indices).
+    /// A third operand's binding 4 (set_rows' indices, attention's v).
     c: Option<Binding<'m>>,
+    /// A fourth operand's binding 5 (attention's mask, or a dummy).
+    m: Option<Binding<'m>>,
     /// A fused epilogue's bindings 4 and 5.
     e: Option<[Binding<'m>; 2]>,
 }
@@ -363,6 +374,7 @@ fn bind_fused<'m>(
         a,
         b,
         c: None,
+        m: None,
         e: Some(e),
     })
 }
@@ -437,6 +449,21 @@ impl Encoded {
                 let (d, a, b, offs) = bind_node(ctx, graph, mem, id, &plan)?;
                 plan.params.offs = offs;
                 let c = match plan.c {
+                    // Read through a's binding (which bind_node made span it): the fourth
+                    // slot of the dummy buffer stands in.
+                    Some(cid) if plan.shared_c => {
+                        let node = graph.tensor(id);
+                        let (_, oc, _) = locate(ctx, graph, mem, cid)?;
+                        plan.params.e[0] = rel_offset(graph, node, cid, oc, &a)?;
+                        plan.params.offs[3] |= SHARED_C;
+                        let slot = ctx.storage_align() as u64;
+                        Some(Binding {
+                            buffer: &ctx.dummy,
+                            base: 3 * slot,
+                            size: 16,
+                            rel: 0,
+                        })
+                    }
                     Some(cid) => {
                         let node = graph.tensor(id);
                         let (_, c) = bind_one(ctx, graph, mem, node, cid)?;
@@ -454,12 +481,47 @@ impl Encoded {
                     }
                     None => None,
                 };
+                let m = match plan.m {
+                    Some(Some(mid)) => {
+                        let node = graph.tensor(id);
+                        let (_, m) = bind_one(ctx, graph, mem, node, mid)?;
+                        if [&d, &a]
+                            .into_iter()
+                            .chain(&b)
+                            .chain(&c)
+                            .any(|o| aliases(&m, o))
+                        {
+                            return Err(bind_error(
+                                node,
+                                format!(
+                                    "operand {} overlaps another binding",
+                                    graph.tensor(mid).name
+                                ),
+                            ));
+                        }
+                        plan.params.e[1] = m.rel;
+                        Some(m)
+                    }
+                    // Declared but absent: the third slot of the dummy buffer (d and b may
+                    // use the first two).
+                    Some(None) => {
+                        let slot = ctx.storage_align() as u64;
+                        Some(Binding {
+                            buffer: &ctx.dummy,
+                            base: 2 * slot,
+                            size: 16,
+                            rel: 0,
+                        })
+                    }
+                    None => None,
+                };
                 bound.push(Bound {
                     plan,
                     d,
                     a,
                     b,
                     c,
+                    m,
                     e: None,
                 });
             }
@@ -521,6 +583,9 @@ impl Encoded {
                     }
                     if let Some(c) = &b.c {
                         entries.push(buffer_entry(4, c));
+                    }
+                    if let Some(m) = &b.m {
+                        entries.push(buffer_entry(5, m));
                     }
                     if let Some([scale, bias]) = &b.e {
                         entries.push(buffer_entry(4, scale));

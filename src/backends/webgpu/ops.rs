@@ -6,8 +6,8 @@
 
 use super::context::Ctx;
 use super::shader::{
-    in_place_kernel, Params, RegTile, TileLimits, MAP_CLAMP, MAP_SCALE, MATMUL_TILE, MATVEC_COLS,
-    MATVEC_ROWS, ROWS_COLS, SMALL_COLS, SMALL_WG, WG,
+    in_place_kernel, Params, RegTile, TileLimits, ATT_MAX_D, ATT_MAX_DV, ATT_WG, MAP_CLAMP,
+    MAP_SCALE, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, ROWS_COLS, SMALL_COLS, SMALL_WG, WG,
 };
 use crate::error::{Error, Result};
 use crate::graph::{DType, Graph, Op, RopeMode, Tensor, TensorId, MAX_DIMS};
@@ -47,6 +47,9 @@ pub(super) enum Kernel {
     MatMulReg(RegTile),
     /// Row-parallel matmul for few columns: threads per row from k, a workgroup reduction.
     MatMulRows,
+    /// Fused attention: one workgroup per output row, an online softmax over key tiles
+    /// (k as `a`, q as `b`, v at binding 4, the mask at binding 5).
+    Attention,
     /// Byte patch of one word (buffer writes).
     Patch,
 }
@@ -248,11 +251,17 @@ pub(super) struct NodePlan {
     /// Source `b` (binding 3): `Some(Some(id))` bound, `Some(None)` declared but absent
     /// (a dummy is bound), `None` not declared by the shader.
     pub b: Option<Option<TensorId>>,
-    /// Source `c` (binding 4, set_rows' indices; its offset goes in `e.x`).
+    /// Source `c` (binding 4, set_rows' indices, attention's v; its offset goes in `e.x`).
     pub c: Option<TensorId>,
+    /// Source `m` (binding 5, attention's mask; its offset goes in `e.y`): `Some(Some(id))`
+    /// bound, `Some(None)` declared but absent (a dummy is bound), `None` not declared.
+    pub m: Option<Option<TensorId>>,
     pub groups: [u32; 3],
     /// `a` and `b` share memory: bind them as one binding and read `b` through `a`'s.
     pub shared_b: bool,
+    /// `a` and `c` share memory (attention's k and v, views of one tensor): `a`'s binding
+    /// spans `c` too, read through it.
+    pub shared_c: bool,
     /// The kernel may write its output over `a` (same layout): each invocation reads its
     /// elements (or its workgroup its row) before writing them.
     pub in_place_ok: bool,
@@ -418,10 +427,8 @@ fn plan_node(
     if srcs.is_empty() {
         return Err(unsupported(format!("{} has no operands", t.op.name())));
     }
-    if let Op::Attention { .. } = t.op {
-        // No WGSL kernel yet: the scheduler keeps it on the CPU, and the models build the
-        // unfused nodes when a device in use says no.
-        return Err(unsupported("no WebGPU attention kernel yet"));
+    if let Op::Attention { scale } = t.op {
+        return plan_attention(ctx, graph, t, &srcs, scale);
     }
     let shared_b = srcs.len() >= 2 && overlaps(graph, t.src[0], t.src[1]);
     if srcs.len() == 3 && t.src[..2].iter().any(|&s| overlaps(graph, t.src[2], s)) {
@@ -470,7 +477,7 @@ fn plan_node(
     let mut c = None;
     let (key, b, groups): (PipelineKey, Option<Option<TensorId>>, [u32; 3]) = match t.op {
         Op::Leaf | Op::View => return Ok(None),
-        Op::Attention { .. } => return Err(unsupported("no WebGPU attention kernel yet")),
+        Op::Attention { .. } => unreachable!("planned by plan_attention"),
         Op::Binary(op) => {
             need(srcs[0], &[DType::F32], "binary operand")?;
             need(srcs[1], &[DType::F32], "binary operand")?;
@@ -720,9 +727,110 @@ fn plan_node(
         a,
         b,
         c,
+        m: None,
         groups,
         shared_b,
+        shared_c: false,
         in_place_ok: in_place_kernel(key.0) && (!shared_b || t.src[0] == t.src[1]),
+    }))
+}
+
+/// Plans a fused attention node (shaders/attention.wgsl): k (f32 or f16) bound as `a`, q as
+/// `b`, v at binding 4 (strides in `c_nb`, offset in `e.x`), the mask or a dummy at binding 5
+/// (shape and strides in `m_ne` / `m_nb`, offset in `e.y`, `e.z` 1 when bound), `f.x` the
+/// scale; one workgroup per output row (`u.y` rows).
+fn plan_attention(
+    ctx: &Ctx,
+    graph: &Graph,
+    t: &Tensor,
+    srcs: &[&Tensor],
+    scale: f32,
+) -> PlanResult<Option<NodePlan>> {
+    let (q, k, v) = (srcs[0], srcs[1], srcs[2]);
+    need(q, &[DType::F32], "attention q")?;
+    need(k, &[DType::F32, DType::F16], "attention k")?;
+    need(v, &[k.dtype], "attention v (k's dtype)")?;
+    if let Some(m) = srcs.get(3) {
+        need(m, &[DType::F32], "attention mask")?;
+    }
+    if q.ne[0] > ATT_MAX_D || v.ne[0] > ATT_MAX_DV {
+        return Err(unsupported(format!(
+            "head sizes {} (q, k) and {} (v) exceed the kernel's {ATT_MAX_D} and {ATT_MAX_DV}",
+            q.ne[0], v.ne[0]
+        )));
+    }
+    // Every operand is bound read-write, and WebGPU forbids aliasing writable bindings: q or
+    // v in k's tensor (MiniLM's q, k and v are views of one projection) are read through k's
+    // binding, which then spans them; the mask and any other pair must be apart.
+    let root = |i: usize| graph.storage_of(t.src[i]).0;
+    let (shared_b, shared_c) = (root(0) == root(1), root(2) == root(1));
+    if (root(0) == root(2) && !shared_b) || (srcs.len() > 3 && (0..3).any(|i| root(i) == root(3))) {
+        return Err(unsupported("attention operands share memory"));
+    }
+    if shared_b || shared_c {
+        let span = |i: usize| {
+            let (_, o) = graph.storage_of(t.src[i]);
+            (o, o + srcs[i].nbytes())
+        };
+        let mut lo_hi = span(1);
+        for (i, on) in [(0, shared_b), (2, shared_c)] {
+            if on {
+                let (lo, hi) = span(i);
+                lo_hi = (lo_hi.0.min(lo), lo_hi.1.max(hi));
+            }
+        }
+        if (lo_hi.1 - lo_hi.0).saturating_add(ctx.storage_align()) > ctx.max_binding() {
+            return Err(unsupported(
+                "attention operands share memory over more than one binding",
+            ));
+        }
+    }
+    if ctx.limits.max_compute_invocations_per_workgroup < ATT_WG as u32
+        || ctx.limits.max_compute_workgroup_size_x < ATT_WG as u32
+    {
+        return Err(unsupported(
+            "adapter allows too few invocations per workgroup",
+        ));
+    }
+    let (d_ne, d_nb) = describe(ctx, t)?;
+    let (a_ne, a_nb) = describe(ctx, k)?;
+    let (b_ne, b_nb) = describe(ctx, q)?;
+    let (_, c_nb) = describe(ctx, v)?;
+    let (m_ne, m_nb) = match srcs.get(3) {
+        Some(m) => describe(ctx, m)?,
+        None => ([1; 4], [0; 4]),
+    };
+    let rows = q.ne[1] * q.ne[2] * q.ne[3];
+    if t.numel() == 0 || rows == 0 {
+        return Ok(None);
+    }
+    let mut params = Params {
+        d_ne,
+        d_nb,
+        a_ne,
+        a_nb,
+        b_ne,
+        b_nb,
+        c_nb,
+        m_ne,
+        m_nb,
+        ..Params::default()
+    };
+    params.u[1] = to_u32(rows, "row count")?;
+    params.e[2] = u32::from(srcs.len() > 3);
+    params.f[0] = scale;
+    let groups = grid(ctx, rows, true)?;
+    Ok(Some(NodePlan {
+        key: (Kernel::Attention, k.dtype),
+        params,
+        a: t.src[1],
+        b: Some(Some(t.src[0])),
+        c: Some(t.src[2]),
+        m: Some(t.src.get(3).copied()),
+        groups,
+        shared_b,
+        shared_c,
+        in_place_ok: false,
     }))
 }
 

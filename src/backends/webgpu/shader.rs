@@ -27,10 +27,22 @@ pub(super) const SMALL_WG: usize = 64;
 /// Columns of `b` per workgroup of the row-parallel matmul (`ROWS_COLS`; more columns take
 /// more workgroups along y).
 pub(super) const ROWS_COLS: usize = 8;
+/// Invocations per workgroup of the attention kernel (`ATT_WG`; shaders/attention.wgsl):
+/// one workgroup per output row, keys in tiles of this many, and each thread owns up to 4
+/// output elements (so `d_v <= 4 * ATT_WG`).
+pub(super) const ATT_WG: usize = 64;
+/// Largest head size of q and k the attention kernel takes (`ATT_MAX_D`: q's row is held in
+/// workgroup memory).
+pub(super) const ATT_MAX_D: usize = 256;
+/// Largest head size of v the attention kernel takes (4 accumulators per thread).
+pub(super) const ATT_MAX_DV: usize = 4 * ATT_WG;
 /// `offs.w` flag: `b` shares `a`'s memory and is read through `a`'s binding (`SHARED_B`).
 pub(super) const SHARED_B: u32 = 1;
 /// `offs.w` flag: the output is written over `a`, through `a`'s binding (`IN_PLACE`).
 pub(super) const IN_PLACE: u32 = 2;
+/// `offs.w` flag: operand `c` shares `a`'s memory and is read through `a`'s binding
+/// (`SHARED_C`; attention's v when q, k and v are views of one tensor).
+pub(super) const SHARED_C: u32 = 4;
 
 /// `e.w` flag of a fused epilogue: multiply by the vector at `e.x` (`EP_SCALE`).
 pub(super) const EP_SCALE: u32 = 1;
@@ -52,8 +64,10 @@ pub(super) const MAP_CLAMP: u32 = 2;
 
 /// The constants every op shader sees, by their WGSL names (with the op tables' codes,
 /// [`op_table_wgsl`]).
-const CONSTANTS: [(&str, u32); 16] = [
+const CONSTANTS: [(&str, u32); 19] = [
     ("WG", WG as u32),
+    ("ATT_WG", ATT_WG as u32),
+    ("ATT_MAX_D", ATT_MAX_D as u32),
     ("MATMUL_TILE", MATMUL_TILE as u32),
     ("MATVEC_ROWS", MATVEC_ROWS as u32),
     ("MATVEC_COLS", MATVEC_COLS as u32),
@@ -62,6 +76,7 @@ const CONSTANTS: [(&str, u32); 16] = [
     ("ROWS_COLS", ROWS_COLS as u32),
     ("SHARED_B", SHARED_B),
     ("IN_PLACE", IN_PLACE),
+    ("SHARED_C", SHARED_C),
     ("EP_SCALE", EP_SCALE),
     ("EP_BIAS", EP_BIAS),
     ("EP_RESID", EP_RESID),
@@ -314,7 +329,7 @@ uniform_struct! {
         pub b_ne: [u32; 4],
         /// Strides of b.
         pub b_nb: [u32; 4],
-        /// Offsets of d, a, b inside their bindings; w: SHARED_B | IN_PLACE flags.
+        /// Offsets of d, a, b inside their bindings; w: SHARED_B | IN_PLACE | SHARED_C flags.
         pub offs: [u32; 4],
         /// Op-specific integers (each kernel file says which); u.y: the work item count.
         pub u: [u32; 4],
@@ -323,8 +338,15 @@ uniform_struct! {
         /// Fused epilogue (fuse.rs): x, y: offsets of the scale and bias vectors in bindings
         /// 4 and 5; z: activation (act.wgsl); w: EP_SCALE | EP_BIAS | EP_RESID | EP_MERGED.
         /// The shaders read x, y and the last two flags; the rest is compiled in
-        /// (`Variant::Fused`).
+        /// (`Variant::Fused`). Kernels with a third operand (binding 4) find its offset in x.
         pub e: [u32; 4],
+        /// Strides of operand c (binding 4), for kernels that read it as a tensor
+        /// (attention's v).
+        pub c_nb: [u32; 4],
+        /// Shape of operand m (binding 5; attention's mask).
+        pub m_ne: [u32; 4],
+        /// Strides of m.
+        pub m_nb: [u32; 4],
     }
 }
 
@@ -396,6 +418,7 @@ mod wgsl {
     pub const MATMUL_ROWS: &str = include_str!("../../../shaders/matmul_rows.wgsl");
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
+    pub const ATTENTION: &str = include_str!("../../../shaders/attention.wgsl");
 }
 
 /// How an op shader is put together around its kernel file.
@@ -515,6 +538,9 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
             epilogue: true,
             ..r(wgsl::MATMUL_ROWS, None, "f32", Some("f32"))
         },
+        // k is a, q is b; v (binding 4) and the mask (binding 5) are declared in
+        // attention.wgsl, which has its own entry point.
+        Kernel::Attention => r(wgsl::ATTENTION, None, "f32", Some("f32")),
         Kernel::Patch => return None,
     })
 }
@@ -606,6 +632,9 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     } else if r.epilogue {
         s.push_str(wgsl::EPILOGUE_NONE);
     }
+    if kernel == Kernel::Attention {
+        s.push_str(&format!("const C_F16: bool = {};\n", dtype == DType::F16));
+    }
     if kernel == Kernel::MatVec {
         s.push_str(match dtype {
             DType::Q8_0 => wgsl::DOT_Q8_0,
@@ -644,6 +673,7 @@ mod tests {
             Kernel::MatVec,
             Kernel::MatMulSmall,
             Kernel::MatMulRows,
+            Kernel::Attention,
             Kernel::Patch,
         ];
         all.extend(REG_TILES.map(Kernel::MatMulReg));
@@ -682,6 +712,7 @@ mod tests {
                 | Kernel::MatMulSmall
                 | Kernel::MatMulReg(_)
                 | Kernel::MatMulRows
+                | Kernel::Attention
                 | Kernel::Patch => {}
             }
         }
@@ -715,6 +746,8 @@ mod tests {
                     DType::Q5_K,
                     DType::Q6_K,
                 ],
+                // f32 or f16 K/V.
+                Kernel::Attention => &[DType::F32, DType::F16],
                 _ => &[DType::F32],
             };
             keys.extend(dtypes.iter().map(|&dt| ((k, dt), Variant::Plain)));
@@ -750,11 +783,11 @@ mod tests {
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
         // kernels on 9 dtypes (f32, f16, q8_0, q4_0 and the 5 K-quants), 3 on i32, on f32 5
         // (set_rows' scatter among them) and 4 row kernels at 3 row widths; fused: every
-        // matmul kernel on 9 dtypes, norm at 3 row widths.
+        // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3
+            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 2
         );
         for key in keys {
             let module = parse(key);
@@ -843,7 +876,7 @@ mod tests {
         let (fields, size) = wgsl_layout(&module, "Params");
         assert_eq!(fields, rust_layout(Params::LAYOUT));
         assert_eq!(size, PARAMS_SIZE);
-        assert_eq!(fields.len(), 10);
+        assert_eq!(fields.len(), 13);
 
         let module = parse(((Kernel::Patch, DType::I32), Variant::Plain));
         let (fields, size) = wgsl_layout(&module, "PatchParams");

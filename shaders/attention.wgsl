@@ -1,0 +1,132 @@
+// Fused attention (ggml's flash_attn_ext): d[:, h, i, b] = softmax(q·k * f.x + mask)·v for
+// query row i of head h, batch entry b. Operands: k is `a` (binding 1, read through the
+// snippet of its dtype: a_row / a_at), q is `b` (binding 3, f32, strides b_nb, offset offs.z),
+// v is `c` (binding 4, k's dtype: C_F16 compiled in; strides c_nb, offset e.x; q and v may
+// come through a's binding instead, SHARED_B / SHARED_C), the optional
+// mask is `mk` (binding 5, f32; shape m_ne, strides m_nb, offset e.y; e.z: 1 if bound).
+// u.y: the row count n_q * heads * batch. Head h reads KV head h / (heads / kv_heads), batch
+// entry b KV entry b / (batch / kv_batch).
+//
+// One workgroup of ATT_WG threads per output row. Keys go by tiles of ATT_WG: thread t scores
+// key j0 + t (q from workgroup memory), then every thread reads the tile's scores, takes the
+// running maximum (online softmax) and the weights exp(s - m) (0 for a -inf score), rescales
+// its accumulators and adds the weighted values of the output elements it owns: t, t + ATT_WG,
+// t + 2 ATT_WG, t + 3 ATT_WG (one vec4; d_v <= 4 ATT_WG). The running sum l is kept by every
+// thread alike. A row whose every score is -inf sums to 0 and writes zeros.
+@group(0) @binding(4) var<storage, read_write> c: array<u32>;
+@group(0) @binding(5) var<storage, read_write> mk: array<f32>;
+
+var<workgroup> qs: array<f32, ATT_MAX_D>;
+var<workgroup> sc: array<f32, ATT_WG>;
+var<workgroup> pw: array<f32, ATT_WG>;
+
+// The largest finite f32: a score below it is -inf (masked).
+const FLT_MAX: f32 = 3.40282347e+38;
+
+// Word k of v's binding, or of a's when v shares k's memory (SHARED_C; q, k and v views of
+// one tensor: then q comes through a's binding too, SHARED_B).
+fn c_word(k: u32) -> u32 {
+    if ((p.offs.w & SHARED_C) != 0u) {
+        return a_word(k);
+    }
+    return c[k];
+}
+
+// Element h of v (in v's units: halves when f16).
+fn v_at(h: u32) -> f32 {
+    if (C_F16) {
+        let w = unpack2x16float(c_word(h >> 1u));
+        return select(w.x, w.y, (h & 1u) == 1u);
+    }
+    return bitcast<f32>(c_word(h));
+}
+
+@compute @workgroup_size(ATT_WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+    let row = wid.x + wid.y * nwg.x;
+    if (row >= p.u.y) {
+        return;
+    }
+    let dk = p.b_ne.x;
+    let heads = p.b_ne.z;
+    let h = row % heads;
+    let r = row / heads;
+    let i = r % p.b_ne.y;
+    let bn = r / p.b_ne.y;
+    let kh = h / (heads / p.a_ne.z);
+    let kb = bn / (p.b_ne.w / p.a_ne.w);
+    let n_kv = p.a_ne.y;
+    let d_v = p.d_ne.x;
+    let has_mask = p.e.z != 0u;
+    let m_base = p.e.y + (i % p.m_ne.y) * p.m_nb.y + (h % p.m_ne.z) * p.m_nb.z
+        + (bn % p.m_ne.w) * p.m_nb.w;
+
+    let q_base = p.offs.z + i * p.b_nb.y + h * p.b_nb.z + bn * p.b_nb.w;
+    for (var e = t; e < dk; e += ATT_WG) {
+        qs[e] = b_at(q_base + e * p.b_nb.x);
+    }
+    workgroupBarrier();
+
+    // The output elements this thread owns (clamped to the last: read, never written).
+    let last = d_v - 1u;
+    let own = min(vec4<u32>(t, t + ATT_WG, t + 2u * ATT_WG, t + 3u * ATT_WG), vec4<u32>(last));
+    let v_base = p.e.x + kh * p.c_nb.z + kb * p.c_nb.w;
+    let v_off = own * p.c_nb.x + vec4<u32>(v_base);
+    // Whether this row has more than ATT_WG output elements (else only acc.x is used).
+    let wide = d_v > ATT_WG;
+    var acc = vec4<f32>(0.0);
+    var m = -FLT_MAX;
+    var l = 0.0;
+
+    for (var j0 = 0u; j0 < n_kv; j0 += ATT_WG) {
+        let j = j0 + t;
+        if (j < n_kv) {
+            let kr = a_row(vec4<u32>(0u, j, kh, kb));
+            var s = 0.0;
+            for (var e = 0u; e < dk; e++) {
+                s += qs[e] * a_at(kr, e);
+            }
+            s *= p.f.x;
+            if (has_mask) {
+                s += mk[m_base + j * p.m_nb.x];
+            }
+            sc[t] = s;
+        }
+        workgroupBarrier();
+        let n = min(ATT_WG, n_kv - j0);
+        var mt = m;
+        for (var x = 0u; x < n; x++) {
+            mt = max(mt, sc[x]);
+        }
+        if (t < n) {
+            let s = sc[t];
+            pw[t] = select(exp(s - mt), 0.0, s < -FLT_MAX);
+        }
+        workgroupBarrier();
+        let alpha = exp(m - mt);
+        m = mt;
+        acc *= alpha;
+        l *= alpha;
+        for (var x = 0u; x < n; x++) {
+            let w = pw[x];
+            l += w;
+            let vo = v_off + vec4<u32>((j0 + x) * p.c_nb.y);
+            if (wide) {
+                acc += w * vec4<f32>(v_at(vo.x), v_at(vo.y), v_at(vo.z), v_at(vo.w));
+            } else {
+                acc.x += w * v_at(vo.x);
+            }
+        }
+        workgroupBarrier();
+    }
+
+    let out = select(acc / l, vec4<f32>(0.0), l == 0.0);
+    let o_base = p.offs.x + h * p.d_nb.y + i * p.d_nb.z + bn * p.d_nb.w;
+    let e = vec4<u32>(t, t + ATT_WG, t + 2u * ATT_WG, t + 3u * ATT_WG);
+    for (var r4 = 0u; r4 < 4u; r4++) {
+        if (e[r4] < d_v) {
+            d[o_base + e[r4] * p.d_nb.x] = out[r4];
+        }
+    }
+}
