@@ -452,7 +452,7 @@ mod imp {
         #[inline(always)]
         pub unsafe fn load_f16(p: *const u8) -> Self {
             let h = unsafe { (p as *const [u16; 4]).read_unaligned() };
-            Self(h.map(|h| super::f16_bits_to_f32(u16::from_le(h))))
+            Self(h.map(|h| super::f16_to_f32(u16::from_le(h))))
         }
         /// Lane-wise maximum (wasm's `pmax`: `a < b ? b : a`, same on every path).
         #[inline(always)]
@@ -838,9 +838,11 @@ fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
 /// the f16's value times 2^-112, for normal and subnormal f16 alike.
 const F16_RESCALE: f32 = f32::from_bits((112 + 127) << 23);
 
-/// The f16 bits `h` as f32, without branches (what [`F32x4::load_f16`] does per lane).
+/// The f16 bits `h` as f32, exactly for every value and without branches (what
+/// [`F32x4::load_f16`] does per lane): exponent and mantissa shifted into an f32 and rescaled
+/// by 2^112 (normal and subnormal alike), infinities and NaN given the all-ones exponent.
 #[inline(always)]
-pub fn f16_bits_to_f32(h: u16) -> f32 {
+pub fn f16_to_f32(h: u16) -> f32 {
     let em = (h & 0x7fff) as u32;
     let sign = ((h & 0x8000) as u32) << 16;
     let v = if em >= 0x7c00 {
@@ -849,18 +851,6 @@ pub fn f16_bits_to_f32(h: u16) -> f32 {
         (f32::from_bits(em << 13) * F16_RESCALE).to_bits()
     };
     f32::from_bits(v | sign)
-}
-
-/// The f16 bits `h` as f32: a few integer ops for normal numbers (block scales, weights),
-/// `half`'s full conversion for zero, subnormals, infinities and NaN.
-#[inline(always)]
-pub fn f16_to_f32(h: u16) -> f32 {
-    let h = h as u32;
-    let exp = h & 0x7c00;
-    if exp == 0 || exp == 0x7c00 {
-        return half::f16::from_bits(h as u16).to_f32();
-    }
-    f32::from_bits(((h & 0x8000) << 16) | (((h & 0x7fff) << 13) + ((127 - 15) << 23)))
 }
 
 /// The little-endian f16 at `p` (unaligned) as f32.
@@ -1001,11 +991,6 @@ mod tests {
             assert!(
                 got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
                 "{h:#x}"
-            );
-            let got = f16_bits_to_f32(h);
-            assert!(
-                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
-                "branchless {h:#x}: {got} vs {want}"
             );
         }
         // Four at a time, each lane a different value (and unaligned).
