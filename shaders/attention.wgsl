@@ -21,7 +21,7 @@ var<workgroup> sc: array<f32, ATT_WG>;
 var<workgroup> pw: array<f32, ATT_WG>;
 
 // The largest finite f32: a score below it is -inf (masked).
-const FLT_MAX: f32 = 3.40282347e+38;
+const FLT_MAX: f32 = 3.4028234e38; // rounds to the largest f32 (3.40282347e38 is above it: Tint refuses)
 
 // Word k of v's binding, or of a's when v shares k's memory (SHARED_C; q, k and v views of
 // one tensor: then q comes through a's binding too, SHARED_B).
