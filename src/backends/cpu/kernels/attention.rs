@@ -195,12 +195,7 @@ pub fn attention(
             if splits == 1 {
                 for r in 0..n_rows {
                     let (b, h, i) = row_of(unit, r);
-                    let o = dst.ptr_at([0, h, i, b]) as *mut f32;
-                    let inv = if w.l[r] > 0.0 { 1.0 / w.l[r] } else { 0.0 };
-                    for e in 0..d_v {
-                        // In range: d_v packed f32 of dst's row (h, i, b).
-                        unsafe { *o.add(e) = w.acc[r * d_v + e] * inv };
-                    }
+                    write_row(dst, [h, i, b], &w.acc[r * d_v..(r + 1) * d_v], w.l[r]);
                 }
             } else {
                 for r in 0..n_rows {
@@ -217,16 +212,15 @@ pub fn attention(
     });
     if splits > 1 {
         // Combine each row's ranges: rescale each to the largest max and add.
+        let mut acc = vec![0f32; d_v];
         for unit in 0..units {
             let blk = unit % blocks;
             for r in 0..BLOCK.min(rows - blk * BLOCK) {
                 let part =
                     |s: usize| &partial[((unit * splits + s) * BLOCK + r) * stride..][..stride];
                 let m = (0..splits).fold(f32::NEG_INFINITY, |a, s| a.max(part(s)[0]));
-                let (b, h, i) = row_of(unit, r);
-                let o = dst.ptr_at([0, h, i, b]) as *mut f32;
                 let mut l = 0.0;
-                let mut acc = vec![0f32; d_v];
+                acc.fill(0.0);
                 if m > f32::NEG_INFINITY {
                     for s in 0..splits {
                         let p = part(s);
@@ -237,15 +231,23 @@ pub fn attention(
                         }
                     }
                 }
-                let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
-                for (e, a) in acc.iter().enumerate() {
-                    // In range: d_v packed f32 of dst's row (h, i, b).
-                    unsafe { *o.add(e) = a * inv };
-                }
+                let (b, h, i) = row_of(unit, r);
+                write_row(dst, [h, i, b], &acc, l);
             }
         }
     }
     true
+}
+
+/// Writes `acc / l` (zeros when `l` is 0: every key masked) to dst's row `(h, i, b)`.
+#[inline(always)]
+fn write_row(dst: &TensorView, [h, i, b]: [usize; 3], acc: &[f32], l: f32) {
+    let o = dst.ptr_at([0, h, i, b]) as *mut f32;
+    let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
+    for (e, a) in acc.iter().enumerate() {
+        // In range: dst's rows are `acc.len()` (d_v) packed f32.
+        unsafe { *o.add(e) = a * inv };
+    }
 }
 
 /// Runs keys `keys` of KV head `kh` (batch `kb`) over the block's `n_rows` query rows in
