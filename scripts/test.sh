@@ -3,7 +3,7 @@
 #   setup → fmt → clippy (native, wasm32) → native tests (CPU; WebGPU on lavapipe) →
 #   model files (MiniLM GGUFs, tokenizer vectors) → fuzz targets (a minute each) →
 #   wasm tests in Node → wasm tests in
-#   headless Chromium (WebGPU on SwiftShader), single-thread and threaded (2 threads) →
+#   headless Chromium (and the unit tests on the relaxed-SIMD build) (WebGPU on SwiftShader), single-thread and threaded (2 threads) →
 #   pkg/ built, and its JS surface checked (scripts/check-js-surface.mjs: the bindings'
 #   d.ts against the worker's calls, the proxy and index.d.ts) → example apps (the package
 #   packed with npm pack, installed into a webpack 5, a Vite and a plain-ESM app, each
@@ -79,6 +79,14 @@ step "native tests (cargo test)" env WEBTENSOR_REQUIRE_WEBGPU=${WEBTENSOR_REQUIR
 # --lib: the unit tests marked wasm_bindgen_test (SIMD128 kernels, run queue) run under wasm too.
 step "wasm tests in Node" wasm cargo test --target wasm32-unknown-unknown --lib --test web_node
 step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-unknown --test web_browser
+# The unit tests again on a relaxed-SIMD build (what the loader picks in Chromium and Firefox):
+# its kernels (the 8-bit dots, the int8 panels) differ from the simd128 build's. In Chromium,
+# since Node 20's V8 has relaxed SIMD only behind a flag.
+relaxed_unit() {
+  WASM_BINDGEN_USE_BROWSER=1 CARGO_TARGET_DIR=target/wasm-relaxed-test \
+    RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" wasm cargo test --target wasm32-unknown-unknown --lib
+}
+step "wasm unit tests in headless Chromium, relaxed SIMD build" relaxed_unit
 # The same browser tests on the threaded build with a 2-thread pool on the page's main thread
 # (wasm-bindgen-test-runner serves the page cross-origin isolated).
 step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --target wasm32-unknown-unknown \

@@ -265,15 +265,24 @@ mod tests {
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn prepacked_quantized_weights_match_per_call_and_reference() {
         use crate::graph::{row_from_f32, Op};
-        let (m, k) = (37, 96);
         // Activations 2-D, and 4-D (batches multiplied as one run of rows), `n` rows in all;
         // 32+ rows a batch, so the per-call kernel is the int8 GEMM too (the same bytes).
+        // One and a few rows take the panels' matrix-vector tiles (4 groups at a time, then
+        // pairs and single groups: 37 rows are 10 groups, the last one padded); 1200 rows
+        // are enough work for 2 threads.
         let cases = [
-            (DType::Q8_0, &[70, 1, 1]),
-            (DType::Q4_0, &[70, 1, 1]),
-            (DType::Q8_0, &[33, 3, 2]),
+            (DType::Q8_0, 37, &[70, 1, 1]),
+            (DType::Q4_0, 37, &[70, 1, 1]),
+            (DType::Q8_0, 37, &[33, 3, 2]),
+            (DType::Q4_0, 37, &[33, 3, 2]),
+            (DType::Q4_0, 37, &[1, 1, 1]),
+            (DType::Q8_0, 37, &[1, 1, 1]),
+            (DType::Q4_0, 37, &[3, 1, 1]),
+            (DType::Q4_0, 1200, &[1, 1, 1]),
+            (DType::Q8_0, 1200, &[1, 1, 1]),
         ];
-        for (dtype, dims) in cases {
+        let k = 96;
+        for (dtype, m, dims) in cases {
             let n = dims.iter().product::<usize>();
             let mut g = Graph::new();
             let w = g.weight("w", dtype, &[k, m]).unwrap();
@@ -326,10 +335,19 @@ mod tests {
                     Some(&pre),
                     None
                 ));
+            }
+            // The same bytes at 1 and 2 threads, and as the per-call GEMM's (fewer rows run
+            // the dot-product kernel on the GGUF layout: a different order of float adds).
+            assert_eq!(
+                cpu(&outs[1]).bytes(),
+                cpu(&outs[2]).bytes(),
+                "{dtype:?} {m} {dims:?}"
+            );
+            if dims[0] >= kernels::gemm::QUANT_GEMM_MIN_N {
                 assert_eq!(
                     cpu(&outs[0]).bytes(),
-                    cpu(&outs[i]).bytes(),
-                    "{dtype:?} {dims:?} run {i}"
+                    cpu(&outs[1]).bytes(),
+                    "{dtype:?} {m} {dims:?}"
                 );
             }
             kernels::reference::compute(&Op::MatMul, &view(&outs[3], y), &[wv, xv]).unwrap();
@@ -348,7 +366,7 @@ mod tests {
             let norm: f64 = want.iter().map(|b| (*b as f64).powi(2)).sum();
             assert!(
                 err / norm < 5e-4,
-                "{dtype:?}: normalized error {}",
+                "{dtype:?} {m} {dims:?}: normalized error {}",
                 err / norm
             );
         }

@@ -220,7 +220,7 @@ impl CpuBackend {
         a: &TensorView,
         b: &TensorView,
     ) -> Result<Option<Rc<kernels::Prepacked>>> {
-        if !kernels::Prepacked::worth(b.ne[1]) {
+        if !kernels::Prepacked::worth(a.dtype, b.ne[1]) {
             return Ok(None);
         }
         let (buf, off) = mem.locate(graph, id)?;

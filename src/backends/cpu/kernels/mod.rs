@@ -28,7 +28,7 @@ mod simd;
 use super::pool::Par;
 use super::view::TensorView;
 use crate::error::Result;
-use crate::graph::Op;
+use crate::graph::{DType, Op};
 
 /// A matmul weight prepared once for the fast kernels (weights buffers keep one per weight
 /// while their bytes do not change): repacking costs about as much as multiplying by 8
@@ -68,10 +68,12 @@ impl Prepacked {
         }
     }
 
-    /// Whether a matmul with `n` activation rows runs faster on a prepared weight (fewer
-    /// take the dot-product kernels, which read weights as they are).
-    pub fn worth(n: usize) -> bool {
-        gemm::prepack_worth(n)
+    /// Whether a matmul of a `dtype` weight by `n` activation rows runs faster on a prepared
+    /// weight: Q8_0 / Q4_0 ones with the int8 kernels always (the panels' matrix-vector
+    /// product is the fast one), others from a few rows on (fewer take the dot-product
+    /// kernels, which read weights as they are).
+    pub fn worth(dtype: DType, n: usize) -> bool {
+        matches!(dtype, DType::Q8_0 | DType::Q4_0) && quant::INT_GEMM || gemm::prepack_worth(n)
     }
 }
 

@@ -5,7 +5,8 @@
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
-    dot_i8x32, dot_q4x32, encode_act, f16_at, F32x4, I32x4, I8x16, I8x32, ACT_OFFSET,
+    dot_i8x32, dot_q4x32, encode_act, encode_act_plain, f16_at, F32x4, I32x4, I8x16, I8x32, U8x16,
+    ACT_OFFSET,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -16,13 +17,17 @@ use std::ops::Range;
 /// passes over them).
 const M_BLOCK: usize = 32;
 
-/// Activation rows quantized to Q8_0 (f32 scales kept apart from the i8 values).
+/// Activation rows quantized to Q8_0 (f32 scales kept apart from the i8 values): encoded
+/// by [`encode_act`] (the Q8_0 kernels), or plainly by [`encode_act_plain`] with each
+/// block's sum (the Q4_0 panels).
 #[derive(Default)]
 pub struct QuantRows {
     /// `k / 32` scales per row.
     pub d: Vec<f32>,
     /// `k` values per row.
     pub q: Vec<i8>,
+    /// `k / 32` block sums per row (plain encoding only).
+    pub s: Vec<i32>,
 }
 
 /// Quantizes `x` (a whole number of blocks) into `d` / `q` as the integer dots take
@@ -275,7 +280,7 @@ pub fn matmul(
             first: run,
         };
         let out = DstRows { v: dst, rows };
-        quantize_rows(par, b, rows, per_run, k, &mut xq);
+        quantize_rows(par, b, rows, per_run, k, &mut xq, false);
         // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
         // whatever the cut.
         let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((per_run * k).max(1));
@@ -306,27 +311,42 @@ pub const INT_GEMM: bool = cfg!(any(
 /// Weight rows per group: one i8x16 holds 4 values of each, so a dot instruction with one
 /// activation slice (4 values, repeated) yields 4 rows' partial dots in its 4 lanes.
 const GROUP: usize = 4;
-/// Bytes of one group's block: 4 rows × 32 values.
+/// Bytes of one group's block of Q8_0 values: 4 rows × 32 values.
 const GROUP_BLOCK: usize = GROUP * QK;
+/// Bytes of one group's block of Q4_0 nibbles: 4 rows × 32 values / 2.
+const GROUP_BLOCK_Q4: usize = GROUP * QK / 2;
 /// Activation rows per block of the int8 GEMM's column loop (their quantized values,
 /// `k` bytes each, stay in cache while every weight group passes over them).
 const COL_BLOCK: usize = 64;
 
-/// Q8_0 / Q4_0 weights (Q4_0 unpacked to i8) rearranged for the int8 GEMM: rows in groups
-/// of 4 (the last one padded with zero rows), each group's block `b` 128 bytes where 16-byte
-/// slice `s` holds values `32b + 4s .. 32b + 4s + 4` of its 4 rows side by side; next to it
-/// the 4 rows' block scales, and `-ACT_OFFSET ·` each row's block sum, which starts that
-/// block's integer accumulator (undoing the activation encoding's offset for free).
-/// 1.25 bytes per weight (Q8_0 holds 1.06, Q4_0 0.56).
+/// How [`Int8Panels`] hold the weights' integer values.
+enum PanelValues {
+    /// Q8_0: `[group][block][slice][row][4]` i8, 16-byte slice `s` holding values
+    /// `32b + 4s .. 32b + 4s + 4` of the group's 4 rows side by side; and per
+    /// `[group][block][row]` `-ACT_OFFSET ·` the row's block sum, which starts that block's
+    /// integer accumulator (undoing the activation encoding's offset for free).
+    I8 { q: Vec<i8>, bias: Vec<i32> },
+    /// Q4_0: `[group][block][vector][row][4]` nibble bytes, 16-byte vector `v`'s low nibbles
+    /// holding values `4v .. 4v + 4` of the 4 rows, its high nibbles values `16 + 4v ..`:
+    /// each row's 4-byte run of its GGUF block, so packing is a byte shuffle. The values
+    /// stay 0..=15 (the 7-bit operand of relaxed SIMD's dot, with full-range activations
+    /// from [`encode_act_plain`]); the blocks' `-8` is `-8 ·` the activation block's sum,
+    /// which starts the accumulator.
+    Q4 { q: Vec<u8> },
+}
+
+/// Q8_0 / Q4_0 weights rearranged once for the integer matmuls (the GEMM for batches and the
+/// matrix-vector product of a decode step): rows in groups of 4 (the last one padded with
+/// zero rows), so that one dot instruction with an activation slice (4 values, repeated)
+/// yields the 4 rows' partial dots in its 4 lanes, and one multiply-add by the 4 rows' block
+/// scales (f32, next to the values) finishes a block for all of them. See [`PanelValues`]
+/// for the values: Q8_0 1.25 bytes per weight (GGUF 1.06), Q4_0 0.625 (GGUF 0.56).
 pub struct Int8Panels {
     m: usize,
     k: usize,
-    /// `[group][block][slice][row][4]` i8.
-    q: Vec<i8>,
+    values: PanelValues,
     /// `[group][block][row]` weight scales.
     d: Vec<f32>,
-    /// `[group][block][row]` accumulator starts.
-    bias: Vec<i32>,
 }
 
 impl Int8Panels {
@@ -349,57 +369,80 @@ impl Int8Panels {
         }
         let (m, k) = (a.ne[1], a.ne[0]);
         let (nb, groups) = (k / QK, m.div_ceil(GROUP));
-        let mut q = vec![0i8; groups * nb * GROUP_BLOCK];
         let mut d = vec![0f32; groups * nb * GROUP];
-        let mut bias = vec![0i32; groups * nb * GROUP];
-        let mut vals = [0i8; QK];
-        for row in 0..m {
-            let (g, r) = (row / GROUP, row % GROUP);
+        let block = |row: usize, b: usize| {
             let w = a.ptr_at([0, row, a2, a3]) as *const u8;
-            for b in 0..nb {
-                // In range: the row holds `nb` blocks.
-                let blk =
-                    unsafe { std::slice::from_raw_parts(w.add(b * block_bytes), block_bytes) };
-                if q4 {
-                    for (i, &byte) in blk[2..].iter().enumerate() {
-                        vals[i] = (byte & 0x0f) as i8 - 8;
-                        vals[i + QK / 2] = (byte >> 4) as i8 - 8;
+            // In range: the row holds `nb` blocks.
+            unsafe { std::slice::from_raw_parts(w.add(b * block_bytes), block_bytes) }
+        };
+        let values = if q4 {
+            let mut q = vec![0u8; groups * nb * GROUP_BLOCK_Q4];
+            for row in 0..m {
+                let (g, r) = (row / GROUP, row % GROUP);
+                for b in 0..nb {
+                    let blk = block(row, b);
+                    let at = (g * nb + b) * GROUP + r;
+                    d[at] = unsafe { f16_at(blk.as_ptr()) };
+                    let base = (g * nb + b) * GROUP_BLOCK_Q4 + r * 4;
+                    for (v, four) in blk[2..].chunks_exact(4).enumerate() {
+                        q[base + v * 16..base + v * 16 + 4].copy_from_slice(four);
                     }
-                } else {
-                    for (v, &byte) in vals.iter_mut().zip(&blk[2..]) {
-                        *v = byte as i8;
-                    }
-                }
-                let at = (g * nb + b) * GROUP + r;
-                d[at] = unsafe { f16_at(blk.as_ptr()) };
-                bias[at] = -(ACT_OFFSET as i32) * vals.iter().map(|&v| v as i32).sum::<i32>();
-                let base = (g * nb + b) * GROUP_BLOCK + r * 4;
-                for (s, four) in vals.chunks_exact(4).enumerate() {
-                    q[base + s * 16..base + s * 16 + 4].copy_from_slice(four);
                 }
             }
-        }
-        Some(Self { m, k, q, d, bias })
+            PanelValues::Q4 { q }
+        } else {
+            let mut q = vec![0i8; groups * nb * GROUP_BLOCK];
+            let mut bias = vec![0i32; groups * nb * GROUP];
+            for row in 0..m {
+                let (g, r) = (row / GROUP, row % GROUP);
+                for b in 0..nb {
+                    let blk = block(row, b);
+                    let at = (g * nb + b) * GROUP + r;
+                    d[at] = unsafe { f16_at(blk.as_ptr()) };
+                    let vals = &blk[2..];
+                    bias[at] =
+                        -(ACT_OFFSET as i32) * vals.iter().map(|&v| v as i8 as i32).sum::<i32>();
+                    let base = (g * nb + b) * GROUP_BLOCK + r * 4;
+                    for (s, four) in vals.chunks_exact(4).enumerate() {
+                        for (o, &v) in q[base + s * 16..base + s * 16 + 4].iter_mut().zip(four) {
+                            *o = v as i8;
+                        }
+                    }
+                }
+            }
+            PanelValues::I8 { q, bias }
+        };
+        Some(Self { m, k, values, d })
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.q.len() + self.d.len() * 4 + self.bias.len() * 4
+        let values = match &self.values {
+            PanelValues::I8 { q, bias } => q.len() + bias.len() * 4,
+            PanelValues::Q4 { q } => q.len(),
+        };
+        values + self.d.len() * 4
     }
 
     /// Whether these are the panels of a weight shaped like `a`.
     pub fn fits(&self, a: &TensorView) -> bool {
         (self.m, self.k) == (a.ne[1], a.ne[0])
     }
+
+    /// Whether the activations are to be encoded plainly (see [`QuantRows`]).
+    fn plain_acts(&self) -> bool {
+        matches!(self.values, PanelValues::Q4 { .. })
+    }
 }
 
 /// Output rows `j0 .. j0 + C` × weight groups `g0 .. g0 + G`: per block, `G × C` integer
 /// accumulators over 8 dot instructions each, then one multiply-add by the block scales.
-/// Every output is computed by the same operations in the same order whatever `G` and `C`.
+/// Every output is computed by the same operations in the same order whatever `G` and `C`
+/// (the integer sums are exact, so splitting them is no change).
 ///
 /// # Safety
-/// Groups `g0 .. g0 + G` in `p`; activation rows `j0 .. j0 + C` in `xq`; dst rows
-/// `j0 .. j0 + C` hold `p.m` f32.
+/// Groups `g0 .. g0 + G` in `p`; activation rows `j0 .. j0 + C` in `xq`, encoded as
+/// [`Int8Panels::plain_acts`] says; dst rows `j0 .. j0 + C` hold `p.m` f32.
 #[inline(always)]
 unsafe fn int8_tile<const G: usize, const C: usize>(
     out: &DstRows,
@@ -413,20 +456,61 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
     for b in 0..nb {
         unsafe {
             let gb: [usize; G] = std::array::from_fn(|g| (g0 + g) * nb + b);
-            let mut acc: [[I32x4; C]; G] =
-                std::array::from_fn(|g| [I32x4::load(p.bias.as_ptr().add(gb[g] * GROUP)); C]);
-            let w: [*const i8; G] = std::array::from_fn(|g| p.q.as_ptr().add(gb[g] * GROUP_BLOCK));
             let x: [*const i8; C] =
                 std::array::from_fn(|c| xq.q.as_ptr().add((j0 + c) * k + b * QK));
-            for s in 0..QK / 4 {
-                let ws: [I8x16; G] = std::array::from_fn(|g| I8x16::load(w[g].add(s * 16)));
-                for c in 0..C {
-                    let xs = I8x16::splat4(x[c].add(s * 4));
-                    for g in 0..G {
-                        acc[g][c] = ws[g].dot4(xs, acc[g][c]);
+            let acc: [[I32x4; C]; G] = match &p.values {
+                PanelValues::I8 { q, bias } => {
+                    let mut acc: [[I32x4; C]; G] =
+                        std::array::from_fn(|g| [I32x4::load(bias.as_ptr().add(gb[g] * GROUP)); C]);
+                    let w: [*const i8; G] =
+                        std::array::from_fn(|g| q.as_ptr().add(gb[g] * GROUP_BLOCK));
+                    for s in 0..QK / 4 {
+                        let ws: [I8x16; G] = std::array::from_fn(|g| I8x16::load(w[g].add(s * 16)));
+                        for c in 0..C {
+                            let xs = I8x16::splat4(x[c].add(s * 4));
+                            for g in 0..G {
+                                acc[g][c] = ws[g].dot4(xs, acc[g][c]);
+                            }
+                        }
                     }
+                    acc
                 }
-            }
+                PanelValues::Q4 { q } => {
+                    // Low and high nibbles in two accumulators for a lone activation row
+                    // (the matrix-vector case), so that each is a chain of 4 dependent dots.
+                    let start: [I32x4; C] = std::array::from_fn(|c| {
+                        I32x4::splat(-8 * *xq.s.get_unchecked((j0 + c) * nb + b))
+                    });
+                    let mut acc: [[I32x4; C]; G] = [start; G];
+                    let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
+                    let w: [*const u8; G] =
+                        std::array::from_fn(|g| q.as_ptr().add(gb[g] * GROUP_BLOCK_Q4));
+                    for v in 0..4 {
+                        let raw: [U8x16; G] =
+                            std::array::from_fn(|g| U8x16::load(w[g].add(v * 16)));
+                        let lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
+                        let hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
+                        for c in 0..C {
+                            let xl = I8x16::splat4(x[c].add(v * 4));
+                            let xh = I8x16::splat4(x[c].add(QK / 2 + v * 4));
+                            for g in 0..G {
+                                acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
+                                if C == 1 {
+                                    acc_hi[g][c] = xh.dot4_u(hi[g], acc_hi[g][c]);
+                                } else {
+                                    acc[g][c] = xh.dot4_u(hi[g], acc[g][c]);
+                                }
+                            }
+                        }
+                    }
+                    if C == 1 {
+                        for g in 0..G {
+                            acc[g][0] = acc[g][0] + acc_hi[g][0];
+                        }
+                    }
+                    acc
+                }
+            };
             for g in 0..G {
                 let dw = F32x4::load(p.d.as_ptr().add(gb[g] * GROUP));
                 for c in 0..C {
@@ -492,12 +576,18 @@ fn quantize_rows(
     count: usize,
     k: usize,
     xq: &mut QuantRows,
+    plain: bool,
 ) {
     let nb = k / QK;
     xq.d.resize(count * nb, 0.0);
     xq.q.resize(count * k, 0);
+    xq.s.resize(if plain { count * nb } else { 0 }, 0);
     // Addresses, so the closure is Sync; each range writes only its own rows.
-    let (dp, qp) = (xq.d.as_mut_ptr() as usize, xq.q.as_mut_ptr() as usize);
+    let (dp, qp, sp) = (
+        xq.d.as_mut_ptr() as usize,
+        xq.q.as_mut_ptr() as usize,
+        xq.s.as_mut_ptr() as usize,
+    );
     par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
         let mut row = vec![0f32; k];
         for f in r {
@@ -510,9 +600,30 @@ fn quantize_rows(
                     std::slice::from_raw_parts_mut((qp as *mut i8).add(f * k), k),
                 )
             };
-            quantize_q8(&row, d, q);
+            if plain {
+                // In range: as above, `nb` sums of row `f`.
+                let sums =
+                    unsafe { std::slice::from_raw_parts_mut((sp as *mut i32).add(f * nb), nb) };
+                quantize_q8_plain(&row, d, q, sums);
+            } else {
+                quantize_q8(&row, d, q);
+            }
         }
     });
+}
+
+/// [`quantize_q8`] by [`encode_act_plain`], with each block's sum in `s`.
+#[inline(never)]
+fn quantize_q8_plain(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut [i32]) {
+    for (((blk, db), qb), sb) in x
+        .chunks_exact(QK)
+        .zip(d.iter_mut())
+        .zip(q.chunks_exact_mut(QK))
+        .zip(s.iter_mut())
+    {
+        *db = encode_act_plain(blk, qb);
+        *sb = qb.iter().map(|&v| v as i32).sum();
+    }
 }
 
 /// `dst = p · bᵀ` for flat rows `0 .. n` (see [`Batches`]) with the activations already
@@ -528,7 +639,7 @@ fn int8_gemm(
 ) {
     let groups = p.m.div_ceil(GROUP);
     let min_groups = super::gemm::MIN_PAR_MACS.div_ceil((n * p.k * GROUP).max(1));
-    par.for_ranges(groups, min_groups, 2, |r| {
+    par.for_ranges(groups, min_groups, 4, |r| {
         for jc in (0..n).step_by(COL_BLOCK) {
             for g in (r.start..r.end).step_by(GROUP_RUN) {
                 let (groups, cols) = (g..r.end.min(g + GROUP_RUN), jc..n.min(jc + COL_BLOCK));
@@ -566,6 +677,14 @@ unsafe fn int8_block(
     cols: Range<usize>,
 ) {
     let mut g = groups.start;
+    // A lone activation row (the matrix-vector case) takes 4 groups at a time: 4 (Q4_0: 8)
+    // independent chains of dot instructions.
+    if cols.len() == 1 {
+        while g + 4 <= groups.end {
+            unsafe { int8_tile::<4, 1>(out, p, xq, g, cols.start) };
+            g += 4;
+        }
+    }
     while g < groups.end {
         let pair = g + 2 <= groups.end;
         for j in cols.clone().step_by(4) {
@@ -609,7 +728,7 @@ pub fn matmul_int8_panels(
     };
     let count = b.ne[1] * dst.ne[2] * dst.ne[3];
     let mut xq = QuantRows::default();
-    quantize_rows(par, b, rows, count, p.k, &mut xq);
+    quantize_rows(par, b, rows, count, p.k, &mut xq, p.plain_acts());
     int8_gemm(par, &DstRows { v: dst, rows }, p, &xq, count, ep);
     true
 }
@@ -642,7 +761,7 @@ fn matmul_int8(
                 ne2: dst.ne[2],
                 first: i2 + dst.ne[2] * i3,
             };
-            quantize_rows(par, b, rows, n, k, &mut xq);
+            quantize_rows(par, b, rows, n, k, &mut xq, p.plain_acts());
             int8_gemm(par, &DstRows { v: dst, rows }, &p, &xq, n, ep);
             packed = Some((ab, p));
         }

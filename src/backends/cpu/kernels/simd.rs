@@ -285,6 +285,13 @@ mod imp {
                 I32x4(i32x4_add(acc.0, i32x4_add(even, odd)))
             }
         }
+        /// `acc` plus, in each 32-bit lane, the dot of that lane's 4 i8 of `self` (full-range
+        /// activations) with those of `w` (weights in 0..=127, e.g. Q4_0 nibbles): relaxed
+        /// SIMD's 8-bit dot with the weights as its 7-bit operand.
+        #[inline(always)]
+        pub fn dot4_u(self, w: U8x16, acc: I32x4) -> I32x4 {
+            self.dot4(Self(w.0), acc)
+        }
     }
 
     impl I32x4 {
@@ -324,7 +331,14 @@ mod imp {
         /// Bits `shift .. shift + width` of each byte, as values `0 .. 2^width`.
         #[inline(always)]
         pub fn bits(self, shift: u32, mask: u8) -> Self {
-            Self(v128_and(u8x16_shr(self.0, shift), u8x16_splat(mask)))
+            if (mask as u32) << shift <= 0xff {
+                // A 16-bit shift (one instruction on x86, where a byte shift takes several)
+                // moves the next byte's low bits into each byte's top `shift` bits, and the
+                // mask, which fits below them, drops them.
+                Self(v128_and(u16x8_shr(self.0, shift), u8x16_splat(mask)))
+            } else {
+                Self(v128_and(u8x16_shr(self.0, shift), u8x16_splat(mask)))
+            }
         }
         /// Each byte shifted left by `n` (bits past 8 dropped).
         #[inline(always)]
@@ -635,6 +649,16 @@ mod imp {
                 })
             }))
         }
+        /// `acc` plus, in each 32-bit lane, the dot of that lane's 4 i8 of `self` with those
+        /// of `w` (0..=127).
+        #[inline(always)]
+        pub fn dot4_u(self, w: U8x16, acc: I32x4) -> I32x4 {
+            I32x4(std::array::from_fn(|l| {
+                (0..4).fold(acc.0[l], |s, t| {
+                    s + self.0[l * 4 + t] as i32 * w.0[l * 4 + t] as i32
+                })
+            }))
+        }
     }
 
     impl I32x4 {
@@ -771,31 +795,56 @@ pub const ACT_OFFSET: i8 = 64;
 /// row of every quantized matmul. Other lengths than 32 take the scalar path.
 #[inline]
 pub fn encode_act(x: &[f32], q: &mut [i8]) -> f32 {
+    encode_with(x, q, ACT_LEVELS, ACT_OFFSET)
+}
+
+/// Encodes one block of 32 activations as ggml's Q8_0 does (127 levels each side, no offset,
+/// in every build) into `q`; returns the block's scale. For the kernels whose weights are
+/// the 7-bit operand of relaxed SIMD's dot (Q4_0 panels: nibbles 0..=15), so that the
+/// activations keep their full range.
+#[inline]
+pub fn encode_act_plain(x: &[f32], q: &mut [i8]) -> f32 {
+    encode_with(x, q, 127.0, 0)
+}
+
+#[inline(always)]
+fn encode_with(x: &[f32], q: &mut [i8], levels: f32, offset: i8) -> f32 {
     match (
         <&[f32; 32]>::try_from(x),
         <&mut [i8; 32]>::try_from(&mut *q),
     ) {
-        (Ok(x), Ok(q)) => encode_block(x, q),
-        _ => encode_act_scalar(x, q),
+        (Ok(x), Ok(q)) => encode_block(x, q, levels, offset),
+        _ => encode_scalar(x, q, levels, offset),
     }
 }
 
 /// [`encode_act`] one value at a time: the reference the SIMD encoding is tested against.
-#[inline]
+#[cfg(test)]
 pub fn encode_act_scalar(x: &[f32], q: &mut [i8]) -> f32 {
+    encode_scalar(x, q, ACT_LEVELS, ACT_OFFSET)
+}
+
+/// [`encode_act_plain`] one value at a time.
+#[cfg(test)]
+pub fn encode_act_plain_scalar(x: &[f32], q: &mut [i8]) -> f32 {
+    encode_scalar(x, q, 127.0, 0)
+}
+
+#[inline(always)]
+fn encode_scalar(x: &[f32], q: &mut [i8], levels: f32, offset: i8) -> f32 {
     let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let d = amax / ACT_LEVELS;
+    let d = amax / levels;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     for (o, &v) in q.iter_mut().zip(x) {
-        *o = (v * id).round() as i8 + ACT_OFFSET;
+        *o = (v * id).round() as i8 + offset;
     }
     d
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 #[inline(always)]
-fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
-    encode_act_scalar(x, q)
+fn encode_block(x: &[f32; 32], q: &mut [i8; 32], levels: f32, offset: i8) -> f32 {
+    encode_scalar(x, q, levels, offset)
 }
 
 /// Eight f32x4: the block's max |x| by `pmax` (NaN lanes ignored, as `f32::max` does), then
@@ -803,7 +852,7 @@ fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
 /// least 0.5), narrowed to i8 with saturation, plus the offset.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 #[inline(always)]
-fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
+fn encode_block(x: &[f32; 32], q: &mut [i8; 32], levels: f32, offset: i8) -> f32 {
     use core::arch::wasm32::*;
     let p = x.as_ptr() as *const v128;
     // In range: 8 × 16 bytes of the 32 f32.
@@ -813,7 +862,7 @@ fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
         .fold(f32x4_splat(0.0), |m, &x| f32x4_pmax(m, f32x4_abs(x)));
     let amax = f32x4_pmax(amax, i32x4_shuffle::<2, 3, 0, 1>(amax, amax));
     let amax = f32x4_pmax(amax, i32x4_shuffle::<1, 0, 3, 2>(amax, amax));
-    let d = f32x4_extract_lane::<0>(amax) / ACT_LEVELS;
+    let d = f32x4_extract_lane::<0>(amax) / levels;
     let id = f32x4_splat(if d != 0.0 { 1.0 / d } else { 0.0 });
     let (half, one, sign) = (f32x4_splat(0.5), f32x4_splat(1.0), f32x4_splat(-0.0));
     let r: [v128; 8] = std::array::from_fn(|i| {
@@ -823,7 +872,7 @@ fn encode_block(x: &[f32; 32], q: &mut [i8; 32]) -> f32 {
         let step = v128_and(f32x4_ge(f32x4_abs(f32x4_sub(s, t)), half), away);
         i32x4_trunc_sat_f32x4(f32x4_add(t, step))
     });
-    let off = i8x16_splat(ACT_OFFSET);
+    let off = i8x16_splat(offset);
     let o = q.as_mut_ptr() as *mut v128;
     for h in 0..2 {
         let lo = i16x8_narrow_i32x4(r[h * 4], r[h * 4 + 1]);
@@ -1134,6 +1183,15 @@ mod tests {
             let (mut got, mut want) = ([0i8; 32], [0i8; 32]);
             let (d, dw) = (encode_act(x, &mut got), encode_act_scalar(x, &mut want));
             assert_eq!((d.to_bits(), got), (dw.to_bits(), want), "block {x:?}");
+            let (d, dw) = (
+                encode_act_plain(x, &mut got),
+                encode_act_plain_scalar(x, &mut want),
+            );
+            assert_eq!(
+                (d.to_bits(), got),
+                (dw.to_bits(), want),
+                "plain block {x:?}"
+            );
         }
     }
 
