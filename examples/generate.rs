@@ -82,6 +82,7 @@ mod native {
             ..DecoderOptions::default()
         };
         let mut dec = Decoder::load(&rt, &bytes, &opts).map_err(|e| e.to_string())?;
+        block_on(dec.warm_up(&rt)).map_err(|e| e.to_string())?;
         let load_s = t0.elapsed().as_secs_f64();
         let ids = match ids {
             Some(ids) => ids,

@@ -598,6 +598,19 @@ impl Decoder {
         Ok(logits)
     }
 
+    /// Runs one decode step on an empty cache and forgets it, so that what a first run
+    /// prepares once happens now, at load, not in the first answer's time: the CPU's weights
+    /// regrouped for the integer kernels, WebGPU's pipelines, the step's plan. Does nothing
+    /// when the cache holds tokens.
+    pub async fn warm_up(&mut self, rt: &Runtime) -> Result<()> {
+        if !self.is_empty() {
+            return Ok(());
+        }
+        let first = self.step(rt, 0).await;
+        self.reset();
+        first.map(|_| ())
+    }
+
     /// Runs one token after the cache's; returns the logits for the next.
     pub async fn step(&mut self, rt: &Runtime, id: u32) -> Result<Vec<f32>> {
         self.prefill(rt, &[id]).await

@@ -155,10 +155,13 @@ impl TextGenerator {
             .await
             .map_err(to_js_error)?;
         report("devices", 1.0, 1.0);
-        let dec = Decoder::load_from(&rt, src.as_ref(), &dopts, &mut |d, t| {
+        let mut dec = Decoder::load_from(&rt, src.as_ref(), &dopts, &mut |d, t| {
             report("weights", d as f64, t as f64)
         })
         .map_err(to_js_error)?;
+        report("prepare", 0.0, 1.0);
+        dec.warm_up(&rt).await.map_err(to_js_error)?;
+        report("prepare", 1.0, 1.0);
         Ok(TextGenerator {
             rt: Rc::new(rt),
             context: dec.context(),

@@ -129,7 +129,9 @@ for (const worker of [true, false]) {
 // A File (what an <input type="file"> gives): in worker mode the engine reads it a slice at a
 // time (FileReaderSync) and never holds it whole; in this thread the package reads it into one
 // array outside wasm memory. Either way wasm memory grows by the weights the CPU keeps, not by
-// the file: on WebGPU by little, on the CPU by about the file's size (never twice it).
+// the file: on WebGPU by little; on the CPU by the weights as stored plus the copy regrouped
+// for the integer kernels at load (a Q4_0 weight 0.625 bytes per value beside GGUF's 0.5625:
+// about twice the file in all), never by a third copy.
 test('TextGenerator from a File: the same tokens in both modes, wasm memory against the file size', async (t) => {
   const page = await browser.newPage();
   const errors = [];
@@ -178,7 +180,7 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
   const mib = (x) => `${(x / 1048576).toFixed(1)} MiB`;
   t.diagnostic(`file ${mib(r.size)}; wasm memory grew ${mib(r.memory.webgpu)} loading onto WebGPU, ${mib(r.memory.cpu)} onto the CPU`);
   assert.ok(r.memory.webgpu < 0.25 * r.size, `WebGPU load grew wasm memory by ${r.memory.webgpu} for a ${r.size}-byte file`);
-  assert.ok(r.memory.cpu < 1.5 * r.size, `CPU load grew wasm memory by ${r.memory.cpu} for a ${r.size}-byte file`);
+  assert.ok(r.memory.cpu < 2.5 * r.size, `CPU load grew wasm memory by ${r.memory.cpu} for a ${r.size}-byte file`);
   assert.match(r.explain, /split 0 on WebGPU: \d+ node/);
   assert.match(r.notGguf, /GGUF/);
   assert.match(r.empty, /GGUF/);
