@@ -20,7 +20,7 @@ import path from 'node:path';
 import { launchChromium } from '../scripts/chromium.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
-const DEFAULT_RUNS = 'webtensor@simd128:f32:cpu,webtensor:f32:cpu,webtensor:q8_0:cpu,ort:f32:cpu,' +
+const DEFAULT_RUNS = 'webtensor@simd128:f32:cpu,webtensor:f32:cpu,webtensor:q8_0:cpu,ort:f32:cpu,ort:int8:cpu,' +
   'wllama:f32:cpu,wllama:q8_0:cpu';
 const runs = (process.env.MINILM_RUNS || DEFAULT_RUNS).split(',').map((s) => {
   const [runner, type, device, threads = '1'] = s.split(':');

@@ -15,7 +15,7 @@ bash scripts/setup.sh >/dev/null
 # shellcheck source=/dev/null
 source scripts/.env.sh
 bash scripts/fetch-model.sh
-python3 scripts/export-onnx.py  # pip-installs `onnx` itself when it has to export
+python3 scripts/export-onnx.py --int8  # pip-installs `onnx` (and onnxruntime for --int8) itself when it has to export
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
 ( cd bench && { [ -d node_modules/onnxruntime-web ] && [ -d node_modules/@wllama/wllama ] || npm ci --no-audit --no-fund; } )
 # The package's four builds (the loader's pick is the default webtensor run), bench feature on.

@@ -43,7 +43,7 @@ if [[ " $PARTS " == *" matmul "* ]]; then
 fi
 if [[ " $PARTS " == *" minilm "* ]]; then
   bash scripts/fetch-model.sh
-  python3 scripts/export-onnx.py
+  python3 scripts/export-onnx.py --int8
   runs=""
   for b in $BUILDS; do
     # f32 and Q8_0 in every build (issue 12: Q8_0 ≥ f32 at every case in every build).
@@ -52,7 +52,7 @@ if [[ " $PARTS " == *" minilm "* ]]; then
       [[ "$b" == threads* ]] && runs+="webtensor@$b:$dt:cpu:2,"
     done
   done
-  runs+="ort:f32:cpu:1,ort:f32:cpu:2,wllama:f32:cpu:1,wllama:f32:cpu:2"
+  runs+="ort:f32:cpu:1,ort:f32:cpu:2,ort:int8:cpu:1,ort:int8:cpu:2,wllama:f32:cpu:1,wllama:f32:cpu:2"
   MINILM_RUNS=$runs node bench/minilm.mjs "$OUT/minilm.json"
 fi
 if [[ " $PARTS " == *" scaling "* ]]; then

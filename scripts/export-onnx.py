@@ -4,7 +4,7 @@
 sentence-transformers checkpoint webtensor converts to GGUF.
 
     python3 scripts/export-onnx.py [--out models/minilm.onnx] [--force]
-                                   [--check] [--check-json PATH]
+                                   [--check] [--check-json PATH] [--int8 [PATH]]
 
 Reads models/minilm/model.safetensors + config.json (scripts/fetch-model.sh) and writes
 models/minilm.onnx (opset 17, IR 8, weights as float32 initializers, ~90 MB); skipped when the
@@ -318,6 +318,9 @@ def main():
     ap.add_argument("--force", action="store_true", help="rebuild even if the output is newer")
     ap.add_argument("--check", action="store_true", help="compare onnxruntime with the numpy reference")
     ap.add_argument("--check-json", help="with --check: write texts, ids and reference embeddings here")
+    ap.add_argument("--int8", nargs="?", const=os.path.join(ROOT, "models", "minilm-int8.onnx"),
+                    help="also write the model quantized by onnxruntime's quantize_dynamic "
+                         "(int8 weights, activations quantized per run; default path models/minilm-int8.onnx)")
     args = ap.parse_args()
 
     st = os.path.join(MODEL_DIR, "model.safetensors")
@@ -333,6 +336,17 @@ def main():
         os.replace(tmp, args.out)
         say(f"wrote {os.path.relpath(args.out, ROOT)} ({os.path.getsize(args.out) / 1e6:.1f} MB, "
             f"{len(model.graph.node)} nodes, opset 17)")
+    if args.int8:
+        if not args.force and os.path.exists(args.int8) and os.path.getmtime(args.int8) > os.path.getmtime(args.out):
+            say(f"cached {os.path.relpath(args.int8, ROOT)}")
+        else:
+            need("onnxruntime")
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+            tmp = args.int8 + ".tmp"
+            quantize_dynamic(args.out, tmp, weight_type=QuantType.QInt8)
+            os.replace(tmp, args.int8)
+            say(f"wrote {os.path.relpath(args.int8, ROOT)} ({os.path.getsize(args.int8) / 1e6:.1f} MB, "
+                "quantize_dynamic, QInt8 weights)")
     if args.check and not check(args.out, cfg, args.check_json):
         sys.exit(1)
 
