@@ -34,9 +34,10 @@ CACHE="${WASM_TOOLCHAIN_CACHE:-$HOME/.cache/wasm-toolchain}"
 
 # geckodriver (Firefox's WebDriver) from crates.io, pinned; about 4 min to compile once.
 GECKODRIVER_VERSION=0.37.1
-# (its --version panics on a closed pipe: read it whole)
+# (its --version panics on a closed pipe: read it whole; the first line is "geckodriver X.Y.Z")
 gecko_v=$("$CACHE/tools/bin/geckodriver" --version 2>/dev/null || true)
-if [[ "$gecko_v" != "geckodriver $GECKODRIVER_VERSION "* ]]; then
+read -r _ gecko_v _ <<<"$gecko_v"
+if [ "$gecko_v" != "$GECKODRIVER_VERSION" ]; then
   say "cargo install geckodriver@$GECKODRIVER_VERSION (compiles natively; takes minutes)"
   mkdir -p "$CACHE/logs"
   ( cd "$CACHE" && cargo install geckodriver --version "$GECKODRIVER_VERSION" --locked --force \
