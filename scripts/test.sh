@@ -85,9 +85,12 @@ step "wasm tests in headless Chromium" wasm cargo test --target wasm32-unknown-u
 # in Firefox too, and knows WebKitGTK has none). The runner picks GECKODRIVER, SAFARIDRIVER
 # and CHROMEDRIVER in that order: set one only. WebKitWebDriver speaks the runner's Safari
 # dialect; with no capabilities it starts MiniBrowser --automation, which needs an X display.
+# In Firefox all but every_matmul_kernel_passes (about 270 s there; the same WGSL kernels run
+# forced in Chromium, both builds, and natively through wgpu on lavapipe, which is what Firefox's
+# WebGPU is: tests/webgpu.rs): about 3 minutes.
 in_firefox() (  # a subshell: the driver variables stay in it
   unset CHROMEDRIVER SAFARIDRIVER; export GECKODRIVER="$WEBTENSOR_GECKODRIVER"
-  wasm cargo test --target wasm32-unknown-unknown --test web_browser
+  wasm cargo test --target wasm32-unknown-unknown --test web_browser -- --skip every_matmul_kernel_passes
 )
 step "wasm tests in headless Firefox" in_firefox
 in_webkit() {
