@@ -32,16 +32,18 @@ WASM_BINDGEN_VERSION="$BINDGEN" \
 
 CACHE="${WASM_TOOLCHAIN_CACHE:-$HOME/.cache/wasm-toolchain}"
 
-# geckodriver (Firefox's WebDriver) from crates.io, pinned; about 4 min to compile once.
+# geckodriver (Firefox's WebDriver) from crates.io, pinned; about 4 min to compile once. In its
+# own root, not tools/bin (linked into ~/.cargo/bin): on PATH, the test runner would take it
+# over chromedriver whenever no driver variable is set.
 GECKODRIVER_VERSION=0.37.1
 # (its --version panics on a closed pipe: read it whole; the first line is "geckodriver X.Y.Z")
-gecko_v=$("$CACHE/tools/bin/geckodriver" --version 2>/dev/null || true)
+gecko_v=$("$CACHE/geckodriver/bin/geckodriver" --version 2>/dev/null || true)
 read -r _ gecko_v _ <<<"$gecko_v"
 if [ "$gecko_v" != "$GECKODRIVER_VERSION" ]; then
   say "cargo install geckodriver@$GECKODRIVER_VERSION (compiles natively; takes minutes)"
   mkdir -p "$CACHE/logs"
   ( cd "$CACHE" && cargo install geckodriver --version "$GECKODRIVER_VERSION" --locked --force \
-      --root "$CACHE/tools" ) >"$CACHE/logs/install-geckodriver.log" 2>&1 \
+      --root "$CACHE/geckodriver" ) >"$CACHE/logs/install-geckodriver.log" 2>&1 \
     || { tail -30 "$CACHE/logs/install-geckodriver.log" >&2; say "cargo install geckodriver failed"; exit 1; }
 fi
 cat >"$ROOT/scripts/.env.sh" <<ENV
@@ -58,7 +60,7 @@ export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export CHROMEDRIVER=/usr/bin/chromedriver
 # the other engines' drivers (the runner takes GECKODRIVER, then SAFARIDRIVER, then CHROMEDRIVER:
 # scripts/test.sh sets one at a time)
-export WEBTENSOR_GECKODRIVER="$CACHE/tools/bin/geckodriver"
+export WEBTENSOR_GECKODRIVER="$CACHE/geckodriver/bin/geckodriver"
 export WEBTENSOR_WEBKITDRIVER=/usr/bin/WebKitWebDriver
 # (for the whole run: tests/web_browser.rs forces every WebGPU matmul kernel over the K-quants
 # too, 9 min on SwiftShader with the 2 cores shared)
