@@ -7,6 +7,8 @@
 #     chromium + chromium-driver, wabt (scripts/setup-wasm.sh does these, cached in
 #     ~/.cache/wasm-toolchain);
 #   - mesa-vulkan-drivers (lavapipe: native wgpu without a GPU);
+#   - the other browser engines the wasm tests run in: firefox-esr with geckodriver (crates.io,
+#     pinned), WebKitGTK's WebKitWebDriver + MiniBrowser (webkit2gtk-driver) and xvfb;
 #   - rustfmt + clippy for the host toolchain.
 # Fast when nothing is missing. Writes scripts/.env.sh for the other scripts to source.
 # Knobs: WASM_SETUP_ROUTE=auto|rustup|debian, WASM_TOOLCHAIN_CACHE, WASM_TOOLCHAIN_ALIAS,
@@ -23,10 +25,27 @@ if ! rustup component list --installed 2>/dev/null | grep -q '^clippy'; then
   timeout 120 rustup component add clippy rustfmt >&2 || say "WARNING: could not add clippy/rustfmt"
 fi
 
-WASM_BINDGEN_VERSION="$BINDGEN" WASM_SETUP_EXTRA_APT="wabt mesa-vulkan-drivers" \
+# firefox-esr, webkit2gtk-driver, xvfb (+ xauth for xvfb-run): the Firefox and WebKit test steps.
+WASM_BINDGEN_VERSION="$BINDGEN" \
+  WASM_SETUP_EXTRA_APT="wabt mesa-vulkan-drivers firefox-esr webkit2gtk-driver xvfb xauth" \
   WASM_SETUP_LINK_BIN="${WASM_SETUP_LINK_BIN:-1}" bash "$ROOT/scripts/setup-wasm.sh"
 
 CACHE="${WASM_TOOLCHAIN_CACHE:-$HOME/.cache/wasm-toolchain}"
+
+# geckodriver (Firefox's WebDriver) from crates.io, pinned; about 4 min to compile once. In its
+# own root, not tools/bin (linked into ~/.cargo/bin): on PATH, the test runner would take it
+# over chromedriver whenever no driver variable is set.
+GECKODRIVER_VERSION=0.37.1
+# (its --version panics on a closed pipe: read it whole; the first line is "geckodriver X.Y.Z")
+gecko_v=$("$CACHE/geckodriver/bin/geckodriver" --version 2>/dev/null || true)
+read -r _ gecko_v _ <<<"$gecko_v"
+if [ "$gecko_v" != "$GECKODRIVER_VERSION" ]; then
+  say "cargo install geckodriver@$GECKODRIVER_VERSION (compiles natively; takes minutes)"
+  mkdir -p "$CACHE/logs"
+  ( cd "$CACHE" && cargo install geckodriver --version "$GECKODRIVER_VERSION" --locked --force \
+      --root "$CACHE/geckodriver" ) >"$CACHE/logs/install-geckodriver.log" 2>&1 \
+    || { tail -30 "$CACHE/logs/install-geckodriver.log" >&2; say "cargo install geckodriver failed"; exit 1; }
+fi
 cat >"$ROOT/scripts/.env.sh" <<ENV
 # written by scripts/setup.sh: the wasm tools and browser test settings
 export PATH="$CACHE/tools/bin:\$PATH"
@@ -39,6 +58,10 @@ export WASM_THREADS_TC=$(cat "$CACHE/threads-toolchain" 2>/dev/null || true)
 export WASM_THREADS_RUSTFLAGS="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals -C link-arg=--max-memory=4294967296"
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export CHROMEDRIVER=/usr/bin/chromedriver
+# the other engines' drivers (the runner takes GECKODRIVER, then SAFARIDRIVER, then CHROMEDRIVER:
+# scripts/test.sh sets one at a time)
+export WEBTENSOR_GECKODRIVER="$CACHE/geckodriver/bin/geckodriver"
+export WEBTENSOR_WEBKITDRIVER=/usr/bin/WebKitWebDriver
 # (for the whole run: tests/web_browser.rs forces every WebGPU matmul kernel over the K-quants
 # too, 9 min on SwiftShader with the 2 cores shared)
 export WASM_BINDGEN_TEST_TIMEOUT=\${WASM_BINDGEN_TEST_TIMEOUT:-900}

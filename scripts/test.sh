@@ -3,7 +3,9 @@
 #   setup → fmt → clippy (native, wasm32) → native tests (CPU; WebGPU on lavapipe) →
 #   model files (MiniLM GGUFs, tokenizer vectors) → fuzz targets (a minute each) →
 #   wasm tests in Node → wasm tests in
-#   headless Chromium (and the unit tests on the relaxed-SIMD build) (WebGPU on SwiftShader), single-thread and threaded (2 threads) →
+#   headless Chromium (WebGPU on SwiftShader; also the unit tests on the relaxed-SIMD build),
+#   headless Firefox ESR (WebGPU on lavapipe) and WebKitGTK's MiniBrowser under Xvfb (no
+#   WebGPU), single-thread; Chromium threaded (2 threads) →
 #   pkg/ built, and its JS surface checked (scripts/check-js-surface.mjs: the bindings'
 #   d.ts against the worker's calls, the proxy and index.d.ts) → example apps (the package
 #   packed with npm pack, installed into a webpack 5, a Vite and a plain-ESM app, each
@@ -87,6 +89,25 @@ relaxed_unit() {
     RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" wasm cargo test --target wasm32-unknown-unknown --lib
 }
 step "wasm unit tests in headless Chromium, relaxed SIMD build" relaxed_unit
+# The same single-thread build in the two other engines (tests/web_browser.rs requires WebGPU
+# in Firefox too, and knows WebKitGTK has none). The runner picks GECKODRIVER, SAFARIDRIVER
+# and CHROMEDRIVER in that order: set one only. WebKitWebDriver speaks the runner's Safari
+# dialect; with no capabilities it starts MiniBrowser --automation, which needs an X display.
+# In Firefox all but every_matmul_kernel_passes (about 270 s there; the same WGSL kernels run
+# forced in Chromium, both builds, and natively through wgpu on lavapipe, which is what Firefox's
+# WebGPU is: tests/webgpu.rs): about 3 minutes.
+in_firefox() (  # a subshell: the driver variables stay in it
+  unset CHROMEDRIVER SAFARIDRIVER; export GECKODRIVER="$WEBTENSOR_GECKODRIVER"
+  wasm cargo test --target wasm32-unknown-unknown --test web_browser -- --skip every_matmul_kernel_passes
+)
+step "wasm tests in headless Firefox" in_firefox
+in_webkit() {
+  # (xvfb-run runs a program, not the wasm function: a shell that sources .env.sh again)
+  SAFARIDRIVER="$WEBTENSOR_WEBKITDRIVER" xvfb-run -a -s "-screen 0 1280x1024x24" bash -c \
+    'source scripts/.env.sh && unset CHROMEDRIVER GECKODRIVER &&
+     wasm cargo test --target wasm32-unknown-unknown --test web_browser'
+}
+step "wasm tests in WebKit (MiniBrowser under Xvfb)" in_webkit
 # The same browser tests on the threaded build with a 2-thread pool on the page's main thread
 # (wasm-bindgen-test-runner serves the page cross-origin isolated).
 step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --target wasm32-unknown-unknown \

@@ -1,13 +1,66 @@
-//! wasm tests that run in headless Chromium (started with --enable-unsafe-webgpu through
-//! webdriver.json), so WebGPU code paths run on SwiftShader: WebGPU is required here.
+//! wasm tests that run in a browser: headless Chromium (started with --enable-unsafe-webgpu
+//! through webdriver.json: WebGPU on SwiftShader), headless Firefox ESR (webdriver.json's
+//! `moz:firefoxOptions` prefs turn WebGPU on: wgpu over Mesa's lavapipe) and WebKitGTK's
+//! MiniBrowser (scripts/test.sh runs all three). WebGPU is required in Chromium and Firefox;
+//! WebKitGTK has none (no `navigator.gpu`), so there the WebGPU tests say so and return, and
+//! the rest (CPU, JS surface) run as everywhere.
 //! Built as the threaded build (`--features threads`, +atomics, build-std: scripts/test.sh
-//! does both), every test runs with a 2-thread pool on the page's main thread (the test
-//! runner serves the page cross-origin isolated).
+//! does both, in Chromium), every test runs with a 2-thread pool on the page's main thread
+//! (the test runner serves the page cross-origin isolated).
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
+
+/// The browser engine running the page, from its user agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Engine {
+    Chromium,
+    Firefox,
+    /// WebKitGTK's MiniBrowser (Safari's engine): its user agent names neither of the others.
+    WebKit,
+}
+
+/// A property of `navigator` (undefined when absent).
+fn navigator(key: &str) -> wasm_bindgen::JsValue {
+    let global = js_sys::global();
+    js_sys::Reflect::get(&global, &"navigator".into())
+        .and_then(|n| js_sys::Reflect::get(&n, &key.into()))
+        .unwrap_or(wasm_bindgen::JsValue::UNDEFINED)
+}
+
+fn engine() -> Engine {
+    let ua = navigator("userAgent").as_string().unwrap_or_default();
+    if ua.contains("Firefox/") {
+        Engine::Firefox
+    } else if ua.contains("Chrome/") || ua.contains("Chromium/") {
+        Engine::Chromium
+    } else {
+        Engine::WebKit
+    }
+}
+
+/// Whether this page must have a WebGPU device: Chromium and Firefox must (their flags and
+/// prefs turn it on); WebKitGTK has no `navigator.gpu`, and should it gain one, it must too.
+fn webgpu_expected() -> bool {
+    engine() != Engine::WebKit || !navigator("gpu").is_undefined()
+}
+
+/// For the WebGPU-only tests: false (after saying so) where the engine has no WebGPU.
+fn has_webgpu(test: &str) -> bool {
+    let expected = webgpu_expected();
+    if !expected {
+        web_sys::console::log_1(
+            &format!(
+                "{test}: {:?} has no WebGPU (no navigator.gpu): nothing to run",
+                engine()
+            )
+            .into(),
+        );
+    }
+    expected
+}
 
 /// Starts the 2-thread pool once (threaded build); nothing in the single-thread builds.
 async fn pool() {
@@ -79,10 +132,70 @@ async fn every_listed_device_adds_vectors() {
     }
 }
 
+/// Says which engine ran the suite and what WebGPU adapter it offers (the browser's own
+/// `GPUAdapter.info` and `features`, which wgpu's `AdapterInfo` leaves nearly empty on the
+/// web), and that Chromium and Firefox offer one.
+#[wasm_bindgen_test]
+async fn engine_and_webgpu_adapter() {
+    use js_sys::{Function, Promise, Reflect};
+    use wasm_bindgen::{JsCast, JsValue};
+    let get = |o: &JsValue, k: &str| Reflect::get(o, &k.into()).unwrap_or(JsValue::UNDEFINED);
+    let mut line = format!(
+        "engine: {:?} ({})",
+        engine(),
+        navigator("userAgent").as_string().unwrap_or_default()
+    );
+    let gpu = navigator("gpu");
+    let adapter = if gpu.is_undefined() {
+        JsValue::NULL
+    } else {
+        let request: Function = get(&gpu, "requestAdapter").dyn_into().unwrap();
+        let promise: Promise = request.call0(&gpu).unwrap().dyn_into().unwrap();
+        wasm_bindgen_futures::JsFuture::from(promise)
+            .await
+            .unwrap_or(JsValue::NULL)
+    };
+    if adapter.is_null() || adapter.is_undefined() {
+        line += if gpu.is_undefined() {
+            "; no navigator.gpu"
+        } else {
+            "; requestAdapter() gave no adapter"
+        };
+    } else {
+        let info = get(&adapter, "info");
+        let text = |k: &str| get(&info, k).as_string().unwrap_or_default();
+        let has: Function = get(&get(&adapter, "features"), "has").dyn_into().unwrap();
+        let f16 = has
+            .call1(&get(&adapter, "features"), &"shader-f16".into())
+            .unwrap()
+            .is_truthy();
+        line += &format!(
+            "; WebGPU adapter: vendor {:?}, architecture {:?}, device {:?}, description {:?}, \
+             fallback {:?}, shader-f16 {f16}",
+            text("vendor"),
+            text("architecture"),
+            text("device"),
+            text("description"),
+            get(&info, "isFallbackAdapter").as_bool(),
+        );
+    }
+    web_sys::console::log_1(&line.into());
+    if webgpu_expected() {
+        assert!(
+            !adapter.is_null() && !adapter.is_undefined(),
+            "{:?}: no WebGPU adapter",
+            engine()
+        );
+    }
+}
+
 /// One GPU adapter and device per page: later registries (devices(), each runtime, each
 /// model) share it instead of requesting another.
 #[wasm_bindgen_test]
 async fn registries_share_one_webgpu_device() {
+    if !has_webgpu("registries_share_one_webgpu_device") {
+        return;
+    }
     pool().await;
     let gpu = |reg: &webtensor::backend::Registry| {
         reg.devices().into_iter().find(|d| d.name() == "WebGPU")
@@ -92,7 +205,8 @@ async fn registries_share_one_webgpu_device() {
     assert!(std::rc::Rc::ptr_eq(&a, &b), "a second GPU device was made");
 }
 
-/// The WebGPU device; Chromium runs with `--enable-unsafe-webgpu`, so having none fails.
+/// The WebGPU device; Chromium runs with `--enable-unsafe-webgpu` and Firefox with WebGPU
+/// enabled, so having none fails there.
 async fn webgpu() -> std::rc::Rc<dyn webtensor::backend::Device> {
     webgpu_with(webtensor::backends::webgpu::WebGpuOptions::default()).await
 }
@@ -112,20 +226,24 @@ async fn webgpu_with(
             .iter()
             .filter_map(|r| r.unavailable_reason())
             .collect();
-        panic!("WebGPU is required in Chromium: {e} ({})", why.join("; "))
+        panic!(
+            "WebGPU is required in {:?}: {e} ({})",
+            engine(),
+            why.join("; ")
+        )
     })
 }
 
 /// The op conformance suite on every device (CPU SIMD128 kernels, WebGPU on SwiftShader)
 /// against the CPU scalar reference.
 #[wasm_bindgen_test]
-async fn op_suite_on_every_device_in_chromium() {
+async fn op_suite_on_every_device() {
     pool().await;
     use webtensor::testing::{run_suite_on_registry, SuiteOptions};
     let reg = webtensor::backends::registry().await;
     let opts = SuiteOptions {
         filter: None,
-        require_webgpu: true,
+        require_webgpu: webgpu_expected(),
     };
     let report = run_suite_on_registry(&reg, &opts)
         .await
@@ -142,7 +260,10 @@ async fn op_suite_on_every_device_in_chromium() {
 /// threaded build too); Q2_K and Q5_K run every kernel natively (tests/webgpu.rs, the same
 /// WGSL) and the default kernels in this browser (the op suite above).
 #[wasm_bindgen_test]
-async fn every_matmul_kernel_passes_in_chromium() {
+async fn every_matmul_kernel_passes() {
+    if !has_webgpu("every_matmul_kernel_passes") {
+        return;
+    }
     use webtensor::backends::cpu::{CpuDevice, KernelSet};
     use webtensor::backends::webgpu::{MatmulKernels, WebGpuOptions};
     let types = ["f32", "f16", "q8_0", "q4_0", "q3_k", "q4_k", "q6_k"];
@@ -178,7 +299,10 @@ async fn every_matmul_kernel_passes_in_chromium() {
 /// The row-kernel cases with the GPU's row widths (a warp, a workgroup) on SwiftShader, which
 /// otherwise runs one thread a row.
 #[wasm_bindgen_test]
-async fn row_kernels_pass_at_gpu_row_widths_in_chromium() {
+async fn row_kernels_pass_at_gpu_row_widths() {
+    if !has_webgpu("row_kernels_pass_at_gpu_row_widths") {
+        return;
+    }
     use webtensor::backends::cpu::{CpuDevice, KernelSet};
     use webtensor::backends::webgpu::WebGpuOptions;
     for t in [32, 256] {
@@ -204,7 +328,10 @@ async fn row_kernels_pass_at_gpu_row_widths_in_chromium() {
 
 /// Random graphs scheduled over WebGPU (some ops turned off) and the CPU equal the reference.
 #[wasm_bindgen_test]
-async fn scheduler_splits_between_webgpu_and_cpu_in_chromium() {
+async fn scheduler_splits_between_webgpu_and_cpu() {
+    if !has_webgpu("scheduler_splits_between_webgpu_and_cpu") {
+        return;
+    }
     pool().await;
     use webtensor::backend::{Device, DeviceKind, RestrictedDevice};
     use webtensor::backends::cpu::{CpuDevice, KernelSet};
@@ -232,7 +359,10 @@ async fn scheduler_splits_between_webgpu_and_cpu_in_chromium() {
 /// that feed later runs, `read()` back, and throw once disposed, on another runtime, or with
 /// the wrong shape.
 #[wasm_bindgen_test]
-async fn gpu_tensors_feed_later_runs_in_chromium() {
+async fn gpu_tensors_feed_later_runs() {
+    if !has_webgpu("gpu_tensors_feed_later_runs") {
+        return;
+    }
     use js_sys::{Float32Array, Function, Object, Promise, Reflect};
     use wasm_bindgen::{JsCast, JsValue};
     use wasm_bindgen_futures::JsFuture;
@@ -328,7 +458,10 @@ async fn gpu_tensors_feed_later_runs_in_chromium() {
 /// A WebGPU device that answers the self-check wrong is dropped with the reason, and a runtime
 /// over its registry uses the CPU and shows why (`notes`, `explain()`).
 #[wasm_bindgen_test]
-async fn a_device_failing_its_self_check_is_dropped_in_chromium() {
+async fn a_device_failing_its_self_check_is_dropped() {
+    if !has_webgpu("a_device_failing_its_self_check_is_dropped") {
+        return;
+    }
     use webtensor::backend::{BackendReg, Registry};
     use webtensor::backends::cpu::{CpuReg, KernelSet};
     use webtensor::backends::webgpu::WebGpuReg;
@@ -361,7 +494,7 @@ async fn a_device_failing_its_self_check_is_dropped_in_chromium() {
 /// the input of its name: a running sum over runs on each device (WebGPU on SwiftShader, and
 /// the CPU), read back, zeroed, and errors for a wrong shape and a disposed State.
 #[wasm_bindgen_test]
-async fn states_keep_a_running_sum_in_chromium() {
+async fn states_keep_a_running_sum() {
     use js_sys::{Float32Array, Function, Int32Array, Object, Promise, Reflect};
     use wasm_bindgen::{JsCast, JsValue};
     use wasm_bindgen_futures::JsFuture;
@@ -377,11 +510,18 @@ async fn states_keep_a_running_sum_in_chromium() {
     };
     let get = |o: &JsValue, k: &str| Reflect::get(o, &k.into()).unwrap();
     let message = |e: JsValue| get(&e, "message").as_string().unwrap_or_default();
-    for device in ["WebGPU", "CPU"] {
-        let opts = obj(&[("devices", "webgpu".into()), ("costModel", false.into())]);
+    let devices: &[&str] = if webgpu_expected() {
+        &["WebGPU", "CPU"]
+    } else {
+        &["CPU"]
+    };
+    // "webgpu" fails without WebGPU; "cpu" where the engine has none.
+    let choice = if webgpu_expected() { "webgpu" } else { "cpu" };
+    for &device in devices {
+        let opts = obj(&[("devices", choice.into()), ("costModel", false.into())]);
         let rt = JsRuntime::create(opts)
             .await
-            .unwrap_or_else(|_| panic!("a WebGPU runtime"));
+            .unwrap_or_else(|_| panic!("a {choice} runtime"));
         let g = JsGraph::new();
         let s = g.state("sum", "f32", vec![4, 1]).ok().unwrap();
         let x = g.input("x", "f32", vec![4, 1]).ok().unwrap();
