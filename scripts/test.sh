@@ -5,7 +5,7 @@
 #   wasm tests in Node → wasm tests in
 #   headless Chromium (WebGPU on SwiftShader; also the unit tests on the relaxed-SIMD build),
 #   headless Firefox ESR (WebGPU on lavapipe) and WebKitGTK's MiniBrowser under Xvfb (no
-#   WebGPU), single-thread; Chromium threaded (2 threads) →
+#   WebGPU), single-thread; Chromium and Firefox threaded (2 threads) →
 #   pkg/ built, and its JS surface checked (scripts/check-js-surface.mjs: the bindings'
 #   d.ts against the worker's calls, the proxy and index.d.ts) → example apps (the package
 #   packed with npm pack, installed into a webpack 5, a Vite and a plain-ESM app, each
@@ -112,6 +112,16 @@ step "wasm tests in WebKit (MiniBrowser under Xvfb)" in_webkit
 # (wasm-bindgen-test-runner serves the page cross-origin isolated).
 step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --target wasm32-unknown-unknown \
   --features threads -Z build-std=panic_abort,std --test web_browser
+# The threaded build in Firefox too (shared memory and the worker pool there: the pool test
+# checks its 2 threads ran), all but the op suite and every_matmul_kernel_passes, whose
+# WebGPU halves take minutes there (each Firefox WebGPU readback takes about 100 ms) and which
+# the single-thread Firefox step and Chromium's threaded one run: about 40 s.
+threaded_firefox() (
+  unset CHROMEDRIVER SAFARIDRIVER; export GECKODRIVER="$WEBTENSOR_GECKODRIVER"
+  threaded test --target wasm32-unknown-unknown --features threads -Z build-std=panic_abort,std \
+    --test web_browser -- --skip every_matmul_kernel_passes --skip op_suite_on_every_device
+)
+step "wasm tests in headless Firefox, threaded (2 threads)" threaded_firefox
 step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
 # One JS surface: the built bindings (pkg/<build>/webtensor.d.ts) against js/worker.js's OPS,
