@@ -96,11 +96,12 @@ step "wasm unit tests in headless Chromium, relaxed SIMD build" relaxed_unit
 # In Firefox all but every_matmul_kernel_passes (about 270 s there; the same WGSL kernels run
 # forced in Chromium, both builds, and natively through wgpu on lavapipe, which is what Firefox's
 # WebGPU is: tests/webgpu.rs): about 3 minutes.
-in_firefox() (  # a subshell: the driver variables stay in it
+in_firefox() (  # in_firefox CMD...: a subshell, so the driver variables stay in it
   unset CHROMEDRIVER SAFARIDRIVER; export GECKODRIVER="$WEBTENSOR_GECKODRIVER"
-  wasm cargo test --target wasm32-unknown-unknown --test web_browser -- --skip every_matmul_kernel_passes
+  "$@"
 )
-step "wasm tests in headless Firefox" in_firefox
+step "wasm tests in headless Firefox" in_firefox \
+  wasm cargo test --target wasm32-unknown-unknown --test web_browser -- --skip every_matmul_kernel_passes
 in_webkit() {
   # (xvfb-run runs a program, not the wasm function: a shell that sources .env.sh again)
   SAFARIDRIVER="$WEBTENSOR_WEBKITDRIVER" xvfb-run -a -s "-screen 0 1280x1024x24" bash -c \
@@ -116,12 +117,9 @@ step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --tar
 # checks its 2 threads ran), all but the op suite and every_matmul_kernel_passes, whose
 # WebGPU halves take minutes there (each Firefox WebGPU readback takes about 100 ms) and which
 # the single-thread Firefox step and Chromium's threaded one run: about 40 s.
-threaded_firefox() (
-  unset CHROMEDRIVER SAFARIDRIVER; export GECKODRIVER="$WEBTENSOR_GECKODRIVER"
+step "wasm tests in headless Firefox, threaded (2 threads)" in_firefox \
   threaded test --target wasm32-unknown-unknown --features threads -Z build-std=panic_abort,std \
-    --test web_browser -- --skip every_matmul_kernel_passes --skip op_suite_on_every_device
-)
-step "wasm tests in headless Firefox, threaded (2 threads)" threaded_firefox
+  --test web_browser -- --skip every_matmul_kernel_passes --skip op_suite_on_every_device
 step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
 # One JS surface: the built bindings (pkg/<build>/webtensor.d.ts) against js/worker.js's OPS,

@@ -375,43 +375,45 @@ impl Int8Panels {
             // In range: the row holds `nb` blocks.
             unsafe { std::slice::from_raw_parts(w.add(b * block_bytes), block_bytes) }
         };
-        let values = if q4 {
-            let mut q = vec![0u8; groups * nb * GROUP_BLOCK_Q4];
-            for row in 0..m {
-                let (g, r) = (row / GROUP, row % GROUP);
-                for b in 0..nb {
-                    let blk = block(row, b);
-                    let at = (g * nb + b) * GROUP + r;
-                    d[at] = unsafe { f16_at(blk.as_ptr()) };
-                    let base = (g * nb + b) * GROUP_BLOCK_Q4 + r * 4;
-                    for (v, four) in blk[2..].chunks_exact(4).enumerate() {
-                        q[base + v * 16..base + v * 16 + 4].copy_from_slice(four);
-                    }
-                }
+        let mut values = if q4 {
+            PanelValues::Q4 {
+                q: vec![0u8; groups * nb * GROUP_BLOCK_Q4],
             }
-            PanelValues::Q4 { q }
         } else {
-            let mut q = vec![0i8; groups * nb * GROUP_BLOCK];
-            let mut bias = vec![0i32; groups * nb * GROUP];
-            for row in 0..m {
-                let (g, r) = (row / GROUP, row % GROUP);
-                for b in 0..nb {
-                    let blk = block(row, b);
-                    let at = (g * nb + b) * GROUP + r;
-                    d[at] = unsafe { f16_at(blk.as_ptr()) };
-                    let vals = &blk[2..];
-                    bias[at] =
-                        -(ACT_OFFSET as i32) * vals.iter().map(|&v| v as i8 as i32).sum::<i32>();
-                    let base = (g * nb + b) * GROUP_BLOCK + r * 4;
-                    for (s, four) in vals.chunks_exact(4).enumerate() {
-                        for (o, &v) in q[base + s * 16..base + s * 16 + 4].iter_mut().zip(four) {
-                            *o = v as i8;
+            PanelValues::I8 {
+                q: vec![0i8; groups * nb * GROUP_BLOCK],
+                bias: vec![0i32; groups * nb * GROUP],
+            }
+        };
+        for row in 0..m {
+            let (g, r) = (row / GROUP, row % GROUP);
+            for b in 0..nb {
+                let blk = block(row, b);
+                let at = (g * nb + b) * GROUP + r;
+                d[at] = unsafe { f16_at(blk.as_ptr()) };
+                let vals = &blk[2..];
+                match &mut values {
+                    // Each row's 4-byte runs of nibbles side by side.
+                    PanelValues::Q4 { q } => {
+                        let base = (g * nb + b) * GROUP_BLOCK_Q4 + r * 4;
+                        for (v, four) in vals.chunks_exact(4).enumerate() {
+                            q[base + v * 16..base + v * 16 + 4].copy_from_slice(four);
+                        }
+                    }
+                    PanelValues::I8 { q, bias } => {
+                        bias[at] = -(ACT_OFFSET as i32)
+                            * vals.iter().map(|&v| v as i8 as i32).sum::<i32>();
+                        let base = (g * nb + b) * GROUP_BLOCK + r * 4;
+                        for (s, four) in vals.chunks_exact(4).enumerate() {
+                            for (o, &v) in q[base + s * 16..base + s * 16 + 4].iter_mut().zip(four)
+                            {
+                                *o = v as i8;
+                            }
                         }
                     }
                 }
             }
-            PanelValues::I8 { q, bias }
-        };
+        }
         Some(Self { m, k, values, d })
     }
 
