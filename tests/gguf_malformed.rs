@@ -1211,6 +1211,7 @@ fn non_finite_block_scales_are_errors_naming_the_tensor_at_load() {
                     dtype: t.dtype,
                     ne: t.ne.clone(),
                     ranges: vec![g.tensor_range(t)],
+                    matrix_only: t.ne.len() == 2,
                 })
                 .collect();
             store_weights(

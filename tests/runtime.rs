@@ -204,6 +204,7 @@ fn stored_weights_are_shared_by_programs() {
             dtype: DType::F32,
             ne: vec![3, 2],
             ranges: vec![0..12, 20..32],
+            matrix_only: false,
         },
         WeightSpec {
             name: "b".into(),
@@ -211,6 +212,7 @@ fn stored_weights_are_shared_by_programs() {
             dtype: DType::F32,
             ne: vec![2],
             ranges: std::iter::once(12..20).collect(),
+            matrix_only: false,
         },
     ];
     let mut seen = Vec::new();
@@ -305,6 +307,7 @@ fn weights_larger_than_a_devices_free_memory_are_refused_before_anything_is_read
         dtype: DType::F32,
         ne: vec![n],
         ranges: std::iter::once(0..4 * n).collect(),
+        matrix_only: false,
     };
     let src = vec![0u8; 4096];
     let mut read = 0;
@@ -320,4 +323,112 @@ fn weights_larger_than_a_devices_free_memory_are_refused_before_anything_is_read
     assert_eq!(read, 0, "nothing is read before the check");
     // What fits is stored.
     rt.store_weights(&[spec(64)], &src, &mut |_, _| {}).unwrap();
+}
+
+/// Q8_0 / Q4_0 matrices that the graphs read only as a matmul's weight or a get_rows table
+/// are stored on the CPU as the int8 GEMM's panels, their only copy: a read gives the file's
+/// bytes back, products and looked-up rows are the bytes the same weight stored as it is
+/// gives (which packs a second copy on first use), a device without those kernels reads an
+/// unpacked copy, and an op reading the weight any other way is an error, never garbage.
+#[test]
+fn matrix_weights_are_stored_as_int8_panels_alone() {
+    use std::rc::Rc;
+    use webtensor::backend::{Device, DeviceKind, RestrictedDevice};
+    use webtensor::backends::cpu::{CpuBuffer, CpuDevice, KernelSet};
+    use webtensor::graph::{row_from_f32, OpKind};
+    use webtensor::runtime::WeightSpec;
+
+    let cpu = || -> Rc<dyn Device> { Rc::new(CpuDevice::new(KernelSet::Fast)) };
+    let (k, m) = (64, 6); // 6 rows: a group of 4 and a padded one
+    for dtype in [DType::Q4_0, DType::Q8_0] {
+        // A "GPU" that cannot run get_rows keeps the weight (in CPU memory, packed): the
+        // lookup reads a copy unpacked for the CPU.
+        let gpu: Rc<dyn Device> = Rc::new(RestrictedDevice::new(
+            cpu(),
+            "GPU",
+            DeviceKind::Gpu,
+            vec![OpKind::GetRows],
+        ));
+        let rt = block_on(Runtime::with_devices(vec![cpu(), gpu], false, vec![])).unwrap();
+        let rb = dtype.row_bytes(k).unwrap();
+        let mut file = vec![0u8; m * rb];
+        for (r, row) in file.chunks_mut(rb).enumerate() {
+            let v: Vec<f32> = (0..k)
+                .map(|i| ((i * 7 + r * 13) % 23) as f32 - 11.0)
+                .collect();
+            row_from_f32(dtype, &v, row).unwrap();
+        }
+        // Rows 0-2, 8 bytes of something else, rows 3-5: the store joins the ranges.
+        let mut src = file[..3 * rb].to_vec();
+        src.extend([0xffu8; 8]);
+        src.extend(&file[3 * rb..]);
+        let spec = |device: usize, matrix_only: bool| WeightSpec {
+            name: "w".into(),
+            device,
+            dtype,
+            ne: vec![k, m],
+            ranges: vec![0..3 * rb, 3 * rb + 8..src.len()],
+            matrix_only,
+        };
+        // Stored apart: each in buffers of its own.
+        let stored: Vec<_> = [spec(0, true), spec(0, false), spec(1, true)]
+            .into_iter()
+            .map(|s| {
+                rt.store_weights(&[s], &src, &mut |_, _| {})
+                    .unwrap()
+                    .remove(0)
+            })
+            .collect();
+        for s in &stored {
+            let (buf, off) = s.memory();
+            assert_eq!(
+                block_on(buf.read(off, s.nbytes())).unwrap(),
+                file,
+                "{dtype:?}"
+            );
+        }
+        let run = |s: usize, cols: usize| {
+            let mut p = Program::new();
+            let w = p.weight_stored("w", &stored[s]).unwrap();
+            let g = p.graph_mut();
+            let x = g.input("x", DType::F32, &[k, cols]).unwrap();
+            let idx = g.input("idx", DType::I32, &[2]).unwrap();
+            let y = g.matmul(w, x).unwrap();
+            let e = g.get_rows(w, idx).unwrap();
+            g.set_output(y).unwrap();
+            g.set_output(e).unwrap();
+            let xs: Vec<f32> = (0..k * cols).map(|i| (i % 5) as f32 - 2.0).collect();
+            let idx: Vec<u8> = [5i32, 0].iter().flat_map(|i| i.to_le_bytes()).collect();
+            let inputs = HashMap::from([("x".into(), bytes(&xs)), ("idx".into(), idx)]);
+            let out = block_on(rt.run(&p, &inputs)).unwrap();
+            (out[0].2.clone(), out[1].2.clone())
+        };
+        for cols in [1, 3, 40] {
+            let (packed, plain, on_gpu) = (run(0, cols), run(1, cols), run(2, cols));
+            assert_eq!(packed, plain, "{dtype:?} {cols} columns");
+            assert_eq!(on_gpu, plain, "{dtype:?} {cols} columns");
+            assert!(f32s(&packed.1).iter().any(|&v| v != 0.0));
+        }
+        // Only the weight stored as it is got a second, packed copy.
+        let packed_copy = |s: &webtensor::runtime::StoredWeight| {
+            s.memory().0.downcast::<CpuBuffer>().unwrap().packed_bytes()
+        };
+        assert_eq!(packed_copy(&stored[0]), 0);
+        assert!(packed_copy(&stored[1]) > 0);
+        // Any other reader: refused with the reason.
+        let mut p = Program::new();
+        let w = p.weight_stored("w", &stored[0]).unwrap();
+        let g = p.graph_mut();
+        let part = g.view(w, &[k, 2], &[dtype.block_bytes(), rb], rb).unwrap();
+        let x = g.input("x", DType::F32, &[k, 1]).unwrap();
+        let y = g.matmul(part, x).unwrap();
+        g.set_output(y).unwrap();
+        let err = block_on(rt.run(&p, &HashMap::from([("x".into(), bytes(&vec![1.0; k]))])))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("stored as the int8 GEMM's panels"), "{err}");
+        // A write that is not whole rows of it: refused.
+        let (buf, off) = stored[0].memory();
+        assert!(buf.write(off + 1, &file[..rb]).is_err());
+    }
 }

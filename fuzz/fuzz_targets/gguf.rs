@@ -31,6 +31,7 @@ fn load(g: &Gguf, data: &[u8]) {
             dtype: t.dtype,
             ne: t.ne.clone(),
             ranges: vec![g.tensor_range(t)],
+            matrix_only: t.ne.len() == 2,
         })
         .collect();
     // Any Error is an answer (shapes a weight cannot take, allocation limits, a corrupt

@@ -46,6 +46,16 @@ pub trait BufferImpl: Any {
     fn check(&self) -> Result<()> {
         Ok(())
     }
+    /// (optional) From now on keeps weight `t` at `offset` in the device's own layout for
+    /// the ops that read it as a matrix ([`BufferType::packed_size`] bytes there): writes
+    /// to its range are whole rows in the usual bytes, packed as they arrive, and reads
+    /// give those bytes back; default: the device has no such layout.
+    fn store_packed(&self, _offset: usize, t: &crate::graph::Tensor) -> Result<()> {
+        Err(Error::InvalidArgument(format!(
+            "this device keeps weight {} as it is (no packed layout)",
+            t.name
+        )))
+    }
 }
 
 /// A block of device memory (ggml's `ggml_backend_buffer`). Every access is bounds-checked
@@ -122,6 +132,12 @@ impl Buffer {
         self.imp.memset(offset, len, value)
     }
 
+    /// Stores weight `t` at `offset` in the device's packed layout from now on (see
+    /// [`BufferImpl::store_packed`]); the range must hold [`BufferType::packed_size`] bytes.
+    pub fn store_packed(&self, offset: usize, t: &crate::graph::Tensor) -> Result<()> {
+        self.imp.store_packed(offset, t)
+    }
+
     /// Sets the whole buffer to `value`.
     pub fn clear(&self, value: u8) -> Result<()> {
         self.memset(0, self.size, value)
@@ -192,6 +208,12 @@ pub trait BufferType {
     /// Bytes a tensor needs in a buffer of this type; default: its `nbytes`.
     fn alloc_size(&self, t: &crate::graph::Tensor) -> usize {
         t.nbytes()
+    }
+    /// (optional) Bytes weight `t` takes stored in this device's own layout for the ops
+    /// that read it only as a matrix (a matmul's weight, a get_rows table; see
+    /// [`Buffer::store_packed`]), or `None` when the device keeps it as it is (the default).
+    fn packed_size(&self, _t: &crate::graph::Tensor) -> Option<usize> {
+        None
     }
     /// Whether buffers are host memory; default: no.
     fn is_host(&self) -> bool {

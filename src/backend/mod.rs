@@ -21,7 +21,7 @@ pub use registry::{BackendReg, Registry};
 pub use restrict::RestrictedDevice;
 pub use sched::{CopyStats, Plan, PlanOptions, RunInput, RunOutput, Scheduler, Session};
 pub use stream::{Backend, BackendImpl, Event, PreparedImpl, PreparedSplit};
-pub use weights::{store_weights, ByteSource, StoredWeight, WeightSpec};
+pub use weights::{matrix_only, store_weights, ByteSource, StoredWeight, WeightSpec};
 
 use std::future::Future;
 use std::pin::Pin;

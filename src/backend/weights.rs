@@ -55,6 +55,28 @@ pub struct WeightSpec {
     /// source's tensors joined along their outermost dim (a BERT layer's Q, K and V
     /// projections stored as one QKV weight).
     pub ranges: Vec<std::ops::Range<usize>>,
+    /// Whether the graphs read it only as a matrix: a matmul's weight or a get_rows table
+    /// (see [`matrix_only`]). A device may then keep it in a layout of its own for those
+    /// ops ([`super::BufferType::packed_size`]), its only copy.
+    pub matrix_only: bool,
+}
+
+/// Whether `graph` reads weight `id` only as a matmul's weight (`src[0]`) or a get_rows
+/// table (its own bytes, never through a view), and reads it at all.
+pub fn matrix_only(graph: &Graph, id: crate::graph::TensorId) -> bool {
+    use crate::graph::Op;
+    let mut read = false;
+    for (_, t) in graph.iter() {
+        for (i, &s) in t.src.iter().enumerate() {
+            if s == id {
+                if i != 0 || !matches!(t.op, Op::MatMul | Op::GetRows) {
+                    return false;
+                }
+                read = true;
+            }
+        }
+    }
+    read
 }
 
 impl WeightSpec {
@@ -208,7 +230,8 @@ pub fn store_weights(
     src: &dyn ByteSource,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<StoredWeight>> {
-    // (buffer index, offset, bytes) per spec; per device, the sizes of its buffers.
+    // (buffer index, offset, bytes, the tensor when stored packed) per spec; per device, the sizes
+    // of its buffers.
     let mut placed = Vec::with_capacity(specs.len());
     let mut sizes: Vec<Vec<usize>> = vec![Vec::new(); devices.len()];
     for (i, s) in specs.iter().enumerate() {
@@ -230,7 +253,8 @@ pub fn store_weights(
         }
         let bt = dev.buffer_type();
         let (align, max) = (bt.alignment().max(1), bt.max_size());
-        let size = bt.alloc_size(t);
+        let packed = s.matrix_only.then(|| bt.packed_size(t)).flatten();
+        let size = packed.unwrap_or_else(|| bt.alloc_size(t));
         if size > max {
             return Err(Error::AllocTooLarge {
                 size,
@@ -246,7 +270,7 @@ pub fn store_weights(
         let last = bufs.len() - 1;
         let off = bufs[last].next_multiple_of(align);
         bufs[last] = off + size;
-        placed.push((last, off, t.nbytes()));
+        placed.push((last, off, t.nbytes(), packed.is_some().then(|| t.clone())));
     }
     check_room(devices, &sizes)?;
     let mut buffers: Vec<Vec<Rc<Buffer>>> = Vec::with_capacity(devices.len());
@@ -261,14 +285,14 @@ pub fn store_weights(
     }
     let total: usize = specs.iter().map(WeightSpec::source_len).sum();
     let mut done = 0;
-    let mut stage = vec![0u8; STORE_CHUNK.min(total)];
+    let mut stage = Vec::new();
     let mut out = Vec::with_capacity(specs.len());
-    for (s, &(b, off, nbytes)) in specs.iter().zip(&placed) {
+    for (s, (b, off, nbytes, packed)) in specs.iter().zip(placed) {
         let buffer = buffers[s.device][b].clone();
-        let mut to = off;
-        // Chunks of whole blocks, so each block's scales are checked where they are read.
+        if let Some(t) = &packed {
+            buffer.store_packed(off, t)?;
+        }
         let bb = s.dtype.block_bytes();
-        let chunk = (STORE_CHUNK / bb * bb).max(bb);
         for range in &s.ranges {
             if range.len() % bb != 0 {
                 return Err(Error::InvalidArgument(format!(
@@ -278,25 +302,46 @@ pub fn store_weights(
                     s.dtype
                 )));
             }
+        }
+        // Chunks of whole blocks, so each block's scales are checked where they are read;
+        // of whole rows for a weight stored packed (packed as they arrive). A chunk may
+        // join the ends of two ranges.
+        let unit = match &packed {
+            Some(_) => s.dtype.row_bytes(s.ne[0])?,
+            None => bb,
+        };
+        let chunk = (STORE_CHUNK / unit * unit).max(unit);
+        stage.resize(chunk.min(s.source_len()), 0);
+        let (mut to, mut filled) = (off, 0);
+        let mut flush = |bytes: &[u8], to: &mut usize| -> Result<()> {
+            if let Some((i, v)) = first_non_finite_scale(s.dtype, bytes) {
+                let block = (*to - off + i * bb) / bb;
+                return Err(Error::model_at(
+                    ModelFile::Gguf,
+                    At::Tensor(s.name.clone()),
+                    format!("block {block} has a non-finite scale ({v}); the weights are corrupt"),
+                ));
+            }
+            buffer.write(*to, bytes)?;
+            *to += bytes.len();
+            done += bytes.len();
+            progress(done, total);
+            Ok(())
+        };
+        for range in &s.ranges {
             let mut at = range.start;
             while at < range.end {
-                let n = (range.end - at).min(chunk);
-                src.read_into(at, &mut stage[..n])?;
-                if let Some((i, v)) = first_non_finite_scale(s.dtype, &stage[..n]) {
-                    let block = (to - off + i * bb) / bb;
-                    return Err(Error::model_at(
-                        ModelFile::Gguf,
-                        At::Tensor(s.name.clone()),
-                        format!(
-                            "block {block} has a non-finite scale ({v}); the weights are corrupt"
-                        ),
-                    ));
+                let n = (range.end - at).min(stage.len() - filled);
+                src.read_into(at, &mut stage[filled..filled + n])?;
+                (at, filled) = (at + n, filled + n);
+                if filled == stage.len() {
+                    flush(&stage[..filled], &mut to)?;
+                    filled = 0;
                 }
-                buffer.write(to, &stage[..n])?;
-                (at, to) = (at + n, to + n);
-                done += n;
-                progress(done, total);
             }
+        }
+        if filled > 0 {
+            flush(&stage[..filled], &mut to)?;
         }
         out.push(StoredWeight(Rc::new(WeightData {
             owner,

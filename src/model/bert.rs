@@ -23,7 +23,8 @@ use crate::error::{At, Error, ModelFile, Result};
 use crate::graph::{DType, Graph, TensorId};
 use crate::model::gguf::Gguf;
 use crate::model::tokenizer::WordPiece;
-use crate::runtime::{ByteSource, Program, Runtime, StoredWeight, WeightSpec};
+
+use crate::runtime::{matrix_only, ByteSource, Program, Runtime, StoredWeight, WeightSpec};
 
 /// Sequences per encoder run; longer lists are split (the last batch padded with short
 /// dummy sequences, so the shape repeats).
@@ -328,6 +329,7 @@ impl SentenceEmbedder {
                     dtype: w.dtype,
                     ne: w.ne.clone(),
                     ranges: w.ranges.clone(),
+                    matrix_only: matrix_only(probe.graph(), *id),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

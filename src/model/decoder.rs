@@ -26,7 +26,8 @@ use crate::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
 use crate::model::chat::ChatTemplate;
 use crate::model::gguf::Gguf;
 use crate::model::tokenizer::Tokenizer;
-use crate::runtime::{ByteSource, Program, Runtime, State, StoredWeight, WeightSpec};
+
+use crate::runtime::{matrix_only, ByteSource, Program, Runtime, State, StoredWeight, WeightSpec};
 
 /// Cache rows a run attends over are a multiple of this (as llama.cpp pads its KV cache),
 /// so a context of 1024 has 4 decode shapes.
@@ -433,13 +434,15 @@ impl Decoder {
         };
         let specs = infos
             .iter()
-            .map(|(name, dtype, ne, range)| {
+            .zip(&ids)
+            .map(|((name, dtype, ne, range), &id)| {
                 Ok(WeightSpec {
                     name: name.clone(),
                     device: home(name)?,
                     dtype: *dtype,
                     ne: ne.clone(),
                     ranges: vec![range.clone()],
+                    matrix_only: matrix_only(probe.graph(), id),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -9,7 +9,7 @@ mod state;
 mod tensor;
 pub mod typed;
 
-pub use crate::backend::{ByteSource, CopyStats, Device, StoredWeight, WeightSpec};
+pub use crate::backend::{matrix_only, ByteSource, CopyStats, Device, StoredWeight, WeightSpec};
 pub use program::Program;
 pub use state::State;
 pub use tensor::DeviceTensor;

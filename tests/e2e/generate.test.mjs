@@ -129,9 +129,10 @@ for (const worker of [true, false]) {
 // A File (what an <input type="file"> gives): in worker mode the engine reads it a slice at a
 // time (FileReaderSync) and never holds it whole; in this thread the package reads it into one
 // array outside wasm memory. Either way wasm memory grows by the weights the CPU keeps, not by
-// the file: on WebGPU by little; on the CPU by the weights as stored plus the copy regrouped
-// for the integer kernels at load (a Q4_0 weight 0.625 bytes per value beside GGUF's 0.5625:
-// about twice the file in all), never by a third copy.
+// the file: on WebGPU by little; on the CPU by the weights as the CPU stores them. A Q4_0
+// file's matrices are the integer kernels' panels, their only copy (0.625 bytes a value
+// beside GGUF's 0.5625); an f32 file's are kept as they are plus the f32 GEMM's packed copy
+// (twice the file), never a third copy.
 test('TextGenerator from a File: the same tokens in both modes, wasm memory against the file size', async (t) => {
   const page = await browser.newPage();
   const errors = [];
@@ -155,10 +156,19 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
     await gw.dispose();
     w.terminate();
     const wt = await load({ worker: false });
+    // A Q4_0 file onto the CPU first, in the fresh module: its matrices are stored as the
+    // integer kernels' panels, their only copy.
+    const small = await (await fetch(smallUrl)).blob();
+    {
+      const before = wt.memory.buffer.byteLength;
+      const gen = await wt.TextGenerator.load(small, { devices: 'cpu', kvType: 'f32' });
+      out.memory.q4 = wt.memory.buffer.byteLength - before;
+      out.q4Size = small.size;
+      await gen.dispose();
+    }
     // The engine's one-time set-up (the WebGPU device, its pipelines) paid by a smaller model
     // first; costModel false keeps the weights on WebGPU (on SwiftShader the cost model would
     // take the CPU for every node, and the weights with it).
-    const small = await (await fetch(smallUrl)).blob();
     const warm = await wt.TextGenerator.load(small, { devices: 'webgpu', costModel: false });
     await run(warm);
     await warm.dispose();
@@ -181,6 +191,8 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
   t.diagnostic(`file ${mib(r.size)}; wasm memory grew ${mib(r.memory.webgpu)} loading onto WebGPU, ${mib(r.memory.cpu)} onto the CPU`);
   assert.ok(r.memory.webgpu < 0.25 * r.size, `WebGPU load grew wasm memory by ${r.memory.webgpu} for a ${r.size}-byte file`);
   assert.ok(r.memory.cpu < 2.5 * r.size, `CPU load grew wasm memory by ${r.memory.cpu} for a ${r.size}-byte file`);
+  t.diagnostic(`Q4_0 file ${mib(r.q4Size)}; wasm memory grew ${mib(r.memory.q4)} loading onto the CPU`);
+  assert.ok(r.memory.q4 < 1.5 * r.q4Size, `CPU load of a Q4_0 file grew wasm memory by ${r.memory.q4} for a ${r.q4Size}-byte file`);
   assert.match(r.explain, /split 0 on WebGPU: \d+ node/);
   assert.match(r.notGguf, /GGUF/);
   assert.match(r.empty, /GGUF/);

@@ -1,14 +1,16 @@
 //! Host memory buffers: 64-byte aligned, bounds-checked, zero-size allowed.
 
 use std::cell::{RefCell, UnsafeCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use super::kernels::quant::Int8Panels;
 use super::kernels::Prepacked;
 use super::TensorView;
 
 use crate::backend::{Buffer, BufferImpl, BufferType, BufferUsage, LocalBoxFuture};
 use crate::error::{Error, Result};
+use crate::graph::Tensor;
 
 /// Tensor offsets in CPU buffers are aligned to this (a cache line; enough for SIMD loads).
 pub const CPU_ALIGNMENT: usize = 64;
@@ -20,6 +22,7 @@ struct Line([u8; CPU_ALIGNMENT]);
 /// The CPU buffer type: plain host memory.
 pub struct CpuBufferType {
     max_size: usize,
+    packs: bool,
 }
 
 impl CpuBufferType {
@@ -30,7 +33,20 @@ impl CpuBufferType {
         } else {
             isize::MAX as usize
         };
-        Self { max_size }
+        Self {
+            max_size,
+            packs: false,
+        }
+    }
+
+    /// This type, storing Q8_0 / Q4_0 matrices read only by matmul and get_rows as the int8
+    /// GEMM's panels (their only copy; see [`CpuBuffer::store_packed`]) in builds that have
+    /// that GEMM.
+    pub fn packing(self) -> Self {
+        Self {
+            packs: Prepacked::STORED,
+            ..self
+        }
     }
 }
 
@@ -53,6 +69,11 @@ impl BufferType for CpuBufferType {
     fn max_size(&self) -> usize {
         self.max_size
     }
+    fn packed_size(&self, t: &Tensor) -> Option<usize> {
+        self.packs
+            .then(|| Prepacked::stored_size(t.dtype, &t.ne))
+            .flatten()
+    }
     fn is_host(&self) -> bool {
         true
     }
@@ -68,6 +89,27 @@ pub struct CpuBuffer {
     /// Weights buffers: matmul weights packed for the GEMM, by (offset, rows, row length,
     /// row stride); dropped whenever the buffer's bytes change.
     packed: RefCell<HashMap<[usize; 4], Rc<Prepacked>>>,
+    /// Weights stored packed (their only copy, in this memory), by offset.
+    stored: RefCell<BTreeMap<usize, StoredPanels>>,
+}
+
+/// A weight kept in this memory as panels ([`CpuBuffer::store_packed`]).
+struct StoredPanels {
+    panels: Rc<Prepacked>,
+    /// Its bytes in the usual layout (what writes and reads address: `offset ..
+    /// offset + nbytes`); the panels take `size` from `offset`, the rest reads as zeros.
+    nbytes: usize,
+    size: usize,
+}
+
+impl StoredPanels {
+    fn int8(&self) -> &Int8Panels {
+        match &*self.panels {
+            Prepacked::Int8(p) => p,
+            // Only int8 panels are stored (`store_packed`).
+            Prepacked::F32(_) => unreachable!("stored panels are int8"),
+        }
+    }
 }
 
 impl Drop for CpuBuffer {
@@ -96,6 +138,7 @@ impl CpuBuffer {
             data: UnsafeCell::new(v),
             size,
             packed: RefCell::new(HashMap::new()),
+            stored: RefCell::new(BTreeMap::new()),
         })
     }
 
@@ -108,6 +151,9 @@ impl CpuBuffer {
         offset: usize,
         view: &TensorView,
     ) -> Option<Rc<Prepacked>> {
+        if let Some(p) = self.stored_at(offset) {
+            return Some(p);
+        }
         if buffer.usage() != BufferUsage::Weights {
             return None;
         }
@@ -118,6 +164,81 @@ impl CpuBuffer {
         let p = Rc::new(Prepacked::new(view)?);
         self.packed.borrow_mut().insert(key, p.clone());
         Some(p)
+    }
+
+    /// The panels of the weight stored packed at `offset`, if one is.
+    pub fn stored_at(&self, offset: usize) -> Option<Rc<Prepacked>> {
+        self.stored.borrow().get(&offset).map(|s| s.panels.clone())
+    }
+
+    /// Whether bytes `offset .. offset + len` touch a weight stored packed.
+    pub fn touches_stored(&self, offset: usize, len: usize) -> bool {
+        let stored = self.stored.borrow();
+        !stored.is_empty()
+            && stored
+                .range(..offset + len.max(1))
+                .next_back()
+                .is_some_and(|(&at, s)| at + s.size > offset)
+    }
+
+    /// Keeps weight `t` at `offset` as the int8 GEMM's panels from now on (what
+    /// [`CpuBufferType::packing`] sizes): its only copy, [`Int8Panels::size_for`] bytes, a
+    /// tenth more than its GGUF bytes, where a copy made on first use would double them.
+    /// Writes to `offset .. offset + t.nbytes()` must be whole rows; reads unpack them.
+    pub fn store_packed(&self, offset: usize, t: &Tensor) -> Result<()> {
+        let refuse = |why: &str| {
+            Err(Error::InvalidArgument(format!(
+                "weight {} ({} {:?}) cannot be stored packed at offset {offset} of a \
+                 {}-byte CPU buffer: {why}",
+                t.name, t.dtype, t.ne, self.size
+            )))
+        };
+        let Some(size) = Prepacked::stored_size(t.dtype, &t.ne) else {
+            return refuse("this build has no packed layout for it");
+        };
+        if !offset.is_multiple_of(CPU_ALIGNMENT) {
+            return refuse("the offset is not aligned");
+        }
+        if offset.checked_add(size).is_none_or(|end| end > self.size) {
+            return refuse("its panels do not fit there");
+        }
+        if self.touches_stored(offset, size) {
+            return refuse("another packed weight is there");
+        }
+        self.packed.borrow_mut().clear();
+        self.bytes_mut()[offset..offset + size].fill(0);
+        // In range and aligned (checked above); the memory lives as long as this buffer,
+        // which holds the panels.
+        let Some(panels) = (unsafe { Int8Panels::at(self.base_ptr().add(offset), t.dtype, &t.ne) })
+        else {
+            return refuse("this build has no packed layout for it");
+        };
+        self.stored.borrow_mut().insert(
+            offset,
+            StoredPanels {
+                panels: Rc::new(Prepacked::Int8(panels)),
+                nbytes: t.nbytes(),
+                size,
+            },
+        );
+        Ok(())
+    }
+
+    /// Bytes `offset .. offset + len` as written: stored weights' rows unpacked.
+    fn read_bytes(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
+        let mut out = self.bytes()[offset..offset + len].to_vec();
+        let end = offset + len;
+        for (&at, s) in self.stored.borrow().range(..end) {
+            if at + s.size <= offset {
+                continue;
+            }
+            // The weight's logical bytes: its rows, then zeros up to its panels' size.
+            let mut whole = vec![0u8; s.size];
+            s.int8().unpack_rows(0, &mut whole[..s.nbytes])?;
+            let (lo, hi) = (at.max(offset), (at + s.size).min(end));
+            out[lo - offset..hi - offset].copy_from_slice(&whole[lo - at..hi - at]);
+        }
+        Ok(out)
     }
 
     /// Bytes held by packed weights.
@@ -147,24 +268,52 @@ impl CpuBuffer {
 
 impl BufferImpl for CpuBuffer {
     fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+        if self.touches_stored(offset, data.len()) {
+            // Whole rows of one stored weight, packed as they arrive.
+            let stored = self.stored.borrow();
+            if let Some((&at, s)) = stored.range(..=offset).next_back() {
+                let p = s.int8();
+                let (pos, rb) = (offset - at, p.row_bytes());
+                if offset + data.len() <= at + s.nbytes && pos.is_multiple_of(rb) {
+                    return p.pack_rows(pos / rb, data);
+                }
+            }
+            return Err(Error::InvalidArgument(format!(
+                "a write of {} bytes at offset {offset} is not whole rows of one weight \
+                 stored packed there",
+                data.len()
+            )));
+        }
         self.packed.borrow_mut().clear();
         self.bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
         Ok(())
     }
     fn read(&self, offset: usize, len: usize) -> LocalBoxFuture<'_, Result<Vec<u8>>> {
-        Box::pin(std::future::ready(Ok(
-            self.bytes()[offset..offset + len].to_vec()
-        )))
+        Box::pin(std::future::ready(self.read_bytes(offset, len)))
     }
     fn memset(&self, offset: usize, len: usize, value: u8) -> Result<()> {
+        if self.touches_stored(offset, len) {
+            return Err(Error::InvalidArgument(format!(
+                "memset of {len} bytes at offset {offset} reaches a weight stored packed"
+            )));
+        }
         self.packed.borrow_mut().clear();
         self.bytes_mut()[offset..offset + len].fill(value);
         Ok(())
+    }
+    fn store_packed(&self, offset: usize, t: &Tensor) -> Result<()> {
+        CpuBuffer::store_packed(self, offset, t)
     }
     fn copy_from(&self, src: &Buffer, src_off: usize, dst_off: usize, len: usize) -> Result<bool> {
         let Some(src) = src.downcast::<CpuBuffer>() else {
             return Ok(false);
         };
+        if src.touches_stored(src_off, len) || self.touches_stored(dst_off, len) {
+            // Through the usual bytes (the caller's range may be this very buffer).
+            let bytes = src.read_bytes(src_off, len)?;
+            self.write(dst_off, &bytes)?;
+            return Ok(true);
+        }
         self.packed.borrow_mut().clear();
         // `ptr::copy`: source and destination may be the same buffer, even overlap.
         unsafe {

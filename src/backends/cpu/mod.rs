@@ -78,10 +78,15 @@ impl CpuDevice {
     }
 
     fn with_pool(kernels: KernelSet, pool: Pool) -> Self {
+        // The fast kernels read weights stored as panels; the reference reads GGUF bytes.
+        let buffer_type = match kernels {
+            KernelSet::Fast => CpuBufferType::new().packing(),
+            KernelSet::Reference => CpuBufferType::new(),
+        };
         Self {
             kernels,
             pool,
-            buffer_type: Rc::new(CpuBufferType::new()),
+            buffer_type: Rc::new(buffer_type),
         }
     }
 
@@ -196,16 +201,49 @@ pub struct CpuBackend {
 
 impl CpuBackend {
     fn view(&self, graph: &Graph, mem: &TensorMemory, id: TensorId) -> Result<TensorView> {
+        let (view, stored) = self.view_or_panels(graph, mem, id)?;
+        if stored.is_some() {
+            return Err(Error::Graph(format!(
+                "weight {} is stored as the int8 GEMM's panels, which only a matmul (as its \
+                 weight) and get_rows (as its table) read on the CPU, and another op reads it",
+                graph.tensor(id).name
+            )));
+        }
+        Ok(view)
+    }
+}
+
+impl CpuBackend {
+    /// Tensor `id`'s view, and the panels it is stored as when it is a weight stored packed
+    /// (the view's bytes are then those panels: only they may be read).
+    fn view_or_panels(
+        &self,
+        graph: &Graph,
+        mem: &TensorMemory,
+        id: TensorId,
+    ) -> Result<(TensorView, Option<Rc<kernels::Prepacked>>)> {
         let (buf, off) = mem.locate(graph, id)?;
+        let t = graph.tensor(id);
         let cpu = buf
             .downcast::<CpuBuffer>()
             .ok_or_else(|| Error::ForeignBuffer {
-                tensor: graph.tensor(id).name.clone(),
+                tensor: t.name.clone(),
                 device: "CPU".into(),
                 buffer: buf.type_name().to_string(),
             })?;
+        let stored = match cpu.stored_at(off) {
+            Some(p) if !t.is_view() => Some(p),
+            _ if cpu.touches_stored(off, t.nbytes()) => {
+                return Err(Error::Graph(format!(
+                    "{} reads part of a weight stored as the int8 GEMM's panels",
+                    t.name
+                )))
+            }
+            _ => None,
+        };
         // The buffer is kept alive by `mem` for the whole compute call.
-        unsafe { TensorView::new(graph.tensor(id), cpu.base_ptr(), cpu.size(), off) }
+        let view = unsafe { TensorView::new(t, cpu.base_ptr(), cpu.size(), off)? };
+        Ok((view, stored))
     }
 }
 
@@ -287,6 +325,7 @@ impl CpuBackend {
                 (Op::MatMul, true) => {
                     self.matmul(graph, mem, &compute[i..], uses.as_deref(), par)?
                 }
+                (Op::GetRows, _) => self.get_rows(graph, mem, compute[i], par)?,
                 _ => 0,
             };
             if done == 0 {
@@ -332,11 +371,17 @@ impl CpuBackend {
         let [ia, ib] = t.src[..] else {
             return Ok(0);
         };
+        let (a, stored) = self.view_or_panels(graph, mem, ia)?;
         if t.ne.contains(&0) {
-            return Ok(0);
+            return Ok(usize::from(stored.is_some()));
         }
-        let (a, b) = (self.view(graph, mem, ia)?, self.view(graph, mem, ib)?);
-        let pre = self.packed_weights(graph, mem, ia, &a, &b)?;
+        let b = self.view(graph, mem, ib)?;
+        // A weight stored as panels has no other bytes: the panels' kernel must take it.
+        let must = stored.is_some();
+        let pre = match stored {
+            Some(p) => Some(p),
+            None => self.packed_weights(graph, mem, ia, &a, &b)?,
+        };
         let pre = pre.as_deref();
         if let Some(c) = uses.and_then(|u| fuse::matmul_chain(graph, nodes, u)) {
             // The chain's output must not overlap the operands the GEMM is still reading
@@ -356,9 +401,50 @@ impl CpuBackend {
             }
         }
         let dst = self.view(graph, mem, nodes[0])?;
-        Ok(usize::from(kernels::matmul_fused(
-            par, &dst, &a, &b, pre, None,
-        )))
+        let done = kernels::matmul_fused(par, &dst, &a, &b, pre, None);
+        if must && !done {
+            return Err(Error::Unsupported {
+                op: t.op.name().to_string(),
+                dtype: b.dtype.name(),
+                device: self.device.name().to_string(),
+                reason: format!(
+                    "{}: its weight is stored as the int8 GEMM's panels, whose kernel takes \
+                     f32 activations and a packed f32 output only",
+                    t.name
+                ),
+            });
+        }
+        Ok(usize::from(done))
+    }
+
+    /// Runs get_rows `id` when its table is a weight stored as panels (rows dequantized from
+    /// them); 0 when it is not (the caller runs the usual kernels).
+    fn get_rows(&self, graph: &Graph, mem: &TensorMemory, id: TensorId, par: Par) -> Result<usize> {
+        let t = graph.tensor(id);
+        let [ia, ib] = t.src[..] else {
+            return Ok(0);
+        };
+        let (a, stored) = self.view_or_panels(graph, mem, ia)?;
+        let Some(p) = stored else {
+            return Ok(0);
+        };
+        let kernels::Prepacked::Int8(p) = &*p else {
+            return Ok(0);
+        };
+        let (dst, idx) = (self.view(graph, mem, id)?, self.view(graph, mem, ib)?);
+        match kernels::get_rows_panels(par, &dst, &a, p, &idx) {
+            Some(r) => r.map(|()| 1),
+            None => Err(Error::Unsupported {
+                op: t.op.name().to_string(),
+                dtype: a.dtype.name(),
+                device: self.device.name().to_string(),
+                reason: format!(
+                    "{}: its table is stored as the int8 GEMM's panels, read into packed f32 \
+                     rows only",
+                    t.name
+                ),
+            }),
+        }
     }
 
     /// The host addresses tensor `id` spans.

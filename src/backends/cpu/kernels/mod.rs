@@ -60,6 +60,20 @@ impl Prepacked {
         }
     }
 
+    /// Whether this build stores weights as panels from the start (see
+    /// [`Prepacked::stored_size`]): the builds with the int8 GEMM.
+    pub const STORED: bool = quant::INT_GEMM;
+
+    /// Bytes weights of `dtype` and shape `ne` take stored as panels, their only copy, in
+    /// this build: Q8_0 / Q4_0 matrices with the int8 GEMM; `None` for others (f32 panels
+    /// would be as large as the weight: those keep their bytes and a copy made on use).
+    pub fn stored_size(dtype: DType, ne: &[usize]) -> Option<usize> {
+        if !Self::STORED {
+            return None;
+        }
+        quant::Int8Panels::size_for(dtype, ne)
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         match self {
@@ -101,6 +115,18 @@ pub fn matmul_fused(
                 || quant::matmul(par, dst, a, b, ep)
         }
     }
+}
+
+/// get_rows from a table stored as panels `p` (`a` its view, for the shape); `None` when
+/// `dst` is not packed f32 rows of the right shape.
+pub fn get_rows_panels(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    p: &quant::Int8Panels,
+    idx: &TensorView,
+) -> Option<Result<()>> {
+    rows::get_rows_with(par, dst, a, idx, |r, _, out| p.row_f32(r, out))
 }
 
 /// `dst = a · bᵀ` by the f32 GEMM/GEMV, quantized rows dequantized as they are read: the

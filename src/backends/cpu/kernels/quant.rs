@@ -10,6 +10,7 @@ use super::simd::{
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
+use crate::error::{Error, Result};
 use crate::graph::{DType, QK};
 use std::ops::Range;
 
@@ -319,42 +320,49 @@ const GROUP_BLOCK_Q4: usize = GROUP * QK / 2;
 /// `k` bytes each, stay in cache while every weight group passes over them).
 const COL_BLOCK: usize = 64;
 
-/// How [`Int8Panels`] hold the weights' integer values.
-enum PanelValues {
-    /// Q8_0: `[group][block][slice][row][4]` i8, 16-byte slice `s` holding values
-    /// `32b + 4s .. 32b + 4s + 4` of the group's 4 rows side by side; and per
-    /// `[group][block][row]` `-ACT_OFFSET ·` the row's block sum, which starts that block's
-    /// integer accumulator (undoing the activation encoding's offset for free).
-    I8 { q: Vec<i8>, bias: Vec<i32> },
-    /// Q4_0: `[group][block][vector][row][4]` nibble bytes, 16-byte vector `v`'s low nibbles
-    /// holding values `4v .. 4v + 4` of the 4 rows, its high nibbles values `16 + 4v ..`:
-    /// each row's 4-byte run of its GGUF block, so packing is a byte shuffle. The values
-    /// stay 0..=15 (the 7-bit operand of relaxed SIMD's dot, with full-range activations
-    /// from [`encode_act_plain`]); the blocks' `-8` is `-8 ·` the activation block's sum,
-    /// which starts the accumulator.
-    Q4 { q: Vec<u8> },
-}
-
-/// Q8_0 / Q4_0 weights rearranged once for the integer matmuls (the GEMM for batches and the
+/// Q8_0 / Q4_0 weights rearranged for the integer matmuls (the GEMM for batches and the
 /// matrix-vector product of a decode step): rows in groups of 4 (the last one padded with
 /// zero rows), so that one dot instruction with an activation slice (4 values, repeated)
 /// yields the 4 rows' partial dots in its 4 lanes, and one multiply-add by the 4 rows' block
-/// scales (f32, next to the values) finishes a block for all of them. See [`PanelValues`]
-/// for the values: Q8_0 1.25 bytes per weight (GGUF 1.06), Q4_0 0.625 (GGUF 0.56).
+/// scales finishes a block for all of them. Three arrays, one after the other:
+///
+/// - values. Q8_0: `[group][block][slice][row][4]` i8, 16-byte slice `s` holding values
+///   `32b + 4s .. 32b + 4s + 4` of the group's 4 rows side by side. Q4_0:
+///   `[group][block][vector][row][4]` nibble bytes, 16-byte vector `v`'s low nibbles holding
+///   values `4v .. 4v + 4` of the 4 rows, its high nibbles values `16 + 4v ..`: each row's
+///   4-byte run of its GGUF block, so packing is a byte shuffle. The nibbles stay 0..=15
+///   (the 7-bit operand of relaxed SIMD's dot, with full-range activations from
+///   [`encode_act_plain`]); the blocks' `-8` is `-8 ·` the activation block's sum, which
+///   starts the accumulator.
+/// - Q8_0 only: per `[group][block][row]` an i32, `-ACT_OFFSET ·` the row's block sum,
+///   which starts that block's integer accumulator (undoing the activation encoding's
+///   offset for free).
+/// - per `[group][block][row]` the f32 scale.
+///
+/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q4_0 0.625 (GGUF 0.56). The layout loses
+/// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
+/// own (made from a weight on first use), or a weights buffer's, where the weight is stored
+/// in this layout from the start ([`Int8Panels::at`]).
 pub struct Int8Panels {
     m: usize,
     k: usize,
-    values: PanelValues,
-    /// `[group][block][row]` weight scales.
-    d: Vec<f32>,
+    q4: bool,
+    /// The arrays' start (16-byte aligned); `owned` holds it when it is not a buffer's.
+    base: *mut u8,
+    _owned: Option<Vec<u128>>,
 }
 
+// Panels are written only while they are being filled (by `new`, or by the loader's writes
+// to their buffer, never during a compute call); kernels on the thread team only read them.
+unsafe impl Send for Int8Panels {}
+unsafe impl Sync for Int8Panels {}
+
 impl Int8Panels {
-    /// Packs batch `(a2, a3)` of `a` (Q8_0 or Q4_0 with packed rows); `None` otherwise.
-    pub fn new(a: &TensorView, a2: usize, a3: usize) -> Option<Self> {
-        let (block_bytes, q4) = match a.dtype {
-            DType::Q8_0 => (34, false),
-            DType::Q4_0 => (18, true),
+    /// Whether `dtype` has panels: Q4_0 (`Some(true)`) or Q8_0 (`Some(false)`).
+    fn kind(dtype: DType) -> Option<bool> {
+        match dtype {
+            DType::Q8_0 => Some(false),
+            DType::Q4_0 => Some(true),
             DType::F32
             | DType::F16
             | DType::I32
@@ -362,68 +370,220 @@ impl Int8Panels {
             | DType::Q3_K
             | DType::Q4_K
             | DType::Q5_K
-            | DType::Q6_K => return None,
-        };
+            | DType::Q6_K => None,
+        }
+    }
+
+    /// Bytes of the values, the Q8_0 block sums and the scales of `m × k` panels.
+    fn layout(q4: bool, m: usize, k: usize) -> [usize; 3] {
+        let blocks = m.div_ceil(GROUP) * (k / QK);
+        let values = blocks * if q4 { GROUP_BLOCK_Q4 } else { GROUP_BLOCK };
+        let sums = if q4 { 0 } else { blocks * GROUP * 4 };
+        [values, sums, blocks * GROUP * 4]
+    }
+
+    /// Bytes the panels of a weight of `dtype` and shape `ne` take; `None` when it has none
+    /// (not a 2-D Q8_0/Q4_0 matrix of whole-block rows).
+    pub fn size_for(dtype: DType, ne: &[usize]) -> Option<usize> {
+        let q4 = Self::kind(dtype)?;
+        let (k, m) = (*ne.first()?, ne.get(1).copied().unwrap_or(1));
+        if ne.iter().skip(2).any(|&d| d != 1) || k == 0 || !k.is_multiple_of(QK) {
+            return None;
+        }
+        Some(Self::layout(q4, m, k).iter().sum())
+    }
+
+    /// Packs batch `(a2, a3)` of `a` (Q8_0 or Q4_0 with packed rows) into panels of their
+    /// own; `None` otherwise.
+    pub fn new(a: &TensorView, a2: usize, a3: usize) -> Option<Self> {
+        let q4 = Self::kind(a.dtype)?;
         if !a.rows_contiguous() || !a.ne[0].is_multiple_of(QK) || a2 >= a.ne[2] || a3 >= a.ne[3] {
             return None;
         }
         let (m, k) = (a.ne[1], a.ne[0]);
-        let (nb, groups) = (k / QK, m.div_ceil(GROUP));
-        let mut d = vec![0f32; groups * nb * GROUP];
-        let block = |row: usize, b: usize| {
-            let w = a.ptr_at([0, row, a2, a3]) as *const u8;
-            // In range: the row holds `nb` blocks.
-            unsafe { std::slice::from_raw_parts(w.add(b * block_bytes), block_bytes) }
+        let bytes: usize = Self::layout(q4, m, k).iter().sum();
+        let mut owned = vec![0u128; bytes.div_ceil(16)];
+        let p = Self {
+            m,
+            k,
+            q4,
+            base: owned.as_mut_ptr() as *mut u8,
+            _owned: Some(owned),
         };
-        let mut values = if q4 {
-            PanelValues::Q4 {
-                q: vec![0u8; groups * nb * GROUP_BLOCK_Q4],
-            }
-        } else {
-            PanelValues::I8 {
-                q: vec![0i8; groups * nb * GROUP_BLOCK],
-                bias: vec![0i32; groups * nb * GROUP],
-            }
-        };
+        let row_bytes = p.row_bytes();
         for row in 0..m {
-            let (g, r) = (row / GROUP, row % GROUP);
-            for b in 0..nb {
-                let blk = block(row, b);
-                let at = (g * nb + b) * GROUP + r;
-                d[at] = unsafe { f16_at(blk.as_ptr()) };
-                let vals = &blk[2..];
-                match &mut values {
-                    // Each row's 4-byte runs of nibbles side by side.
-                    PanelValues::Q4 { q } => {
-                        let base = (g * nb + b) * GROUP_BLOCK_Q4 + r * 4;
-                        for (v, four) in vals.chunks_exact(4).enumerate() {
-                            q[base + v * 16..base + v * 16 + 4].copy_from_slice(four);
-                        }
+            // In range: `a`'s rows hold `row_bytes` each.
+            let w = a.ptr_at([0, row, a2, a3]) as *const u8;
+            unsafe { p.pack_row(row, std::slice::from_raw_parts(w, row_bytes)) };
+        }
+        Some(p)
+    }
+
+    /// Panels of a weight of `dtype` and shape `ne` in the memory at `base`, where its rows
+    /// are packed in by [`Int8Panels::pack_rows`] (rows never packed read as zeros).
+    ///
+    /// # Safety
+    /// `base` is 16-byte aligned, holds [`Int8Panels::size_for`] zeroed bytes, and outlives
+    /// the panels.
+    pub unsafe fn at(base: *mut u8, dtype: DType, ne: &[usize]) -> Option<Self> {
+        Self::size_for(dtype, ne)?;
+        Some(Self {
+            m: ne.get(1).copied().unwrap_or(1),
+            k: ne[0],
+            q4: Self::kind(dtype)?,
+            base,
+            _owned: None,
+        })
+    }
+
+    /// The weight's dtype.
+    pub fn dtype(&self) -> DType {
+        if self.q4 {
+            DType::Q4_0
+        } else {
+            DType::Q8_0
+        }
+    }
+
+    /// Bytes of one GGUF row.
+    pub fn row_bytes(&self) -> usize {
+        self.k / QK * if self.q4 { 18 } else { 34 }
+    }
+
+    fn values(&self) -> *mut u8 {
+        self.base
+    }
+
+    fn sums(&self) -> *mut i32 {
+        let [v, _, _] = Self::layout(self.q4, self.m, self.k);
+        unsafe { self.base.add(v) as *mut i32 }
+    }
+
+    fn scales(&self) -> *mut f32 {
+        let [v, s, _] = Self::layout(self.q4, self.m, self.k);
+        unsafe { self.base.add(v + s) as *mut f32 }
+    }
+
+    /// Packs whole GGUF rows (`bytes`) in as rows `row0 ..`.
+    pub fn pack_rows(&self, row0: usize, bytes: &[u8]) -> Result<()> {
+        let rb = self.row_bytes();
+        if !bytes.len().is_multiple_of(rb) || row0 + bytes.len() / rb > self.m {
+            return Err(Error::OutOfBounds(format!(
+                "{} bytes at row {row0} of a {}-row {} weight are not whole rows of it",
+                bytes.len(),
+                self.m,
+                self.dtype()
+            )));
+        }
+        for (i, row) in bytes.chunks_exact(rb).enumerate() {
+            unsafe { self.pack_row(row0 + i, row) };
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `row < m`, `w` one GGUF row; nobody reads the panels meanwhile.
+    unsafe fn pack_row(&self, row: usize, w: &[u8]) {
+        let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
+        let bb = if self.q4 { 18 } else { 34 };
+        for (b, blk) in w.chunks_exact(bb).enumerate().take(nb) {
+            let at = (g * nb + b) * GROUP + r;
+            let vals = &blk[2..];
+            unsafe {
+                *self.scales().add(at) = f16_at(blk.as_ptr());
+                if self.q4 {
+                    let base = self.values().add((g * nb + b) * GROUP_BLOCK_Q4 + r * 4);
+                    for (v, four) in vals.chunks_exact(4).enumerate() {
+                        std::ptr::copy_nonoverlapping(four.as_ptr(), base.add(v * 16), 4);
                     }
-                    PanelValues::I8 { q, bias } => {
-                        bias[at] = -(ACT_OFFSET as i32)
-                            * vals.iter().map(|&v| v as i8 as i32).sum::<i32>();
-                        let base = (g * nb + b) * GROUP_BLOCK + r * 4;
-                        for (s, four) in vals.chunks_exact(4).enumerate() {
-                            for (o, &v) in q[base + s * 16..base + s * 16 + 4].iter_mut().zip(four)
-                            {
-                                *o = v as i8;
-                            }
-                        }
+                } else {
+                    let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
+                    *self.sums().add(at) = -(ACT_OFFSET as i32) * sum;
+                    let base = self.values().add((g * nb + b) * GROUP_BLOCK + r * 4);
+                    for (s, four) in vals.chunks_exact(4).enumerate() {
+                        std::ptr::copy_nonoverlapping(four.as_ptr(), base.add(s * 16), 4);
                     }
                 }
             }
         }
-        Some(Self { m, k, values, d })
+    }
+
+    /// Block `b` of row `row`: its scale and its 32 quantized values (Q4_0's minus 8).
+    fn block(&self, row: usize, b: usize) -> (f32, [i8; QK]) {
+        let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
+        let at = (g * nb + b) * GROUP + r;
+        let mut q = [0i8; QK];
+        unsafe {
+            if self.q4 {
+                let base = self.values().add((g * nb + b) * GROUP_BLOCK_Q4 + r * 4);
+                for v in 0..4 {
+                    for j in 0..4 {
+                        let byte = *base.add(v * 16 + j);
+                        q[4 * v + j] = (byte & 0x0f) as i8 - 8;
+                        q[QK / 2 + 4 * v + j] = (byte >> 4) as i8 - 8;
+                    }
+                }
+            } else {
+                let base = self.values().add((g * nb + b) * GROUP_BLOCK + r * 4);
+                for s in 0..QK / 4 {
+                    for j in 0..4 {
+                        q[4 * s + j] = *base.add(s * 16 + j) as i8;
+                    }
+                }
+            }
+            (*self.scales().add(at), q)
+        }
+    }
+
+    /// Rows `row0 ..` in their GGUF bytes (`out`: whole rows), exactly as packed.
+    pub fn unpack_rows(&self, row0: usize, out: &mut [u8]) -> Result<()> {
+        let rb = self.row_bytes();
+        if !out.len().is_multiple_of(rb) || row0 + out.len() / rb > self.m {
+            return Err(Error::OutOfBounds(format!(
+                "{} bytes at row {row0} of a {}-row {} weight are not whole rows of it",
+                out.len(),
+                self.m,
+                self.dtype()
+            )));
+        }
+        let bb = if self.q4 { 18 } else { 34 };
+        for (i, row) in out.chunks_exact_mut(rb).enumerate() {
+            for (b, blk) in row.chunks_exact_mut(bb).enumerate() {
+                let (d, q) = self.block(row0 + i, b);
+                // The scale came from an f16: converting back is exact.
+                blk[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
+                if self.q4 {
+                    for j in 0..QK / 2 {
+                        blk[2 + j] = ((q[j] + 8) as u8) | (((q[QK / 2 + j] + 8) as u8) << 4);
+                    }
+                } else {
+                    for (o, &v) in blk[2..].iter_mut().zip(&q) {
+                        *o = v as u8;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Row `row` (`< m`) dequantized into `out` (`k` values), as GGUF's dequantization does.
+    pub fn row_f32(&self, row: usize, out: &mut [f32]) {
+        for (b, o) in out.chunks_exact_mut(QK).enumerate().take(self.k / QK) {
+            let (d, q) = self.block(row, b);
+            for (o, &v) in o.iter_mut().zip(&q) {
+                *o = v as f32 * d;
+            }
+        }
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.m
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        let values = match &self.values {
-            PanelValues::I8 { q, bias } => q.len() + bias.len() * 4,
-            PanelValues::Q4 { q } => q.len(),
-        };
-        values + self.d.len() * 4
+        Self::layout(self.q4, self.m, self.k).iter().sum()
     }
 
     /// Whether these are the panels of a weight shaped like `a`.
@@ -433,7 +593,7 @@ impl Int8Panels {
 
     /// Whether the activations are to be encoded plainly (see [`QuantRows`]).
     fn plain_acts(&self) -> bool {
-        matches!(self.values, PanelValues::Q4 { .. })
+        self.q4
     }
 }
 
@@ -454,67 +614,64 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
     j0: usize,
 ) {
     let (k, nb) = (p.k, p.k / QK);
+    let (values, sums, scales) = (p.values(), p.sums(), p.scales());
     let mut accf = [[F32x4::splat(0.0); C]; G];
     for b in 0..nb {
         unsafe {
             let gb: [usize; G] = std::array::from_fn(|g| (g0 + g) * nb + b);
             let x: [*const i8; C] =
                 std::array::from_fn(|c| xq.q.as_ptr().add((j0 + c) * k + b * QK));
-            let acc: [[I32x4; C]; G] = match &p.values {
-                PanelValues::I8 { q, bias } => {
-                    let mut acc: [[I32x4; C]; G] =
-                        std::array::from_fn(|g| [I32x4::load(bias.as_ptr().add(gb[g] * GROUP)); C]);
-                    let w: [*const i8; G] =
-                        std::array::from_fn(|g| q.as_ptr().add(gb[g] * GROUP_BLOCK));
-                    for s in 0..QK / 4 {
-                        let ws: [I8x16; G] = std::array::from_fn(|g| I8x16::load(w[g].add(s * 16)));
-                        for c in 0..C {
-                            let xs = I8x16::splat4(x[c].add(s * 4));
-                            for g in 0..G {
-                                acc[g][c] = ws[g].dot4(xs, acc[g][c]);
-                            }
-                        }
-                    }
-                    acc
-                }
-                PanelValues::Q4 { q } => {
-                    // Low and high nibbles in two accumulators for a lone activation row
-                    // (the matrix-vector case), so that each is a chain of 4 dependent dots.
-                    let start: [I32x4; C] = std::array::from_fn(|c| {
-                        I32x4::splat(-8 * *xq.s.get_unchecked((j0 + c) * nb + b))
-                    });
-                    let mut acc: [[I32x4; C]; G] = [start; G];
-                    let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
-                    let w: [*const u8; G] =
-                        std::array::from_fn(|g| q.as_ptr().add(gb[g] * GROUP_BLOCK_Q4));
-                    for v in 0..4 {
-                        let raw: [U8x16; G] =
-                            std::array::from_fn(|g| U8x16::load(w[g].add(v * 16)));
-                        let lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
-                        let hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
-                        for c in 0..C {
-                            let xl = I8x16::splat4(x[c].add(v * 4));
-                            let xh = I8x16::splat4(x[c].add(QK / 2 + v * 4));
-                            for g in 0..G {
-                                acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
-                                if C == 1 {
-                                    acc_hi[g][c] = xh.dot4_u(hi[g], acc_hi[g][c]);
-                                } else {
-                                    acc[g][c] = xh.dot4_u(hi[g], acc[g][c]);
-                                }
-                            }
-                        }
-                    }
-                    if C == 1 {
+            let acc: [[I32x4; C]; G] = if !p.q4 {
+                let mut acc: [[I32x4; C]; G] =
+                    std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
+                let w: [*const i8; G] =
+                    std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK) as *const i8);
+                for s in 0..QK / 4 {
+                    let ws: [I8x16; G] = std::array::from_fn(|g| I8x16::load(w[g].add(s * 16)));
+                    for c in 0..C {
+                        let xs = I8x16::splat4(x[c].add(s * 4));
                         for g in 0..G {
-                            acc[g][0] = acc[g][0] + acc_hi[g][0];
+                            acc[g][c] = ws[g].dot4(xs, acc[g][c]);
                         }
                     }
-                    acc
                 }
+                acc
+            } else {
+                // Low and high nibbles in two accumulators for a lone activation row
+                // (the matrix-vector case), so that each is a chain of 4 dependent dots.
+                let start: [I32x4; C] = std::array::from_fn(|c| {
+                    I32x4::splat(-8 * *xq.s.get_unchecked((j0 + c) * nb + b))
+                });
+                let mut acc: [[I32x4; C]; G] = [start; G];
+                let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
+                let w: [*const u8; G] =
+                    std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK_Q4) as *const u8);
+                for v in 0..4 {
+                    let raw: [U8x16; G] = std::array::from_fn(|g| U8x16::load(w[g].add(v * 16)));
+                    let lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
+                    let hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
+                    for c in 0..C {
+                        let xl = I8x16::splat4(x[c].add(v * 4));
+                        let xh = I8x16::splat4(x[c].add(QK / 2 + v * 4));
+                        for g in 0..G {
+                            acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
+                            if C == 1 {
+                                acc_hi[g][c] = xh.dot4_u(hi[g], acc_hi[g][c]);
+                            } else {
+                                acc[g][c] = xh.dot4_u(hi[g], acc[g][c]);
+                            }
+                        }
+                    }
+                }
+                if C == 1 {
+                    for g in 0..G {
+                        acc[g][0] = acc[g][0] + acc_hi[g][0];
+                    }
+                }
+                acc
             };
             for g in 0..G {
-                let dw = F32x4::load(p.d.as_ptr().add(gb[g] * GROUP));
+                let dw = F32x4::load(scales.add(gb[g] * GROUP));
                 for c in 0..C {
                     let s = dw * F32x4::splat(*xq.d.get_unchecked((j0 + c) * nb + b));
                     accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(acc[g][c]), s);

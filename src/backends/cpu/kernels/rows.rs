@@ -99,8 +99,26 @@ pub fn get_rows(
     a: &TensorView,
     idx: &TensorView,
 ) -> Option<Result<()>> {
+    if !a.rows_contiguous() {
+        return None;
+    }
+    // In range: `get_rows_with` checked every index against `a`'s rows.
+    get_rows_with(par, dst, a, idx, |r, a2, out| {
+        row_to_f32(a.dtype, unsafe { a.row_bytes(r, a2, 0) }, out)
+    })
+}
+
+/// [`get_rows`] with row `r` of batch `a2` of the table (shaped as `a`) read into `out`
+/// by `row` (called only with rows in range).
+pub fn get_rows_with(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    idx: &TensorView,
+    row: impl Fn(usize, usize, &mut [f32]) + Sync,
+) -> Option<Result<()>> {
     let shape_ok = dst.ne[1] == idx.ne[0] && dst.ne[2] == idx.ne[1] && dst.ne[3] == 1;
-    if !packed_f32(dst) || !a.rows_contiguous() || a.dtype == DType::I32 || !shape_ok {
+    if !packed_f32(dst) || a.dtype == DType::I32 || !shape_ok {
         return None;
     }
     for i2 in 0..idx.ne[1] {
@@ -122,7 +140,7 @@ pub fn get_rows(
         let out = dst.ptr_at([0, i1, i2, 0]) as *mut f32;
         // dst is a fresh node: it never aliases the table; each row has one writer.
         let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
-        row_to_f32(a.dtype, unsafe { a.row_bytes(r, a2, 0) }, out);
+        row(r, a2, out);
     });
     Some(Ok(()))
 }
