@@ -131,9 +131,15 @@ js_surface() {
 step "JS surface: bindings = worker = proxy = types (scripts/check-js-surface.mjs)" js_surface
 step "example apps: npm pack, webpack, Vite, plain ESM (scripts/build-apps.sh)" bash scripts/build-apps.sh
 E2E_REQUIRE_THREADS=$([ -n "${WASM_THREADS_TC:-}" ] && echo 1 || echo 0)
+# (tests/e2e/engines.test.mjs: MiniLM in Chromium, Firefox and WebKitGTK over WebDriver,
+# about 2 min; it writes the README's browser table to target/e2e/engines.md, printed below.)
 step "end-to-end page tests" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} \
-  E2E_REQUIRE_THREADS="$E2E_REQUIRE_THREADS" node --test tests/e2e/
+  E2E_REQUIRE_THREADS="$E2E_REQUIRE_THREADS" E2E_REQUIRE_ENGINES=1 node --test tests/e2e/
 
+if [ -f target/e2e/engines.md ]; then
+  printf '\n---------------------------------------------------------------- browser table\n'
+  cat target/e2e/engines.md
+fi
 printf '\n---------------------------------------------------------------- test summary\n'
 printf '%s\n' "${STEPS[@]}"
 echo "total: $(( $(date +%s) - T0 ))s"
