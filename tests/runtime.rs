@@ -325,7 +325,7 @@ fn weights_larger_than_a_devices_free_memory_are_refused_before_anything_is_read
     rt.store_weights(&[spec(64)], &src, &mut |_, _| {}).unwrap();
 }
 
-/// Q8_0 / Q4_0 matrices that the graphs read only as a matmul's weight or a get_rows table
+/// Q8_0 / Q4_0 / Q5_0 matrices that the graphs read only as a matmul's weight or a get_rows table
 /// are stored on the CPU as the int8 GEMM's panels, their only copy: a read gives the file's
 /// bytes back, products and looked-up rows are the bytes the same weight stored as it is
 /// gives (which packs a second copy on first use), a device without those kernels reads an
@@ -340,7 +340,7 @@ fn matrix_weights_are_stored_as_int8_panels_alone() {
 
     let cpu = || -> Rc<dyn Device> { Rc::new(CpuDevice::new(KernelSet::Fast)) };
     let (k, m) = (64, 6); // 6 rows: a group of 4 and a padded one
-    for dtype in [DType::Q4_0, DType::Q8_0] {
+    for dtype in [DType::Q4_0, DType::Q8_0, DType::Q5_0] {
         // A "GPU" that cannot run get_rows keeps the weight (in CPU memory, packed): the
         // lookup reads a copy unpacked for the CPU.
         let gpu: Rc<dyn Device> = Rc::new(RestrictedDevice::new(

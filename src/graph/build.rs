@@ -28,11 +28,12 @@ fn shape4(op: &'static str, ne: &[usize]) -> Result<[usize; MAX_DIMS]> {
 }
 
 /// The dtypes a matmul's or get_rows' `a` (a weight) may have.
-pub const WEIGHT_DTYPES: [DType; 9] = [
+pub const WEIGHT_DTYPES: [DType; 10] = [
     DType::F32,
     DType::F16,
     DType::Q8_0,
     DType::Q4_0,
+    DType::Q5_0,
     DType::Q2_K,
     DType::Q3_K,
     DType::Q4_K,
@@ -347,7 +348,7 @@ impl Graph {
             (DType::F32 | DType::F16, DType::F32 | DType::F16 | DType::Q8_0 | DType::Q4_0) => true,
             (
                 DType::F32 | DType::F16,
-                DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K,
+                DType::Q5_0 | DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K,
             ) => {
                 return Err(dtype_err(
                     op,
@@ -358,6 +359,7 @@ impl Graph {
             (
                 DType::Q8_0
                 | DType::Q4_0
+                | DType::Q5_0
                 | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K

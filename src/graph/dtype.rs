@@ -15,6 +15,10 @@ pub enum DType {
     Q8_0,
     /// ggml Q4_0: blocks of 32 values, an f16 scale then 16 bytes of nibbles (18 bytes).
     Q4_0,
+    /// ggml Q5_0: blocks of 32 values, an f16 scale, the values' fifth bits (4 bytes) then 16
+    /// bytes of low nibbles (22 bytes); values 0..=31 less 16. llama.cpp's Q4_K_M mix writes it
+    /// for rows that are not whole K-quant super-blocks (Qwen2.5-0.5B's 896).
+    Q5_0,
     /// ggml Q2_K: super-blocks of 256 values, 16 4-bit scale/min pairs, 2-bit values, f16
     /// `d` and `dmin` (84 bytes).
     #[allow(non_camel_case_types)]
@@ -44,12 +48,13 @@ pub const QK_K: usize = 256;
 
 impl DType {
     /// All dtypes, for tables and tests.
-    pub const ALL: [DType; 10] = [
+    pub const ALL: [DType; 11] = [
         DType::F32,
         DType::F16,
         DType::I32,
         DType::Q8_0,
         DType::Q4_0,
+        DType::Q5_0,
         DType::Q2_K,
         DType::Q3_K,
         DType::Q4_K,
@@ -70,7 +75,7 @@ impl DType {
     pub fn block_size(self) -> usize {
         match self {
             DType::F32 | DType::F16 | DType::I32 => 1,
-            DType::Q8_0 | DType::Q4_0 => QK,
+            DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => QK,
             DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => QK_K,
         }
     }
@@ -78,7 +83,7 @@ impl DType {
     /// Whether this is one of ggml's K-quants (256-value super-blocks).
     pub fn is_k_quant(self) -> bool {
         match self {
-            DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 => false,
+            DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => false,
             DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => true,
         }
     }
@@ -90,6 +95,7 @@ impl DType {
             DType::F16 => 2,
             DType::Q8_0 => 2 + QK,
             DType::Q4_0 => 2 + QK / 2,
+            DType::Q5_0 => 2 + 4 + QK / 2,
             // scales[16], qs[64], d, dmin
             DType::Q2_K => QK_K / 16 + QK_K / 4 + 4,
             // hmask[32], qs[64], scales[12], d
@@ -132,6 +138,7 @@ impl DType {
             DType::I32 => "i32",
             DType::Q8_0 => "q8_0",
             DType::Q4_0 => "q4_0",
+            DType::Q5_0 => "q5_0",
             DType::Q2_K => "q2_k",
             DType::Q3_K => "q3_k",
             DType::Q4_K => "q4_k",
@@ -215,6 +222,63 @@ pub fn dequantize_q4_0(src: &[u8], dst: &mut [f32]) {
             let b = blk[2 + j];
             out[j] = ((b & 0x0f) as i32 - 8) as f32 * d;
             out[j + QK / 2] = ((b >> 4) as i32 - 8) as f32 * d;
+        }
+    }
+}
+
+/// Quantizes `src` to Q5_0 bytes, as ggml's `quantize_row_q5_0_ref` (scale from the signed
+/// max, `max / -16`).
+pub fn quantize_q5_0(src: &[f32], dst: &mut [u8]) {
+    for (blk, out) in src
+        .chunks_exact(QK)
+        .zip(dst.chunks_exact_mut(DType::Q5_0.block_bytes()))
+    {
+        let mut amax = 0f32;
+        let mut max = 0f32;
+        for &v in blk {
+            if v.abs() > amax {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        let d = max / -16.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
+        let mut qh = 0u32;
+        for j in 0..QK / 2 {
+            // ggml: (int8_t)(x + 16.5f), then at most 31.
+            let q = |x: f32| ((x * id + 16.5) as i8).min(31) as u8;
+            let (q0, q1) = (q(blk[j]), q(blk[j + QK / 2]));
+            out[6 + j] = (q0 & 0x0f) | ((q1 & 0x0f) << 4);
+            qh |= u32::from(q0 >> 4) << j;
+            qh |= u32::from(q1 >> 4) << (j + QK / 2);
+        }
+        out[2..6].copy_from_slice(&qh.to_le_bytes());
+    }
+}
+
+/// Value `j` (0..32) of a Q5_0 block, 0..=31 (less 16 to dequantize).
+#[inline]
+pub fn q5_0_value(blk: &[u8], j: usize) -> u8 {
+    let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
+    let lo = if j < QK / 2 {
+        blk[6 + j] & 0x0f
+    } else {
+        blk[6 + j - QK / 2] >> 4
+    };
+    lo | ((((qh >> j) & 1) as u8) << 4)
+}
+
+/// Dequantizes Q5_0 bytes into `dst` (a whole number of blocks), as ggml's
+/// `dequantize_row_q5_0`.
+pub fn dequantize_q5_0(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src
+        .chunks_exact(DType::Q5_0.block_bytes())
+        .zip(dst.chunks_exact_mut(QK))
+    {
+        let d = half::f16::from_le_bytes([blk[0], blk[1]]).to_f32();
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = (q5_0_value(blk, j) as i32 - 16) as f32 * d;
         }
     }
 }
@@ -355,7 +419,7 @@ pub fn dequantize_q6_k(src: &[u8], dst: &mut [f32]) {
 /// none for unquantized types.
 fn scale_offsets(dtype: DType) -> &'static [usize] {
     match dtype {
-        DType::Q8_0 | DType::Q4_0 => &[0],
+        DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => &[0],
         DType::Q2_K => &[80, 82],
         DType::Q3_K => &[108],
         DType::Q4_K | DType::Q5_K => &[0, 2],
@@ -404,6 +468,7 @@ pub fn row_to_f32(dtype: DType, src: &[u8], dst: &mut [f32]) {
         }
         DType::Q8_0 => dequantize_q8_0(src, dst),
         DType::Q4_0 => dequantize_q4_0(src, dst),
+        DType::Q5_0 => dequantize_q5_0(src, dst),
         DType::Q2_K => dequantize_q2_k(src, dst),
         DType::Q3_K => dequantize_q3_k(src, dst),
         DType::Q4_K => dequantize_q4_k(src, dst),
@@ -439,6 +504,7 @@ pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
         }
         DType::Q8_0 => quantize_q8_0(src, dst),
         DType::Q4_0 => quantize_q4_0(src, dst),
+        DType::Q5_0 => quantize_q5_0(src, dst),
         DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
             let bytes = dtype.row_bytes(src.len())?;
             if dst.len() < bytes {
@@ -483,6 +549,32 @@ mod tests {
         dequantize_q4_0(&q, &mut back);
         for (a, b) in src.iter().zip(&back) {
             assert!((a - b).abs() < 2.0 / 7.0, "{a} vs {b}");
+        }
+    }
+
+    /// Q5_0 as ggml writes it: the bytes the `gguf` Python package's port of
+    /// `quantize_row_q5_0_ref` gives for this input (`gguf.quants.quantize(x, Q5_0)`, gguf
+    /// 0.19), and dequantized within half a step; the panels' unpacking is checked against
+    /// these bytes elsewhere (tests/runtime.rs).
+    #[test]
+    fn q5_0_matches_ggml() {
+        let src: Vec<f32> = (0..64)
+            .map(|i| (i as f32 * 0.7).sin() * ((i % 7) as f32 - 3.0) + 0.01 * i as f32)
+            .collect();
+        let mut q = vec![0u8; DType::Q5_0.row_bytes(64).unwrap()];
+        quantize_q5_0(&src, &mut q);
+        let hex: String = q.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "58b26f026076a0f6f5800ec32dd1f9405fea979b3ae641b22702227310179d95df02ce2acb54e0d42b7e5af3"
+        );
+        let mut back = vec![0f32; 64];
+        dequantize_q5_0(&q, &mut back);
+        for (blk, (x, y)) in src.chunks(QK).zip(back.chunks(QK)).enumerate() {
+            let d = f16_at(&q, blk * 22).abs();
+            for (a, b) in x.iter().zip(y) {
+                assert!((a - b).abs() <= d * 0.5 + 1e-6, "{a} vs {b} (step {d})");
+            }
         }
     }
 

@@ -85,6 +85,7 @@ pub fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<TypedVec> {
         DType::F16 => bytes.len().is_multiple_of(2),
         DType::Q8_0
         | DType::Q4_0
+        | DType::Q5_0
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K
@@ -112,6 +113,7 @@ pub fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<TypedVec> {
         ),
         DType::Q8_0
         | DType::Q4_0
+        | DType::Q5_0
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K

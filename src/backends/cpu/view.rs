@@ -93,6 +93,7 @@ impl TensorView {
                 DType::I32 => (p as *const i32).read_unaligned() as f32,
                 DType::Q8_0
                 | DType::Q4_0
+                | DType::Q5_0
                 | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K
@@ -119,6 +120,7 @@ impl TensorView {
                 DType::I32 => (p as *mut i32).write_unaligned(v as i32),
                 DType::Q8_0
                 | DType::Q4_0
+                | DType::Q5_0
                 | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K

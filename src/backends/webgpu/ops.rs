@@ -309,6 +309,7 @@ pub(super) fn unit(dt: DType) -> usize {
         DType::F16 => 2,
         DType::Q8_0
         | DType::Q4_0
+        | DType::Q5_0
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K

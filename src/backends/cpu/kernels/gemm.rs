@@ -189,10 +189,12 @@ fn matmul_with(
     // activation rows, as ggml hands them to BLAS; fewer rows take the integer-dot kernel.
     // Weights packed once (dequantized into `pre`) take it from a few rows on; builds with
     // the int8 GEMM multiply unpacked quantized weights there instead.
-    // K-quants have no integer kernel yet: every matmul of one dequantizes its rows here.
+    // K-quants (and Q5_0 weights not packed as panels) have no integer kernel here: every
+    // matmul of one dequantizes its rows.
     let quant_ok = a.dtype.is_quantized()
         && a.rows_contiguous()
         && (a.dtype.is_k_quant()
+            || a.dtype == DType::Q5_0
             || pre.is_some()
             || (!super::quant::INT_GEMM && n >= QUANT_GEMM_MIN_N));
     if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)

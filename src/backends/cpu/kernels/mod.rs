@@ -87,7 +87,8 @@ impl Prepacked {
     /// product is the fast one), others from a few rows on (fewer take the dot-product
     /// kernels, which read weights as they are).
     pub fn worth(dtype: DType, n: usize) -> bool {
-        matches!(dtype, DType::Q8_0 | DType::Q4_0) && quant::INT_GEMM || gemm::prepack_worth(n)
+        matches!(dtype, DType::Q8_0 | DType::Q4_0 | DType::Q5_0) && quant::INT_GEMM
+            || gemm::prepack_worth(n)
     }
 }
 

@@ -11,7 +11,7 @@ use super::simd::{
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::error::{Error, Result};
-use crate::graph::{DType, QK};
+use crate::graph::{q5_0_value, DType, QK};
 use std::ops::Range;
 
 /// Weight rows per block of the output loop (they stay in cache while every activation row
@@ -242,10 +242,12 @@ pub fn matmul(
     let (q4, dot): (bool, RowDot) = match a.dtype {
         DType::Q8_0 => (false, dot_q8_0),
         DType::Q4_0 => (true, dot_q4_0),
-        // K-quants take the f32 kernels (dequantized rows); the others are not quantized.
+        // K-quants and Q5_0 take the f32 kernels (dequantized rows) or the panels; the others
+        // are not quantized.
         DType::F32
         | DType::F16
         | DType::I32
+        | DType::Q5_0
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K
@@ -346,6 +348,9 @@ const COL_BLOCK: usize = 64;
 pub struct Int8Panels {
     m: usize,
     k: usize,
+    /// The weight's dtype: Q8_0, Q4_0 or Q5_0 (whose values, -16..=15, take Q8_0's layout).
+    dtype: DType,
+    /// Whether the values are Q4_0's nibbles (else i8s).
     q4: bool,
     /// The arrays' start (16-byte aligned); `owned` holds it when it is not a buffer's.
     base: *mut u8,
@@ -358,10 +363,11 @@ unsafe impl Send for Int8Panels {}
 unsafe impl Sync for Int8Panels {}
 
 impl Int8Panels {
-    /// Whether `dtype` has panels: Q4_0 (`Some(true)`) or Q8_0 (`Some(false)`).
+    /// Whether `dtype` has panels, with nibbles (Q4_0: `Some(true)`) or i8 values (Q8_0,
+    /// Q5_0: `Some(false)`).
     fn kind(dtype: DType) -> Option<bool> {
         match dtype {
-            DType::Q8_0 => Some(false),
+            DType::Q8_0 | DType::Q5_0 => Some(false),
             DType::Q4_0 => Some(true),
             DType::F32
             | DType::F16
@@ -406,6 +412,7 @@ impl Int8Panels {
         let p = Self {
             m,
             k,
+            dtype: a.dtype,
             q4,
             base: owned.as_mut_ptr() as *mut u8,
             _owned: Some(owned),
@@ -430,6 +437,7 @@ impl Int8Panels {
         Some(Self {
             m: ne.get(1).copied().unwrap_or(1),
             k: ne[0],
+            dtype,
             q4: Self::kind(dtype)?,
             base,
             _owned: None,
@@ -438,16 +446,12 @@ impl Int8Panels {
 
     /// The weight's dtype.
     pub fn dtype(&self) -> DType {
-        if self.q4 {
-            DType::Q4_0
-        } else {
-            DType::Q8_0
-        }
+        self.dtype
     }
 
     /// Bytes of one GGUF row.
     pub fn row_bytes(&self) -> usize {
-        self.k / QK * if self.q4 { 18 } else { 34 }
+        self.k / QK * self.dtype.block_bytes()
     }
 
     fn values(&self) -> *mut u8 {
@@ -485,10 +489,22 @@ impl Int8Panels {
     /// `row < m`, `w` one GGUF row; nobody reads the panels meanwhile.
     unsafe fn pack_row(&self, row: usize, w: &[u8]) {
         let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
-        let bb = if self.q4 { 18 } else { 34 };
-        for (b, blk) in w.chunks_exact(bb).enumerate().take(nb) {
+        for (b, blk) in w
+            .chunks_exact(self.dtype.block_bytes())
+            .enumerate()
+            .take(nb)
+        {
             let at = (g * nb + b) * GROUP + r;
-            let vals = &blk[2..];
+            // Q5_0's values as i8s, Q8_0's as they are.
+            let mut q5 = [0u8; QK];
+            let vals = if self.dtype == DType::Q5_0 {
+                for (j, v) in q5.iter_mut().enumerate() {
+                    *v = (q5_0_value(blk, j) as i8 - 16) as u8;
+                }
+                &q5[..]
+            } else {
+                &blk[2..]
+            };
             unsafe {
                 *self.scales().add(at) = f16_at(blk.as_ptr());
                 if self.q4 {
@@ -508,7 +524,8 @@ impl Int8Panels {
         }
     }
 
-    /// Block `b` of row `row`: its scale and its 32 quantized values (Q4_0's minus 8).
+    /// Block `b` of row `row`: its scale and its 32 quantized values (Q4_0's minus 8, Q5_0's
+    /// minus 16).
     fn block(&self, row: usize, b: usize) -> (f32, [i8; QK]) {
         let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
         let at = (g * nb + b) * GROUP + r;
@@ -546,9 +563,8 @@ impl Int8Panels {
                 self.dtype()
             )));
         }
-        let bb = if self.q4 { 18 } else { 34 };
         for (i, row) in out.chunks_exact_mut(rb).enumerate() {
-            for (b, blk) in row.chunks_exact_mut(bb).enumerate() {
+            for (b, blk) in row.chunks_exact_mut(self.dtype.block_bytes()).enumerate() {
                 let (d, q) = self.block(row0 + i, b);
                 // The scale came from an f16: converting back is exact.
                 blk[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
@@ -556,6 +572,15 @@ impl Int8Panels {
                     for j in 0..QK / 2 {
                         blk[2 + j] = ((q[j] + 8) as u8) | (((q[QK / 2 + j] + 8) as u8) << 4);
                     }
+                } else if self.dtype == DType::Q5_0 {
+                    let u = q.map(|v| (v + 16) as u8);
+                    let mut qh = 0u32;
+                    for j in 0..QK / 2 {
+                        blk[6 + j] = (u[j] & 0x0f) | ((u[QK / 2 + j] & 0x0f) << 4);
+                        qh |= u32::from(u[j] >> 4) << j;
+                        qh |= u32::from(u[QK / 2 + j] >> 4) << (j + QK / 2);
+                    }
+                    blk[2..6].copy_from_slice(&qh.to_le_bytes());
                 } else {
                     for (o, &v) in blk[2..].iter_mut().zip(&q) {
                         *o = v as u8;
