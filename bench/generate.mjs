@@ -14,8 +14,8 @@ import path from 'node:path';
 import { launchChromium } from '../scripts/chromium.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
-const STORIES = ['bench-stories15m-f32', 'bench-stories15m-q8_0', 'bench-stories15m-q4_0'];
-const QWEN = ['bench-qwen2-0.5b-q8_0', 'bench-qwen2-0.5b-q4_0'];
+const STORIES = ['bench-stories15m-f32', 'bench-stories15m-q8_0', 'bench-stories15m-q4_0', 'bench-stories15m-q4_k_m'];
+const QWEN = ['bench-qwen2-0.5b-q8_0', 'bench-qwen2-0.5b-q4_0', 'bench-qwen2-0.5b-q4_k_m'];
 const ENGINES = [['webtensor', 1], ['webtensor', 2], ['wllama', 1], ['wllama', 2]];
 // stories15M shapes: both cases, 3 repetitions, 64 decode steps. Qwen2.5-0.5B shapes are slow
 // here (wllama: a few tokens/s, minutes per 900-token prompt): the 128-token case only, 1

@@ -1,0 +1,146 @@
+//! Requantizes a decoder GGUF (llama, qwen2, qwen3) as llama.cpp's `llama-quantize` would,
+//! for files webtensor and its peers then load: every 2-D weight dequantized and quantized
+//! again with the reference quantizers (`row_from_f32`: ggml's, the K-quants bit for bit),
+//! metadata and 1-D tensors copied, `general.file_type` set.
+//!
+//! ```text
+//! cargo run --release --example quantize -- IN.gguf OUT.gguf q4_k_m
+//! ```
+//!
+//! The type is one dtype for every matrix (`q8_0`, `q4_0`, `q5_0`, `q4_k`, `q6_k`, ...) or
+//! `q4_k_m`, llama.cpp's mix (`llama_tensor_get_type` for `LLAMA_FTYPE_MOSTLY_Q4_K_M`, no
+//! importance matrix): Q4_K; Q6_K for the output matrix (the token embeddings when they are
+//! tied), and for `attn_v` and `ffn_down` in the layers `use_more_bits` picks (the first and
+//! last eighth, every third between); then llama.cpp's fallback for rows that are not whole
+//! 256-value super-blocks: Q4_K to Q5_0, Q6_K to Q8_0. A Qwen2.5-0.5B-shaped file (rows of
+//! 896) is then mostly Q5_0 and Q8_0 with Q4_K/Q6_K `ffn_down`, as the Q4_K_M files people
+//! download are. `scripts/decoder-models.py --bench` makes the benchmark's Q4_K_M file with it.
+
+use webtensor::graph::{row_from_f32, row_to_f32, DType};
+use webtensor::model::gguf::{Gguf, GgufWriter, Value};
+
+type Res<T> = std::result::Result<T, String>;
+
+/// llama.cpp's `use_more_bits`: the layers its *_M mixes give more bits.
+fn use_more_bits(i: usize, n: usize) -> bool {
+    i < n / 8 || i >= 7 * n / 8 || (i as isize - (n / 8) as isize) % 3 == 2
+}
+
+/// The layer index of `blk.N.<part>`.
+fn layer(name: &str, part: &str) -> Option<usize> {
+    let (i, tail) = name.strip_prefix("blk.")?.split_once('.')?;
+    (tail == part).then(|| i.parse().ok()).flatten()
+}
+
+/// llama.cpp's Q4_K_M type for matrix `name` (rows of `ne0`) of an `n_layer`-layer decoder
+/// whose output is `token_embd` when `tied`, after its fallback for rows that are not whole
+/// super-blocks.
+fn q4_k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool) -> DType {
+    let output = name == "output.weight" || (tied && name == "token_embd.weight");
+    let more = |part| layer(name, part).is_some_and(|i| use_more_bits(i, n_layer));
+    let want = if output || more("attn_v.weight") || more("ffn_down.weight") {
+        DType::Q6_K
+    } else {
+        DType::Q4_K
+    };
+    match want {
+        _ if ne0.is_multiple_of(want.block_size()) => want,
+        DType::Q6_K => DType::Q8_0,
+        _ => DType::Q5_0,
+    }
+}
+
+/// llama.cpp's `general.file_type` for a file of `ty`.
+fn file_type(ty: &str) -> Option<u32> {
+    Some(match ty {
+        "f32" => 0,
+        "f16" => 1,
+        "q4_0" => 2,
+        "q8_0" => 7,
+        "q5_0" => 8,
+        "q6_k" => 18,
+        "q4_k" | "q4_k_m" => 15,
+        _ => return None,
+    })
+}
+
+fn run() -> Res<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [input, output, ty] = &args[..] else {
+        return Err("usage: quantize IN.gguf OUT.gguf TYPE (q4_k_m, q8_0, q4_0, q5_0, q4_k, q6_k, f16, f32)".into());
+    };
+    let one = if ty == "q4_k_m" {
+        None
+    } else {
+        Some(
+            DType::ALL
+                .into_iter()
+                .find(|d| d.name() == ty)
+                .ok_or_else(|| format!("unknown type {ty}"))?,
+        )
+    };
+    let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
+    let g = Gguf::parse(&bytes).map_err(|e| format!("{input}: {e}"))?;
+    let arch = g.get_str("general.architecture").map_err(|e| e.to_string())?;
+    let n_layer = g
+        .get_usize(&format!("{arch}.block_count"))
+        .map_err(|e| e.to_string())?;
+    let tied = g.tensor("output.weight").is_none();
+    let mut w = GgufWriter::new();
+    for (k, v) in g.metadata() {
+        w.set(k, v.clone()).map_err(|e| e.to_string())?;
+    }
+    if let Some(ft) = file_type(ty) {
+        w.set("general.file_type", Value::U32(ft))
+            .map_err(|e| e.to_string())?;
+    }
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for t in g.tensors() {
+        let data = g.tensor_data(t).map_err(|e| e.to_string())?;
+        let (ne0, rows) = (t.ne[0], t.ne[1..].iter().product::<usize>());
+        let to = match one {
+            _ if t.ne.len() < 2 => t.dtype,
+            Some(d) if ne0.is_multiple_of(d.block_size()) => d,
+            Some(_) => t.dtype,
+            None => q4_k_m_type(&t.name, ne0, n_layer, tied),
+        };
+        *counts.entry(to.name()).or_default() += 1;
+        if to == t.dtype {
+            w.add_tensor(&t.name, to, &t.ne, data.to_vec())
+                .map_err(|e| e.to_string())?;
+            continue;
+        }
+        let (src_row, dst_row) = (
+            t.dtype.row_bytes(ne0).map_err(|e| e.to_string())?,
+            to.row_bytes(ne0).map_err(|e| e.to_string())?,
+        );
+        let mut out = vec![0u8; dst_row * rows];
+        let mut f = vec![0f32; ne0];
+        for (src, dst) in data.chunks_exact(src_row).zip(out.chunks_exact_mut(dst_row)) {
+            row_to_f32(t.dtype, src, &mut f);
+            row_from_f32(to, &f, dst).map_err(|e| e.to_string())?;
+        }
+        w.add_tensor(&t.name, to, &t.ne, out)
+            .map_err(|e| e.to_string())?;
+    }
+    let out = w.to_bytes();
+    std::fs::write(output, &out).map_err(|e| format!("{output}: {e}"))?;
+    println!(
+        "{output}: {} tensors ({}), {:.1} MiB",
+        g.tensors().len(),
+        counts
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        out.len() as f64 / 1048576.0
+    );
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("quantize: {e}");
+        std::process::exit(1);
+    }
+}
