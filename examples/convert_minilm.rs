@@ -21,8 +21,7 @@
 //! token embeddings (tied: BERT has no output matrix) take the output's rule, Q8_0 for rows
 //! not whole super-blocks. Rows of a type's super-block are needed, and MiniLM's are 384
 //! wide, so only `ffn_down` (1536) keeps its K-quant; the rest fall back as llama.cpp's
-//! `tensor_type_fallback` does: Q6_K to Q8_0 (its choice), Q4_K to Q4_0 (llama.cpp takes
-//! Q5_0, which webtensor lacks; Q4_0 is the nearest in bits per weight). One departure: the
+//! `tensor_type_fallback` does: Q6_K to Q8_0, Q4_K to Q5_0. One departure: the
 //! BERT loader joins a layer's Q, K and V into one QKV weight of one dtype, so where
 //! llama.cpp gives `attn_v` more bits, `attn_q` and `attn_k` of that layer get them too.
 
@@ -186,7 +185,7 @@ fn q4_k_m_type(name: &str, ne0: usize, n_layer: usize) -> Option<DType> {
     let fallback = match want {
         _ if ne0.is_multiple_of(want.block_size()) => want,
         DType::Q6_K => DType::Q8_0,
-        _ => DType::Q4_0,
+        _ => DType::Q5_0,
     };
     ne0.is_multiple_of(fallback.block_size())
         .then_some(fallback)

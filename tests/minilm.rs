@@ -169,14 +169,15 @@ fn minilm_matches_reference() {
     // measured 0.883 on the one-token text "?", ~0.97 elsewhere, with the kernels or with
     // the weights dequantized to f32 alike), so the bound there is only a sanity check.
     // The kernels themselves are held to the dequantized weights run in f32.
-    // q4_k_m: llama.cpp's Q4_K_M mix, which on MiniLM's 384-wide rows is mostly Q4_0 (the
+    // q4_k_m: llama.cpp's Q4_K_M mix, which on MiniLM's 384-wide rows is mostly Q5_0 (the
     // converter's top comment): Q4_K/Q6_K where rows are whole super-blocks (ffn_down).
-    // Measured 0.9137 (q4_0: 0.8829), again on "?"; bound 0.90.
+    // Measured 0.9673 (q4_0: 0.8829; 0.9137 when the mix fell back to Q4_0 instead, before
+    // webtensor had Q5_0); bound 0.95.
     for (t, sanity) in [
         ("f16", 0.999),
         ("q8_0", 0.99),
         ("q4_0", 0.85),
-        ("q4_k_m", 0.90),
+        ("q4_k_m", 0.95),
     ] {
         let Ok(bytes) = gguf(t) else {
             println!("{t}: skipped (no models/minilm-{t}.gguf)");
