@@ -81,7 +81,9 @@ fn run() -> Res<()> {
     };
     let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
     let g = Gguf::parse(&bytes).map_err(|e| format!("{input}: {e}"))?;
-    let arch = g.get_str("general.architecture").map_err(|e| e.to_string())?;
+    let arch = g
+        .get_str("general.architecture")
+        .map_err(|e| e.to_string())?;
     let n_layer = g
         .get_usize(&format!("{arch}.block_count"))
         .map_err(|e| e.to_string())?;
@@ -116,7 +118,10 @@ fn run() -> Res<()> {
         );
         let mut out = vec![0u8; dst_row * rows];
         let mut f = vec![0f32; ne0];
-        for (src, dst) in data.chunks_exact(src_row).zip(out.chunks_exact_mut(dst_row)) {
+        for (src, dst) in data
+            .chunks_exact(src_row)
+            .zip(out.chunks_exact_mut(dst_row))
+        {
             row_to_f32(t.dtype, src, &mut f);
             row_from_f32(to, &f, dst).map_err(|e| e.to_string())?;
         }

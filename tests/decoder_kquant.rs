@@ -4,7 +4,9 @@
 //! llama.cpp's Q4_K_M recipe (`llama_tensor_get_type`: Q4_K; Q6_K for `output.weight` and for
 //! `attn_v`/`ffn_down` in the layers `use_more_bits` picks, here layer 1) quantized by our port
 //! of ggml's reference quantizers; the f32 file holds the mix's dequantized values, so the two
-//! differ only in how the kernels compute (the CPU rounds activations to 8 bits, Q8_K). The
+//! differ only in how the kernels compute (the CPU rounds activations to 8 bits, Q8_K). A
+//! second pair at hidden size 160 (not whole super-blocks, as Qwen2.5-0.5B's 896) takes the
+//! mix's fallbacks, Q5_0 and Q8_0, for every matrix but `ffn_down`. The
 //! Q4_K_M model's logits must match the f32 model's over a prefill and greedy steps, and agree
 //! between the devices. (A comparison with llama.cpp on such a file needs its build: not in this run.)
 #![cfg(not(target_arch = "wasm32"))]
@@ -16,7 +18,6 @@ use webtensor::model::gguf::{GgufWriter, Value};
 use webtensor::runtime::DeviceChoice;
 use webtensor::testing::{webgpu_required, Rng};
 
-const H: usize = 256;
 const FF: usize = 512;
 const LAYERS: usize = 2;
 const HEADS: usize = 4;
@@ -29,10 +30,11 @@ fn more_bits(i: usize, n: usize) -> bool {
     i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
 }
 
-/// The two files' bytes: (f32, Q4_K_M), and the Q4_K_M file's dtype per tensor.
-fn models() -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
+/// The two files' bytes for hidden size `h`: (f32, Q4_K_M), and the Q4_K_M file's dtype per
+/// tensor.
+fn models(h: usize) -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
     let mut rng = Rng::new(2026);
-    let head = H / HEADS;
+    let head = h / HEADS;
     let kv = KV_HEADS * head;
     let mut tensors: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
     let mut add = |rng: &mut Rng, name: String, ne: Vec<usize>, norm: bool| {
@@ -49,20 +51,20 @@ fn models() -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
             .collect();
         tensors.push((name, ne, v));
     };
-    add(&mut rng, "token_embd.weight".into(), vec![H, VOCAB], false);
-    add(&mut rng, "output_norm.weight".into(), vec![H], true);
-    add(&mut rng, "output.weight".into(), vec![H, VOCAB], false);
+    add(&mut rng, "token_embd.weight".into(), vec![h, VOCAB], false);
+    add(&mut rng, "output_norm.weight".into(), vec![h], true);
+    add(&mut rng, "output.weight".into(), vec![h, VOCAB], false);
     for i in 0..LAYERS {
         let b = |s: &str| format!("blk.{i}.{s}");
-        add(&mut rng, b("attn_norm.weight"), vec![H], true);
-        add(&mut rng, b("attn_q.weight"), vec![H, H], false);
-        add(&mut rng, b("attn_k.weight"), vec![H, kv], false);
-        add(&mut rng, b("attn_v.weight"), vec![H, kv], false);
-        add(&mut rng, b("attn_output.weight"), vec![H, H], false);
-        add(&mut rng, b("ffn_norm.weight"), vec![H], true);
-        add(&mut rng, b("ffn_gate.weight"), vec![H, FF], false);
-        add(&mut rng, b("ffn_up.weight"), vec![H, FF], false);
-        add(&mut rng, b("ffn_down.weight"), vec![FF, H], false);
+        add(&mut rng, b("attn_norm.weight"), vec![h], true);
+        add(&mut rng, b("attn_q.weight"), vec![h, h], false);
+        add(&mut rng, b("attn_k.weight"), vec![h, kv], false);
+        add(&mut rng, b("attn_v.weight"), vec![h, kv], false);
+        add(&mut rng, b("attn_output.weight"), vec![h, h], false);
+        add(&mut rng, b("ffn_norm.weight"), vec![h], true);
+        add(&mut rng, b("ffn_gate.weight"), vec![h, FF], false);
+        add(&mut rng, b("ffn_up.weight"), vec![h, FF], false);
+        add(&mut rng, b("ffn_down.weight"), vec![FF, h], false);
     }
     let q4_k_m = |name: &str, ne: &[usize]| -> DType {
         if ne.len() == 1 {
@@ -72,10 +74,12 @@ fn models() -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
         let six = name == "output.weight"
             || ((name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight"))
                 && layer.is_some_and(|i| more_bits(i, LAYERS)));
-        if six {
-            DType::Q6_K
-        } else {
-            DType::Q4_K
+        let want = if six { DType::Q6_K } else { DType::Q4_K };
+        // llama.cpp's fallback for rows that are not whole super-blocks.
+        match want {
+            _ if ne[0].is_multiple_of(want.block_size()) => want,
+            DType::Q6_K => DType::Q8_0,
+            _ => DType::Q5_0,
         }
     };
     // The mix's values as they come back from its bytes: the f32 model holds these, so the
@@ -101,7 +105,7 @@ fn models() -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
         w.set("general.architecture", s("llama")).unwrap();
         w.set("general.name", s("kquant-test")).unwrap();
         w.set("llama.context_length", u(CTX)).unwrap();
-        w.set("llama.embedding_length", u(H)).unwrap();
+        w.set("llama.embedding_length", u(h)).unwrap();
         w.set("llama.block_count", u(LAYERS)).unwrap();
         w.set("llama.feed_forward_length", u(FF)).unwrap();
         w.set("llama.attention.head_count", u(HEADS)).unwrap();
@@ -153,20 +157,39 @@ fn logits_along(choice: DeviceChoice, file: &[u8], feed: &[u32]) -> Option<Vec<V
     Some(out)
 }
 
+/// Hidden size 256: whole super-blocks, the mix's K-quants everywhere.
 #[test]
 fn a_q4_k_m_decoder_tracks_its_f32_weights_on_every_device() {
-    let (f32_file, mixed, types) = models();
+    let (f32_file, mixed, types) = models(256);
     let count = |d: DType| types.iter().filter(|(_, t)| *t == d).count();
     assert_eq!(
         (count(DType::Q4_K), count(DType::Q6_K)),
         (13, 3),
         "{types:?}"
     );
+    tracks_f32(&f32_file, &mixed);
+}
+
+/// Hidden size 160, not whole super-blocks (as Qwen2.5-0.5B's 896): the mix falls back to
+/// Q5_0 and Q8_0 but for `ffn_down` (rows of 512), as the Q4_K_M files people download are.
+#[test]
+fn a_q4_k_m_decoder_with_q5_0_fallbacks_tracks_its_f32_weights_on_every_device() {
+    let (f32_file, mixed, types) = models(160);
+    let count = |d: DType| types.iter().filter(|(_, t)| *t == d).count();
+    assert_eq!(
+        [DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K].map(count),
+        [12, 2, 1, 1],
+        "{types:?}"
+    );
+    tracks_f32(&f32_file, &mixed);
+}
+
+fn tracks_f32(f32_file: &[u8], mixed: &[u8]) {
     // The f32 model's greedy tokens are what every model is fed.
     let mut feed = Vec::new();
     {
         let rt = block_on(webtensor::create_runtime(DeviceChoice::Cpu, false)).unwrap();
-        let mut dec = Decoder::load(&rt, &f32_file, &DecoderOptions::default()).unwrap();
+        let mut dec = Decoder::load(&rt, f32_file, &DecoderOptions::default()).unwrap();
         let prompt: Vec<u32> = (0..20).map(|i| (i * 37 + 5) % VOCAB as u32).collect();
         let mut l = block_on(dec.prefill(&rt, &prompt)).unwrap();
         for _ in 0..8 {
@@ -175,12 +198,12 @@ fn a_q4_k_m_decoder_tracks_its_f32_weights_on_every_device() {
             l = block_on(dec.step(&rt, t)).unwrap();
         }
     }
-    let want = logits_along(DeviceChoice::Cpu, &f32_file, &feed).unwrap();
+    let want = logits_along(DeviceChoice::Cpu, f32_file, &feed).unwrap();
     let mut runs = vec![(
         "CPU",
-        logits_along(DeviceChoice::Cpu, &mixed, &feed).unwrap(),
+        logits_along(DeviceChoice::Cpu, mixed, &feed).unwrap(),
     )];
-    match logits_along(DeviceChoice::WebGpu, &mixed, &feed) {
+    match logits_along(DeviceChoice::WebGpu, mixed, &feed) {
         Some(l) => runs.push(("WebGPU", l)),
         None => assert!(!webgpu_required(), "no WebGPU adapter"),
     }
