@@ -15,9 +15,13 @@
 // rounds of the per-round medians (this machine has noisy stretches of seconds);
 // MINILM_PROFILE=1 also prints where webtensor's time goes at 128 tokens, per op (=8 or =32: at
 // that many tokens, =16x32: the batch of 16 × 32).
+// MINILM_ENGINE=firefox or webkit runs the same page in headless Firefox ESR or WebKitGTK's
+// MiniBrowser (over WebDriver, scripts/webdriver.mjs: a fresh browser per run) instead of
+// Chromium: the per-engine table beside onnxruntime-web in the same engine.
 import fs from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../scripts/chromium.mjs';
+import { launchEngine } from '../scripts/webdriver.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
 const DEFAULT_RUNS = 'webtensor@simd128:f32:cpu,webtensor:f32:cpu,webtensor:q8_0:cpu,ort:f32:cpu,ort:int8:cpu,' +
@@ -33,17 +37,48 @@ const rounds = Number(process.env.MINILM_ROUNDS || 3);
 const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
 
 const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
-const browser = await launchChromium({
+const ENGINE = process.env.MINILM_ENGINE || 'chromium';
+// Chromium through playwright-core (console lines, a fresh context per run); the other engines
+// through WebDriver (a fresh browser per run). Either way: open(url) → window.benchResult.
+const browser = ENGINE === 'chromium' ? await launchChromium({
   args: ['--enable-precise-memory-info',
     // BENCH_JS_FLAGS="--no-liftoff" adds V8 flags (e.g. to pin V8's wasm tiers).
     `--js-flags=--expose-gc ${process.env.BENCH_JS_FLAGS || ''}`.trim()],
-});
+}) : null;
+let engineVersion = browser ? `Chromium ${browser.version()}` : ENGINE;
+async function newVisitor() {
+  if (browser) {
+    const context = await browser.newContext();
+    return {
+      async open(url) {
+        const page = await context.newPage();
+        page.on('console', (m) => console.log(`  ${m.text()}`));
+        await page.goto(url);
+        await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
+        const r = await page.evaluate(() => window.benchResult);
+        await page.close();
+        return r;
+      },
+      close: () => context.close(),
+    };
+  }
+  const b = await launchEngine(ENGINE);
+  engineVersion = b.version;
+  return {
+    async open(url) {
+      await b.goto(url);
+      return b.evaluate(async () => {
+        while (!window.benchResult) await new Promise((r) => setTimeout(r, 100));
+        return window.benchResult;
+      }, null, { timeoutMs: 900_000 });
+    },
+    close: () => b.close(),
+  };
+}
 const perRound = [];
 try {
   for (let round = 0; round < rounds; round++) for (const [runner, type, device, threads] of runs) {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    page.on('console', (m) => console.log(`  ${m.text()}`));
+    const visitor = await newVisitor();
     const [, pkgdir, forced] = runner.match(/^webtensor(?:\+([^@]+))?(?:@(.+))?$/) || [];
     // auto-saved: 'auto' on a return visit (a first visit in the same context saved the
     // calibration), beside auto's first-visit load.
@@ -54,21 +89,16 @@ try {
     if (process.env.MINILM_PROFILE) q.set('profile', process.env.MINILM_PROFILE);
     console.log(`round ${round + 1}: ${runner} ${type} ${device} ${threads} thread(s)`);
     if (saved) {
-      const first = await context.newPage();
-      await first.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}&loadOnly=1`);
-      await first.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
-      console.log(`  first visit: load ${(await first.evaluate(() => window.benchResult)).loadMs} ms`);
-      await first.close();
+      const first = await visitor.open(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}&loadOnly=1`);
+      console.log(`  first visit: load ${first.loadMs} ms`);
     }
-    await page.goto(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
-    await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
-    const r = await page.evaluate(() => window.benchResult);
-    await context.close();
+    const r = await visitor.open(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
+    await visitor.close();
     if (r.error) { console.log(`  failed: ${r.error}`); perRound.push({ runner, type, device, threads, error: r.error }); continue; }
     perRound.push({ ...r, runner, threads, device });
   }
 } finally {
-  await browser.close();
+  await browser?.close();
   server.close();
 }
 // One result per run: medians over the rounds (a run failing in any round is reported failed).
@@ -87,7 +117,7 @@ const base = results.find((r) => r.runner.startsWith('webtensor') && r.type === 
 const ours = (r) => r.runner.startsWith('webtensor');
 const mib = (b) => (b == null ? '-' : (b / 1048576).toFixed(0));
 const cases = ['8 tokens', '32 tokens', '128 tokens', '16 × 32 tokens'];
-console.log(`\nall-MiniLM-L6-v2, headless Chromium ${browser.version()}, median of ${reps} runs, median of ${rounds} rounds (ms)`);
+console.log(`\nall-MiniLM-L6-v2, headless ${engineVersion}, median of ${reps} runs, median of ${rounds} rounds (ms)`);
 console.log(['runtime', 'weights', 'threads', 'device', ...cases, 'load ms', 'wasm MiB', 'JS MiB', 'cos vs wt-f32'].join(' | '));
 for (const r of results) {
   if (r.error) { console.log(`${r.runner} | ${r.type} | ${r.threads} | ${r.device} | failed: ${r.error}`); continue; }
@@ -118,5 +148,5 @@ for (const r of results.filter((r) => !r.error && r.threads !== '1')) {
 const out = process.argv[2];
 if (out) {
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, JSON.stringify({ env: `chromium ${browser.version()}`, reps, rounds, results: results.map(({ check, ...r }) => r) }, null, 2));
+  fs.writeFileSync(out, JSON.stringify({ env: engineVersion, reps, rounds, results: results.map(({ check, ...r }) => r) }, null, 2));
 }
