@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
-use webtensor::graph::{row_from_f32, DType};
+use webtensor::graph::{k_quant_fallback, row_from_f32, use_more_bits, DType};
 use webtensor::model::gguf::{GgufWriter, Value, ValueType};
 
 type Res<T> = std::result::Result<T, String>;
@@ -147,11 +147,6 @@ struct Args {
     out: PathBuf,
 }
 
-/// llama.cpp's `use_more_bits`: the layers its *_M mixes give more bits.
-fn use_more_bits(i: usize, n: usize) -> bool {
-    i < n / 8 || i >= 7 * n / 8 || (i as isize - (n / 8) as isize) % 3 == 2
-}
-
 /// The type llama.cpp's Q4_K_M recipe gives tensor `name` (rows of `ne0`) of an
 /// `n_layer`-layer BERT, after its fallback for rows that are not whole super-blocks
 /// (see the top comment; `None`: not quantized, kept f32).
@@ -182,11 +177,7 @@ fn q4_k_m_type(name: &str, ne0: usize, n_layer: usize) -> Option<DType> {
     } else {
         DType::Q4_K
     };
-    let fallback = match want {
-        _ if ne0.is_multiple_of(want.block_size()) => want,
-        DType::Q6_K => DType::Q8_0,
-        _ => DType::Q5_0,
-    };
+    let fallback = k_quant_fallback(want, ne0);
     ne0.is_multiple_of(fallback.block_size())
         .then_some(fallback)
 }

@@ -16,15 +16,10 @@
 //! 896) is then mostly Q5_0 and Q8_0 with Q4_K/Q6_K `ffn_down`, as the Q4_K_M files people
 //! download are. `scripts/decoder-models.py --bench` makes the benchmark's Q4_K_M file with it.
 
-use webtensor::graph::{row_from_f32, row_to_f32, DType};
+use webtensor::graph::{k_quant_fallback, row_from_f32, row_to_f32, use_more_bits, DType};
 use webtensor::model::gguf::{Gguf, GgufWriter, Value};
 
 type Res<T> = std::result::Result<T, String>;
-
-/// llama.cpp's `use_more_bits`: the layers its *_M mixes give more bits.
-fn use_more_bits(i: usize, n: usize) -> bool {
-    i < n / 8 || i >= 7 * n / 8 || (i as isize - (n / 8) as isize) % 3 == 2
-}
 
 /// The layer index of `blk.N.<part>`.
 fn layer(name: &str, part: &str) -> Option<usize> {
@@ -43,11 +38,7 @@ fn q4_k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool) -> DType {
     } else {
         DType::Q4_K
     };
-    match want {
-        _ if ne0.is_multiple_of(want.block_size()) => want,
-        DType::Q6_K => DType::Q8_0,
-        _ => DType::Q5_0,
-    }
+    k_quant_fallback(want, ne0)
 }
 
 /// llama.cpp's `general.file_type` for a file of `ty`.

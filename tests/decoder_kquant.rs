@@ -12,7 +12,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use pollster::block_on;
-use webtensor::graph::{row_from_f32, row_to_f32, DType};
+use webtensor::graph::{k_quant_fallback, row_from_f32, row_to_f32, use_more_bits, DType};
 use webtensor::model::decoder::{argmax, Decoder, DecoderOptions};
 use webtensor::model::gguf::{GgufWriter, Value};
 use webtensor::runtime::DeviceChoice;
@@ -24,11 +24,6 @@ const HEADS: usize = 4;
 const KV_HEADS: usize = 2;
 const VOCAB: usize = 512;
 const CTX: usize = 64;
-
-/// llama.cpp's `use_more_bits(i, n)`.
-fn more_bits(i: usize, n: usize) -> bool {
-    i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
-}
 
 /// The two files' bytes for hidden size `h`: (f32, Q4_K_M), and the Q4_K_M file's dtype per
 /// tensor.
@@ -73,14 +68,9 @@ fn models(h: usize) -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
         let layer = name.split('.').nth(1).and_then(|s| s.parse::<usize>().ok());
         let six = name == "output.weight"
             || ((name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight"))
-                && layer.is_some_and(|i| more_bits(i, LAYERS)));
-        let want = if six { DType::Q6_K } else { DType::Q4_K };
+                && layer.is_some_and(|i| use_more_bits(i, LAYERS)));
         // llama.cpp's fallback for rows that are not whole super-blocks.
-        match want {
-            _ if ne[0].is_multiple_of(want.block_size()) => want,
-            DType::Q6_K => DType::Q8_0,
-            _ => DType::Q5_0,
-        }
+        k_quant_fallback(if six { DType::Q6_K } else { DType::Q4_K }, ne[0])
     };
     // The mix's values as they come back from its bytes: the f32 model holds these, so the
     // two models differ only by how the kernels compute (activations rounded to 8 bits).

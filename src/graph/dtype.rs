@@ -244,29 +244,34 @@ pub fn quantize_q5_0(src: &[f32], dst: &mut [u8]) {
         let d = max / -16.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
-        let mut qh = 0u32;
-        for j in 0..QK / 2 {
-            // ggml: (int8_t)(x + 16.5f), then at most 31.
-            let q = |x: f32| ((x * id + 16.5) as i8).min(31) as u8;
-            let (q0, q1) = (q(blk[j]), q(blk[j + QK / 2]));
-            out[6 + j] = (q0 & 0x0f) | ((q1 & 0x0f) << 4);
-            qh |= u32::from(q0 >> 4) << j;
-            qh |= u32::from(q1 >> 4) << (j + QK / 2);
-        }
-        out[2..6].copy_from_slice(&qh.to_le_bytes());
+        // ggml: (int8_t)(x + 16.5f), then at most 31.
+        let q: [u8; QK] = std::array::from_fn(|j| ((blk[j] * id + 16.5) as i8).min(31) as u8);
+        set_q5_0_values(out, &q);
     }
 }
 
-/// Value `j` (0..32) of a Q5_0 block, 0..=31 (less 16 to dequantize).
-#[inline]
-pub fn q5_0_value(blk: &[u8], j: usize) -> u8 {
+/// The 32 values (0..=31; less 16 to dequantize) of a Q5_0 block.
+pub fn q5_0_values(blk: &[u8]) -> [u8; QK] {
     let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-    let lo = if j < QK / 2 {
-        blk[6 + j] & 0x0f
-    } else {
-        blk[6 + j - QK / 2] >> 4
-    };
-    lo | ((((qh >> j) & 1) as u8) << 4)
+    std::array::from_fn(|j| {
+        let lo = if j < QK / 2 {
+            blk[6 + j] & 0x0f
+        } else {
+            blk[6 + j - QK / 2] >> 4
+        };
+        lo | ((((qh >> j) & 1) as u8) << 4)
+    })
+}
+
+/// Writes values `q` (0..=31) into a Q5_0 block's fifth bits and nibbles (its scale stays).
+pub fn set_q5_0_values(blk: &mut [u8], q: &[u8; QK]) {
+    let mut qh = 0u32;
+    for j in 0..QK / 2 {
+        blk[6 + j] = (q[j] & 0x0f) | ((q[QK / 2 + j] & 0x0f) << 4);
+        qh |= u32::from(q[j] >> 4) << j;
+        qh |= u32::from(q[QK / 2 + j] >> 4) << (j + QK / 2);
+    }
+    blk[2..6].copy_from_slice(&qh.to_le_bytes());
 }
 
 /// Dequantizes Q5_0 bytes into `dst` (a whole number of blocks), as ggml's
@@ -277,8 +282,8 @@ pub fn dequantize_q5_0(src: &[u8], dst: &mut [f32]) {
         .zip(dst.chunks_exact_mut(QK))
     {
         let d = half::f16::from_le_bytes([blk[0], blk[1]]).to_f32();
-        for (j, o) in out.iter_mut().enumerate() {
-            *o = (q5_0_value(blk, j) as i32 - 16) as f32 * d;
+        for (o, v) in out.iter_mut().zip(q5_0_values(blk)) {
+            *o = (v as i32 - 16) as f32 * d;
         }
     }
 }

@@ -527,6 +527,24 @@ pub(crate) fn quantize_k(dtype: DType, src: &[f32], dst: &mut [u8]) {
     }
 }
 
+/// llama.cpp's `use_more_bits(i, n)`: the layers (of `n`) its `*_M` mixes give more bits to
+/// (the first and last eighth, and every third between).
+pub fn use_more_bits(i: usize, n: usize) -> bool {
+    i < n / 8 || i >= 7 * n / 8 || (i as isize - (n / 8) as isize) % 3 == 2
+}
+
+/// llama.cpp's `tensor_type_fallback` for the K-quants its mixes use: `want` for rows of
+/// `ne0` values when they are whole super-blocks, else Q4_K → Q5_0 and Q6_K → Q8_0 (other
+/// types as they are).
+pub fn k_quant_fallback(want: DType, ne0: usize) -> DType {
+    match want {
+        _ if ne0.is_multiple_of(want.block_size()) => want,
+        DType::Q4_K => DType::Q5_0,
+        DType::Q6_K => DType::Q8_0,
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -211,9 +211,7 @@ impl CpuBackend {
         }
         Ok(view)
     }
-}
 
-impl CpuBackend {
     /// Tensor `id`'s view, and the panels it is stored as when it is a weight stored packed
     /// (the view's bytes are then those panels: only they may be read).
     fn view_or_panels(

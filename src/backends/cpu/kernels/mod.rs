@@ -87,8 +87,7 @@ impl Prepacked {
     /// product is the fast one), others from a few rows on (fewer take the dot-product
     /// kernels, which read weights as they are).
     pub fn worth(dtype: DType, n: usize) -> bool {
-        matches!(dtype, DType::Q8_0 | DType::Q4_0 | DType::Q5_0) && quant::INT_GEMM
-            || gemm::prepack_worth(n)
+        quant::INT_GEMM && quant::Int8Panels::kind(dtype).is_some() || gemm::prepack_worth(n)
     }
 }
 

@@ -11,7 +11,7 @@ use super::simd::{
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::error::{Error, Result};
-use crate::graph::{q5_0_value, DType, QK};
+use crate::graph::{q5_0_values, set_q5_0_values, DType, QK};
 use std::ops::Range;
 
 /// Weight rows per block of the output loop (they stay in cache while every activation row
@@ -352,8 +352,11 @@ pub struct Int8Panels {
     dtype: DType,
     /// Whether the values are Q4_0's nibbles (else i8s).
     q4: bool,
-    /// The arrays' start (16-byte aligned); `owned` holds it when it is not a buffer's.
-    base: *mut u8,
+    /// The three arrays (values at the start, 16-byte aligned); `_owned` holds them when they
+    /// are not a buffer's.
+    values: *mut u8,
+    sums: *mut i32,
+    scales: *mut f32,
     _owned: Option<Vec<u128>>,
 }
 
@@ -365,7 +368,7 @@ unsafe impl Sync for Int8Panels {}
 impl Int8Panels {
     /// Whether `dtype` has panels, with nibbles (Q4_0: `Some(true)`) or i8 values (Q8_0,
     /// Q5_0: `Some(false)`).
-    fn kind(dtype: DType) -> Option<bool> {
+    pub fn kind(dtype: DType) -> Option<bool> {
         match dtype {
             DType::Q8_0 | DType::Q5_0 => Some(false),
             DType::Q4_0 => Some(true),
@@ -409,14 +412,9 @@ impl Int8Panels {
         let (m, k) = (a.ne[1], a.ne[0]);
         let bytes: usize = Self::layout(q4, m, k).iter().sum();
         let mut owned = vec![0u128; bytes.div_ceil(16)];
-        let p = Self {
-            m,
-            k,
-            dtype: a.dtype,
-            q4,
-            base: owned.as_mut_ptr() as *mut u8,
-            _owned: Some(owned),
-        };
+        let base = owned.as_mut_ptr() as *mut u8;
+        // `base` holds the layout's bytes (just allocated).
+        let p = unsafe { Self::over(base, a.dtype, q4, m, k, Some(owned)) };
         let row_bytes = p.row_bytes();
         for row in 0..m {
             // In range: `a`'s rows hold `row_bytes` each.
@@ -434,14 +432,31 @@ impl Int8Panels {
     /// the panels.
     pub unsafe fn at(base: *mut u8, dtype: DType, ne: &[usize]) -> Option<Self> {
         Self::size_for(dtype, ne)?;
-        Some(Self {
-            m: ne.get(1).copied().unwrap_or(1),
-            k: ne[0],
+        let (m, q4) = (ne.get(1).copied().unwrap_or(1), Self::kind(dtype)?);
+        Some(unsafe { Self::over(base, dtype, q4, m, ne[0], None) })
+    }
+
+    /// # Safety
+    /// `base` is 16-byte aligned and holds [`Int8Panels::layout`]'s bytes.
+    unsafe fn over(
+        base: *mut u8,
+        dtype: DType,
+        q4: bool,
+        m: usize,
+        k: usize,
+        owned: Option<Vec<u128>>,
+    ) -> Self {
+        let [v, s, _] = Self::layout(q4, m, k);
+        Self {
+            m,
+            k,
             dtype,
-            q4: Self::kind(dtype)?,
-            base,
-            _owned: None,
-        })
+            q4,
+            values: base,
+            sums: unsafe { base.add(v) } as *mut i32,
+            scales: unsafe { base.add(v + s) } as *mut f32,
+            _owned: owned,
+        }
     }
 
     /// The weight's dtype.
@@ -452,20 +467,6 @@ impl Int8Panels {
     /// Bytes of one GGUF row.
     pub fn row_bytes(&self) -> usize {
         self.k / QK * self.dtype.block_bytes()
-    }
-
-    fn values(&self) -> *mut u8 {
-        self.base
-    }
-
-    fn sums(&self) -> *mut i32 {
-        let [v, _, _] = Self::layout(self.q4, self.m, self.k);
-        unsafe { self.base.add(v) as *mut i32 }
-    }
-
-    fn scales(&self) -> *mut f32 {
-        let [v, s, _] = Self::layout(self.q4, self.m, self.k);
-        unsafe { self.base.add(v + s) as *mut f32 }
     }
 
     /// Packs whole GGUF rows (`bytes`) in as rows `row0 ..`.
@@ -496,26 +497,24 @@ impl Int8Panels {
         {
             let at = (g * nb + b) * GROUP + r;
             // Q5_0's values as i8s, Q8_0's as they are.
-            let mut q5 = [0u8; QK];
+            let q5;
             let vals = if self.dtype == DType::Q5_0 {
-                for (j, v) in q5.iter_mut().enumerate() {
-                    *v = (q5_0_value(blk, j) as i8 - 16) as u8;
-                }
+                q5 = q5_0_values(blk).map(|v| (v as i8 - 16) as u8);
                 &q5[..]
             } else {
                 &blk[2..]
             };
             unsafe {
-                *self.scales().add(at) = f16_at(blk.as_ptr());
+                *self.scales.add(at) = f16_at(blk.as_ptr());
                 if self.q4 {
-                    let base = self.values().add((g * nb + b) * GROUP_BLOCK_Q4 + r * 4);
+                    let base = self.values.add((g * nb + b) * GROUP_BLOCK_Q4 + r * 4);
                     for (v, four) in vals.chunks_exact(4).enumerate() {
                         std::ptr::copy_nonoverlapping(four.as_ptr(), base.add(v * 16), 4);
                     }
                 } else {
                     let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
-                    *self.sums().add(at) = -(ACT_OFFSET as i32) * sum;
-                    let base = self.values().add((g * nb + b) * GROUP_BLOCK + r * 4);
+                    *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
+                    let base = self.values.add((g * nb + b) * GROUP_BLOCK + r * 4);
                     for (s, four) in vals.chunks_exact(4).enumerate() {
                         std::ptr::copy_nonoverlapping(four.as_ptr(), base.add(s * 16), 4);
                     }
@@ -532,7 +531,7 @@ impl Int8Panels {
         let mut q = [0i8; QK];
         unsafe {
             if self.q4 {
-                let base = self.values().add((g * nb + b) * GROUP_BLOCK_Q4 + r * 4);
+                let base = self.values.add((g * nb + b) * GROUP_BLOCK_Q4 + r * 4);
                 for v in 0..4 {
                     for j in 0..4 {
                         let byte = *base.add(v * 16 + j);
@@ -541,14 +540,14 @@ impl Int8Panels {
                     }
                 }
             } else {
-                let base = self.values().add((g * nb + b) * GROUP_BLOCK + r * 4);
+                let base = self.values.add((g * nb + b) * GROUP_BLOCK + r * 4);
                 for s in 0..QK / 4 {
                     for j in 0..4 {
                         q[4 * s + j] = *base.add(s * 16 + j) as i8;
                     }
                 }
             }
-            (*self.scales().add(at), q)
+            (*self.scales.add(at), q)
         }
     }
 
@@ -573,14 +572,7 @@ impl Int8Panels {
                         blk[2 + j] = ((q[j] + 8) as u8) | (((q[QK / 2 + j] + 8) as u8) << 4);
                     }
                 } else if self.dtype == DType::Q5_0 {
-                    let u = q.map(|v| (v + 16) as u8);
-                    let mut qh = 0u32;
-                    for j in 0..QK / 2 {
-                        blk[6 + j] = (u[j] & 0x0f) | ((u[QK / 2 + j] & 0x0f) << 4);
-                        qh |= u32::from(u[j] >> 4) << j;
-                        qh |= u32::from(u[QK / 2 + j] >> 4) << (j + QK / 2);
-                    }
-                    blk[2..6].copy_from_slice(&qh.to_le_bytes());
+                    set_q5_0_values(blk, &q.map(|v| (v + 16) as u8));
                 } else {
                     for (o, &v) in blk[2..].iter_mut().zip(&q) {
                         *o = v as u8;
@@ -639,7 +631,7 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
     j0: usize,
 ) {
     let (k, nb) = (p.k, p.k / QK);
-    let (values, sums, scales) = (p.values(), p.sums(), p.scales());
+    let (values, sums, scales) = (p.values, p.sums, p.scales);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     for b in 0..nb {
         unsafe {
