@@ -1,11 +1,12 @@
-// Node runner: node bench/node.mjs [out.json] (after scripts/bench-cpu.sh built bench/.pkg-node).
+// Node runner: node bench/node.mjs [out.json] (after scripts/bench-cpu.sh built bench/.pkg-node;
+// BENCH_PKG=.pkg-X another nodejs build of the package under bench/, for before/after figures).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { runBench } from './cpu-matmul.mjs';
 
 const require = createRequire(import.meta.url);
-const webtensor = require('./.pkg-node/webtensor.js');
+const webtensor = require(`./${process.env.BENCH_PKG || '.pkg-node'}/webtensor.js`);
 const ort = await import('onnxruntime-web');
 ort.env.wasm.numThreads = 1;
 const tf = require('@tensorflow/tfjs-core');

@@ -39,12 +39,11 @@ impl CpuBufferType {
         }
     }
 
-    /// This type, storing Q8_0 / Q4_0 matrices read only by matmul and get_rows as the int8
-    /// GEMM's panels (their only copy; see [`CpuBuffer::store_packed`]) in builds that have
-    /// that GEMM.
+    /// This type, storing Q8_0 / Q4_0 / Q5_0 matrices read only by matmul and get_rows as the
+    /// int8 GEMM's panels (their only copy; see [`CpuBuffer::store_packed`]).
     pub fn packing(self) -> Self {
         Self {
-            packs: Prepacked::STORED,
+            packs: true,
             ..self
         }
     }
@@ -406,8 +405,7 @@ mod tests {
         );
     }
 
-    /// Quantized weights prepared once (the int8 GEMM's panels, or dequantized f32 panels in
-    /// plain SIMD128) give the bytes the per-call kernel gives for a batch (sizes off the
+    /// Quantized weights prepared once (the int8 GEMM's panels) give the bytes the per-call kernel gives for a batch (sizes off the
     /// 4-row groups, the 4-column tiles and the 64-column blocks), on one thread or two, and
     /// stay within the op suite's quantized-matmul tolerance of the scalar reference.
     #[cfg_attr(not(target_arch = "wasm32"), test)]

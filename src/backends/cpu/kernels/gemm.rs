@@ -24,9 +24,8 @@ const MC: usize = 128;
 const NC: usize = 512;
 /// Below this many activation rows the GEMV (no packing) is faster.
 const GEMV_MAX_N: usize = 3;
-/// From this many activation rows on, Q8_0/Q4_0 weights that were not prepared once take a
-/// GEMM (ggml's BLAS threshold): the int8 GEMM where the build has it, else dequantized into
-/// this one (`KC` is a multiple of the block size, so panels hold whole blocks).
+/// From this many activation rows on, Q8_0/Q4_0 weights that were not prepared once take the
+/// int8 GEMM, packed for the call (ggml's BLAS threshold); fewer take the row dots.
 pub const QUANT_GEMM_MIN_N: usize = 32;
 /// A matmul is cut over threads from this many multiply-adds per thread. Measured natively
 /// (`cargo bench --bench cpu_matmul -- --thresholds`, release, 2 cores under load ~18, so no
@@ -185,18 +184,12 @@ fn matmul_with(
     ep: Option<&Epilogue>,
 ) -> bool {
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
-    // Quantized weights go through this f32 GEMM (dequantized while packing) only for many
-    // activation rows, as ggml hands them to BLAS; fewer rows take the integer-dot kernel.
-    // Weights packed once (dequantized into `pre`) take it from a few rows on; builds with
-    // the int8 GEMM multiply unpacked quantized weights there instead.
-    // K-quants (and Q5_0 weights not packed as panels) have no integer kernel here: every
-    // matmul of one dequantizes its rows.
+    // Q8_0 / Q4_0 weights take the integer kernels (`quant`), except when prepared here as
+    // f32 panels (`pre`). K-quants (and Q5_0 weights not packed as panels) have no integer
+    // GEMM: every matmul of one dequantizes its rows into this one.
     let quant_ok = a.dtype.is_quantized()
         && a.rows_contiguous()
-        && (a.dtype.is_k_quant()
-            || a.dtype == DType::Q5_0
-            || pre.is_some()
-            || (!super::quant::INT_GEMM && n >= QUANT_GEMM_MIN_N));
+        && (a.dtype.is_k_quant() || a.dtype == DType::Q5_0 || pre.is_some());
     if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)
         || b.dtype != DType::F32
         || dst.dtype != DType::F32

@@ -37,7 +37,8 @@ pub enum Prepacked {
     /// The f32 GEMM's panels: f32 weights, and quantized ones dequantized in builds without
     /// the int8 GEMM (4 bytes per weight).
     F32(gemm::PackedWeights),
-    /// Q8_0 / Q4_0 weights regrouped for the int8 GEMM (1.25 bytes per weight).
+    /// Q8_0 / Q5_0 / Q4_0 weights regrouped for the int8 GEMM (1.25 / 1.125 / 0.625 bytes
+    /// per weight).
     Int8(quant::Int8Panels),
 }
 
@@ -49,7 +50,7 @@ impl Prepacked {
         if a.dtype.is_k_quant() {
             return None;
         }
-        if a.dtype.is_quantized() && quant::INT_GEMM {
+        if a.dtype.is_quantized() {
             // Dims first: a 3-D/4-D weight is not cached, so packing it would be thrown away.
             if a.ne[2] != 1 || a.ne[3] != 1 {
                 return None;
@@ -60,17 +61,10 @@ impl Prepacked {
         }
     }
 
-    /// Whether this build stores weights as panels from the start (see
-    /// [`Prepacked::stored_size`]): the builds with the int8 GEMM.
-    pub const STORED: bool = quant::INT_GEMM;
-
-    /// Bytes weights of `dtype` and shape `ne` take stored as panels, their only copy, in
-    /// this build: Q8_0 / Q4_0 matrices with the int8 GEMM; `None` for others (f32 panels
+    /// Bytes weights of `dtype` and shape `ne` take stored as panels, their only copy:
+    /// Q8_0 / Q4_0 / Q5_0 matrices, as the int8 GEMM reads them; `None` for others (f32 panels
     /// would be as large as the weight: those keep their bytes and a copy made on use).
     pub fn stored_size(dtype: DType, ne: &[usize]) -> Option<usize> {
-        if !Self::STORED {
-            return None;
-        }
         quant::Int8Panels::size_for(dtype, ne)
     }
 
@@ -87,7 +81,7 @@ impl Prepacked {
     /// product is the fast one), others from a few rows on (fewer take the dot-product
     /// kernels, which read weights as they are).
     pub fn worth(dtype: DType, n: usize) -> bool {
-        quant::INT_GEMM && quant::Int8Panels::kind(dtype).is_some() || gemm::prepack_worth(n)
+        quant::Int8Panels::kind(dtype).is_some() || gemm::prepack_worth(n)
     }
 }
 

@@ -5,8 +5,8 @@
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
-    dot_i8x32, dot_q4x32, encode_act, encode_act_plain, f16_at, F32x4, I32x4, I8x16, I8x32, U8x16,
-    ACT_OFFSET,
+    dot_i8x32, dot_q4x32, encode_act, encode_act_plain, f16_at, slot, F32x4, I32x4, I8x16, I8x32,
+    U8x16, ACT_OFFSET,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -261,7 +261,7 @@ pub fn matmul(
     if k % QK != 0 {
         return false;
     }
-    if INT_GEMM && n >= super::gemm::QUANT_GEMM_MIN_N {
+    if n >= super::gemm::QUANT_GEMM_MIN_N {
         return matmul_int8(par, dst, a, b, ep);
     }
     let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
@@ -301,16 +301,6 @@ pub fn matmul(
     true
 }
 
-/// Whether this build multiplies quantized weights by batches of activations in integers
-/// ([`Int8Panels`]): with relaxed SIMD's 8-bit dot (one instruction per 16 multiply-adds),
-/// and natively (the portable path, so the native tests run this kernel). Plain SIMD128 has
-/// no 8-bit dot (widening to i16 costs more than f32 multiply-adds), so there quantized
-/// weights are dequantized into the f32 GEMM's panels instead.
-pub const INT_GEMM: bool = cfg!(any(
-    not(all(target_arch = "wasm32", target_feature = "simd128")),
-    target_feature = "relaxed-simd"
-));
-
 /// Weight rows per group: one i8x16 holds 4 values of each, so a dot instruction with one
 /// activation slice (4 values, repeated) yields 4 rows' partial dots in its 4 lanes.
 const GROUP: usize = 4;
@@ -328,27 +318,29 @@ const COL_BLOCK: usize = 64;
 /// yields the 4 rows' partial dots in its 4 lanes, and one multiply-add by the 4 rows' block
 /// scales finishes a block for all of them. Three arrays, one after the other:
 ///
-/// - values. Q8_0: `[group][block][slice][row][4]` i8, 16-byte slice `s` holding values
-///   `32b + 4s .. 32b + 4s + 4` of the group's 4 rows side by side. Q4_0:
-///   `[group][block][vector][row][4]` nibble bytes, 16-byte vector `v`'s low nibbles holding
-///   values `4v .. 4v + 4` of the 4 rows, its high nibbles values `16 + 4v ..`: each row's
-///   4-byte run of its GGUF block, so packing is a byte shuffle. The nibbles stay 0..=15
-///   (the 7-bit operand of relaxed SIMD's dot, with full-range activations from
-///   [`encode_act_plain`]); the blocks' `-8` is `-8 ·` the activation block's sum, which
-///   starts the accumulator.
+/// - values, in 16-byte slices of 4 rows × 4 values (the bytes of each row's 4 as
+///   [`slot`] places them for this build's dot). Q8_0: `[group][block][slice]` i8, slice `s`
+///   holding values `32b + 4s .. 32b + 4s + 4` of the group's 4 rows. Q5_0: the same with
+///   the values plus 16 (0..=31). Q4_0: `[group][block][vector]` nibble bytes, vector `v`'s
+///   low nibbles holding values `4v .. 4v + 4` of the 4 rows, its high nibbles values
+///   `16 + 4v ..`: each row's 4-byte run of its GGUF block, so packing is a byte shuffle.
+///   Q4_0's and Q5_0's values stay non-negative and 7-bit (relaxed SIMD's dot takes them as
+///   its 7-bit operand, with full-range activations from [`encode_act_plain`]); their bias
+///   (8, 16) is `-bias ·` the activation block's sum, which starts the accumulator.
 /// - Q8_0 only: per `[group][block][row]` an i32, `-ACT_OFFSET ·` the row's block sum,
 ///   which starts that block's integer accumulator (undoing the activation encoding's
 ///   offset for free).
 /// - per `[group][block][row]` the f32 scale.
 ///
-/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q4_0 0.625 (GGUF 0.56). The layout loses
+/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q5_0 1.125 (GGUF 0.69), Q4_0 0.625
+/// (GGUF 0.56). The layout loses
 /// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
 /// own (made from a weight on first use), or a weights buffer's, where the weight is stored
 /// in this layout from the start ([`Int8Panels::at`]).
 pub struct Int8Panels {
     m: usize,
     k: usize,
-    /// The weight's dtype: Q8_0, Q4_0 or Q5_0 (whose values, -16..=15, take Q8_0's layout).
+    /// The weight's dtype: Q8_0, Q4_0 or Q5_0 (whose values, plus 16, take Q8_0's layout).
     dtype: DType,
     /// Whether the values are Q4_0's nibbles (else i8s).
     q4: bool,
@@ -383,23 +375,32 @@ impl Int8Panels {
         }
     }
 
-    /// Bytes of the values, the Q8_0 block sums and the scales of `m × k` panels.
-    fn layout(q4: bool, m: usize, k: usize) -> [usize; 3] {
+    /// Bytes of the values, the Q8_0 block sums and the scales of `m × k` panels of `dtype`.
+    fn layout(dtype: DType, m: usize, k: usize) -> [usize; 3] {
         let blocks = m.div_ceil(GROUP) * (k / QK);
-        let values = blocks * if q4 { GROUP_BLOCK_Q4 } else { GROUP_BLOCK };
-        let sums = if q4 { 0 } else { blocks * GROUP * 4 };
+        let values = blocks
+            * if dtype == DType::Q4_0 {
+                GROUP_BLOCK_Q4
+            } else {
+                GROUP_BLOCK
+            };
+        let sums = if dtype == DType::Q8_0 {
+            blocks * GROUP * 4
+        } else {
+            0
+        };
         [values, sums, blocks * GROUP * 4]
     }
 
     /// Bytes the panels of a weight of `dtype` and shape `ne` take; `None` when it has none
     /// (not a 2-D Q8_0/Q4_0 matrix of whole-block rows).
     pub fn size_for(dtype: DType, ne: &[usize]) -> Option<usize> {
-        let q4 = Self::kind(dtype)?;
+        Self::kind(dtype)?;
         let (k, m) = (*ne.first()?, ne.get(1).copied().unwrap_or(1));
         if ne.iter().skip(2).any(|&d| d != 1) || k == 0 || !k.is_multiple_of(QK) {
             return None;
         }
-        Some(Self::layout(q4, m, k).iter().sum())
+        Some(Self::layout(dtype, m, k).iter().sum())
     }
 
     /// Packs batch `(a2, a3)` of `a` (Q8_0 or Q4_0 with packed rows) into panels of their
@@ -410,7 +411,7 @@ impl Int8Panels {
             return None;
         }
         let (m, k) = (a.ne[1], a.ne[0]);
-        let bytes: usize = Self::layout(q4, m, k).iter().sum();
+        let bytes: usize = Self::layout(a.dtype, m, k).iter().sum();
         let mut owned = vec![0u128; bytes.div_ceil(16)];
         let base = owned.as_mut_ptr() as *mut u8;
         // `base` holds the layout's bytes (just allocated).
@@ -446,7 +447,7 @@ impl Int8Panels {
         k: usize,
         owned: Option<Vec<u128>>,
     ) -> Self {
-        let [v, s, _] = Self::layout(q4, m, k);
+        let [v, s, _] = Self::layout(dtype, m, k);
         Self {
             m,
             k,
@@ -496,27 +497,31 @@ impl Int8Panels {
             .take(nb)
         {
             let at = (g * nb + b) * GROUP + r;
-            // Q5_0's values as i8s, Q8_0's as they are.
+            // Q5_0's values 0..=31 (the weight's plus 16), Q8_0's i8s and Q4_0's nibble bytes
+            // as they are.
             let q5;
             let vals = if self.dtype == DType::Q5_0 {
-                q5 = q5_0_values(blk).map(|v| (v as i8 - 16) as u8);
+                q5 = q5_0_values(blk);
                 &q5[..]
             } else {
                 &blk[2..]
             };
             unsafe {
                 *self.scales.add(at) = f16_at(blk.as_ptr());
-                if self.q4 {
-                    let base = self.values.add((g * nb + b) * GROUP_BLOCK_Q4 + r * 4);
-                    for (v, four) in vals.chunks_exact(4).enumerate() {
-                        std::ptr::copy_nonoverlapping(four.as_ptr(), base.add(v * 16), 4);
-                    }
+                let base = if self.q4 {
+                    self.values.add((g * nb + b) * GROUP_BLOCK_Q4)
                 } else {
-                    let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
-                    *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
-                    let base = self.values.add((g * nb + b) * GROUP_BLOCK + r * 4);
-                    for (s, four) in vals.chunks_exact(4).enumerate() {
-                        std::ptr::copy_nonoverlapping(four.as_ptr(), base.add(s * 16), 4);
+                    if self.dtype == DType::Q8_0 {
+                        let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
+                        *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
+                    }
+                    self.values.add((g * nb + b) * GROUP_BLOCK)
+                };
+                // Q8_0: slice `s` holds values `4s .. 4s + 4`; Q4_0: vector `s` the bytes
+                // `4s .. 4s + 4` of the block's nibbles.
+                for (s, four) in vals.chunks_exact(4).enumerate() {
+                    for (j, &v) in four.iter().enumerate() {
+                        *base.add(s * 16 + slot(r, j)) = v;
                     }
                 }
             }
@@ -531,19 +536,19 @@ impl Int8Panels {
         let mut q = [0i8; QK];
         unsafe {
             if self.q4 {
-                let base = self.values.add((g * nb + b) * GROUP_BLOCK_Q4 + r * 4);
+                let base = self.values.add((g * nb + b) * GROUP_BLOCK_Q4);
                 for v in 0..4 {
                     for j in 0..4 {
-                        let byte = *base.add(v * 16 + j);
+                        let byte = *base.add(v * 16 + slot(r, j));
                         q[4 * v + j] = (byte & 0x0f) as i8 - 8;
                         q[QK / 2 + 4 * v + j] = (byte >> 4) as i8 - 8;
                     }
                 }
             } else {
-                let base = self.values.add((g * nb + b) * GROUP_BLOCK + r * 4);
+                let (base, bias) = (self.values.add((g * nb + b) * GROUP_BLOCK), self.bias());
                 for s in 0..QK / 4 {
                     for j in 0..4 {
-                        q[4 * s + j] = *base.add(s * 16 + j) as i8;
+                        q[4 * s + j] = (*base.add(s * 16 + slot(r, j)) as i8 as i32 - bias) as i8;
                     }
                 }
             }
@@ -600,7 +605,7 @@ impl Int8Panels {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        Self::layout(self.q4, self.m, self.k).iter().sum()
+        Self::layout(self.dtype, self.m, self.k).iter().sum()
     }
 
     /// Whether these are the panels of a weight shaped like `a`.
@@ -608,9 +613,20 @@ impl Int8Panels {
         (self.m, self.k) == (a.ne[1], a.ne[0])
     }
 
-    /// Whether the activations are to be encoded plainly (see [`QuantRows`]).
+    /// Whether the activations are to be encoded plainly (see [`QuantRows`]): for the
+    /// biased values (Q4_0's nibbles, Q5_0's 0..=31), which are relaxed SIMD's 7-bit operand.
     fn plain_acts(&self) -> bool {
-        self.q4
+        self.bias() != 0
+    }
+
+    /// What the stored values exceed the weight's by: Q4_0's 8, Q5_0's 16, Q8_0's none (its
+    /// values are stored as they are, as i8).
+    fn bias(&self) -> i32 {
+        match self.dtype {
+            DType::Q4_0 => 8,
+            DType::Q5_0 => 16,
+            _ => 0,
+        }
     }
 }
 
@@ -638,7 +654,13 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
             let gb: [usize; G] = std::array::from_fn(|g| (g0 + g) * nb + b);
             let x: [*const i8; C] =
                 std::array::from_fn(|c| xq.q.as_ptr().add((j0 + c) * k + b * QK));
-            let acc: [[I32x4; C]; G] = if !p.q4 {
+            // The biased values' accumulators start at `-bias ·` the activation block's sum.
+            let start = |bias: i32| -> [[I32x4; C]; G] {
+                [std::array::from_fn(|c| {
+                    I32x4::splat(-bias * *xq.s.get_unchecked((j0 + c) * nb + b))
+                }); G]
+            };
+            let acc: [[I32x4; C]; G] = if p.dtype == DType::Q8_0 {
                 let mut acc: [[I32x4; C]; G] =
                     std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
                 let w: [*const i8; G] =
@@ -653,13 +675,25 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
                     }
                 }
                 acc
+            } else if !p.q4 {
+                // Q5_0: values 0..=31, the 7-bit operand.
+                let mut acc = start(16);
+                let w: [*const u8; G] =
+                    std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK) as *const u8);
+                for s in 0..QK / 4 {
+                    let ws: [U8x16; G] = std::array::from_fn(|g| U8x16::load(w[g].add(s * 16)));
+                    for c in 0..C {
+                        let xs = I8x16::splat4(x[c].add(s * 4));
+                        for g in 0..G {
+                            acc[g][c] = xs.dot4_u(ws[g], acc[g][c]);
+                        }
+                    }
+                }
+                acc
             } else {
                 // Low and high nibbles in two accumulators for a lone activation row
                 // (the matrix-vector case), so that each is a chain of 4 dependent dots.
-                let start: [I32x4; C] = std::array::from_fn(|c| {
-                    I32x4::splat(-8 * *xq.s.get_unchecked((j0 + c) * nb + b))
-                });
-                let mut acc: [[I32x4; C]; G] = [start; G];
+                let mut acc = start(8);
                 let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
                 let w: [*const u8; G] =
                     std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK_Q4) as *const u8);

@@ -261,10 +261,12 @@ mod imp {
         pub unsafe fn splat4(p: *const i8) -> Self {
             Self(unsafe { v128_load32_splat(p as *const u32) })
         }
-        /// `acc` plus, in each 32-bit lane, the dot of that lane's 4 i8 of `self` with those
-        /// of `x` (an activation slice as [`encode_act`](super::encode_act) made it: with
-        /// relaxed SIMD one 8-bit dot instruction, whose second operand must be 7-bit
-        /// non-negative, as the encoding guarantees).
+        /// `acc` plus, in each 32-bit lane `r`, the dot of row `r`'s 4 i8 in `self` (at the
+        /// bytes [`slot`](super::slot) gives) with those of `x` (an activation slice as
+        /// [`encode_act`](super::encode_act) made it). With relaxed SIMD one 8-bit dot
+        /// instruction, whose second operand must be 7-bit non-negative, as the encoding
+        /// guarantees; without, two 16-bit dots (`i32x4.dot_i16x8_s`) of the widened halves,
+        /// the activation pairs swapped for the high one (see [`slot`](super::slot)).
         #[inline(always)]
         pub fn dot4(self, x: Self, acc: I32x4) -> I32x4 {
             #[cfg(target_feature = "relaxed-simd")]
@@ -273,24 +275,37 @@ mod imp {
             }
             #[cfg(not(target_feature = "relaxed-simd"))]
             {
-                // Pairs summed to i32 by the i16 dot, then adjacent pairs added.
-                let lo =
-                    i32x4_dot_i16x8(i16x8_extend_low_i8x16(self.0), i16x8_extend_low_i8x16(x.0));
-                let hi = i32x4_dot_i16x8(
-                    i16x8_extend_high_i8x16(self.0),
-                    i16x8_extend_high_i8x16(x.0),
-                );
-                let even = i32x4_shuffle::<0, 2, 4, 6>(lo, hi);
-                let odd = i32x4_shuffle::<1, 3, 5, 7>(lo, hi);
-                I32x4(i32x4_add(acc.0, i32x4_add(even, odd)))
+                let (xa, xb) = x.pairs();
+                let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(self.0), xa);
+                let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(self.0), xb);
+                I32x4(i32x4_add(i32x4_add(acc.0, lo), hi))
             }
         }
-        /// `acc` plus, in each 32-bit lane, the dot of that lane's 4 i8 of `self` (full-range
-        /// activations) with those of `w` (weights in 0..=127, e.g. Q4_0 nibbles): relaxed
-        /// SIMD's 8-bit dot with the weights as its 7-bit operand.
+        /// `acc` plus, in each 32-bit lane `r`, the dot of `self`'s 4 i8 (full-range
+        /// activations) with row `r`'s 4 values in `w` (weights in 0..=127, e.g. Q4_0
+        /// nibbles, at the bytes [`slot`](super::slot) gives): relaxed SIMD's 8-bit dot with
+        /// the weights as its 7-bit operand, or two 16-bit dots.
         #[inline(always)]
         pub fn dot4_u(self, w: U8x16, acc: I32x4) -> I32x4 {
-            self.dot4(Self(w.0), acc)
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                self.dot4(Self(w.0), acc)
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                let (xa, xb) = self.pairs();
+                let lo = i32x4_dot_i16x8(u16x8_extend_low_u8x16(w.0), xa);
+                let hi = i32x4_dot_i16x8(u16x8_extend_high_u8x16(w.0), xb);
+                I32x4(i32x4_add(i32x4_add(acc.0, lo), hi))
+            }
+        }
+        /// An activation slice `x0 x1 x2 x3` (repeated) widened to i16 as the two 16-bit dots
+        /// of [`dot4`](Self::dot4) take it: `x0 x1 x2 x3 ×2` and `x2 x3 x0 x1 ×2`.
+        #[cfg(not(target_feature = "relaxed-simd"))]
+        #[inline(always)]
+        fn pairs(self) -> (v128, v128) {
+            let xa = i16x8_extend_low_i8x16(self.0);
+            (xa, i16x8_shuffle::<2, 3, 0, 1, 6, 7, 4, 5>(xa, xa))
         }
     }
 
@@ -639,23 +654,23 @@ mod imp {
             let x = unsafe { (p as *const [i8; 4]).read_unaligned() };
             Self(std::array::from_fn(|i| x[i % 4]))
         }
-        /// `acc` plus, in each 32-bit lane, the dot of that lane's 4 i8 of `self` with those
-        /// of `x`.
+        /// `acc` plus, in each 32-bit lane `r`, the dot of row `r`'s 4 i8 in `self` (at the
+        /// bytes [`slot`](super::slot) gives) with those of `x`.
         #[inline(always)]
         pub fn dot4(self, x: Self, acc: I32x4) -> I32x4 {
-            I32x4(std::array::from_fn(|l| {
-                (0..4).fold(acc.0[l], |s, t| {
-                    s + self.0[l * 4 + t] as i32 * x.0[l * 4 + t] as i32
+            I32x4(std::array::from_fn(|r| {
+                (0..4).fold(acc.0[r], |s, j| {
+                    s + self.0[super::slot(r, j)] as i32 * x.0[j] as i32
                 })
             }))
         }
-        /// `acc` plus, in each 32-bit lane, the dot of that lane's 4 i8 of `self` with those
-        /// of `w` (0..=127).
+        /// `acc` plus, in each 32-bit lane `r`, the dot of `self`'s 4 i8 with row `r`'s 4
+        /// values in `w` (0..=127, at the bytes [`slot`](super::slot) gives).
         #[inline(always)]
         pub fn dot4_u(self, w: U8x16, acc: I32x4) -> I32x4 {
-            I32x4(std::array::from_fn(|l| {
-                (0..4).fold(acc.0[l], |s, t| {
-                    s + self.0[l * 4 + t] as i32 * w.0[l * 4 + t] as i32
+            I32x4(std::array::from_fn(|r| {
+                (0..4).fold(acc.0[r], |s, j| {
+                    s + self.0[j] as i32 * w.0[super::slot(r, j)] as i32
                 })
             }))
         }
@@ -771,6 +786,26 @@ mod imp {
 }
 
 pub use imp::*;
+
+/// Whether the int8 panels pair their values for SIMD128's 16-bit dot (see [`slot`]): every
+/// build but relaxed SIMD's, whose 8-bit dot takes each row's 4 values side by side.
+pub const PAIRED: bool = !cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
+
+/// The byte of a 16-byte panel slice (4 rows × 4 values) that holds value `j` of row `r`,
+/// as [`I8x16::dot4`] and [`I8x16::dot4_u`] read it. Relaxed SIMD's 8-bit dot sums each
+/// 32-bit lane's 4 bytes: row `r` at bytes `4r .. 4r + 4`. SIMD128's 16-bit dot sums pairs
+/// of i16 lanes, so the slice is widened in two halves and dotted with the activations
+/// `x0 x1 x2 x3 x0 x1 x2 x3` (low) and `x2 x3 x0 x1 x2 x3 x0 x1` (high): lane `r` of the low
+/// half then takes row `r`'s values 0, 1 (even `r`) or 2, 3 (odd `r`), of the high half the
+/// other pair, so both halves add into the same row lanes.
+#[inline(always)]
+pub const fn slot(r: usize, j: usize) -> usize {
+    if PAIRED {
+        (j / 2 + r) % 2 * 8 + r * 2 + j % 2
+    } else {
+        r * 4 + j
+    }
+}
 
 /// How activations are encoded for the integer dots: `round(x / d) + ACT_OFFSET` with
 /// `d = max|x| / ACT_LEVELS` per 32-value block. ggml's Q8_0 (127 levels each side, no
@@ -1220,9 +1255,30 @@ mod tests {
                 for r in 0..4 {
                     let want = acc0[r]
                         + (0..4)
-                            .map(|t| w[r * 4 + t] as i32 * xs[t] as i32)
+                            .map(|t| w[slot(r, t)] as i32 * xs[t] as i32)
                             .sum::<i32>();
                     assert_eq!(got[r], want as f32, "w0 {w0} slice {s} lane {r}");
+                }
+                // Weights 0..=127 (Q4_0's nibbles) with full-range activations.
+                let wu: Vec<u8> = w.iter().map(|&v| v as u8 & 0x7f).collect();
+                let xf: Vec<i8> = (0..4)
+                    .map(|t| (w0 + 61 * t as i32 + s as i32) as i8)
+                    .collect();
+                let got = unsafe {
+                    let mut o = [0f32; 4];
+                    F32x4::from_i32(
+                        I8x16::splat4(xf.as_ptr())
+                            .dot4_u(U8x16::load(wu.as_ptr()), I32x4::load(acc0.as_ptr())),
+                    )
+                    .store(o.as_mut_ptr());
+                    o
+                };
+                for r in 0..4 {
+                    let want = acc0[r]
+                        + (0..4)
+                            .map(|t| wu[slot(r, t)] as i32 * xf[t] as i32)
+                            .sum::<i32>();
+                    assert_eq!(got[r], want as f32, "u8 w0 {w0} slice {s} lane {r}");
                 }
             }
         }
