@@ -1261,9 +1261,7 @@ mod tests {
                 }
                 // Weights 0..=127 (Q4_0's nibbles) with full-range activations.
                 let wu: Vec<u8> = w.iter().map(|&v| v as u8 & 0x7f).collect();
-                let xf: Vec<i8> = (0..4)
-                    .map(|t| (w0 + 61 * t as i32 + s as i32) as i8)
-                    .collect();
+                let xf: Vec<i8> = (0..4).map(|t| (w0 + 61 * t + s as i32) as i8).collect();
                 let got = unsafe {
                     let mut o = [0f32; 4];
                     F32x4::from_i32(
