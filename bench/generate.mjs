@@ -6,7 +6,8 @@
 // measured in the same browser (engine=probe).
 //   node bench/generate.mjs [out.json]
 // GEN_RUNS="engine:model:threads[:device[:cases[:reps[:decode]]]],..." picks the runs (engine
-// webtensor, webtensor+X (the package in bench/.pkg-X, e.g. an older commit's) or wllama; model a name in models/decoder/ without .gguf; cases "short+long"; decode
+// webtensor, webtensor+X (the package in bench/.pkg-X, e.g. an older commit's) or wllama, either
+// webtensor with @BUILD to force one of its builds (default threads-relaxed); model a name in models/decoder/ without .gguf; cases "short+long"; decode
 // steps, default 64); the default is DEFAULT_RUNS below. GEN_REPS overrides every run's repetitions.
 // GEN_PROFILE=1 also prints, per case, a profile of one more run (webtensor: time per op and shapes).
 import fs from 'node:fs';
@@ -59,13 +60,17 @@ try {
   for (const r of runs) {
     console.log(`${r.engine} ${r.model} ${r.threads} thread(s) ${r.device} ${r.cases.join('+')} ×${r.reps}, ${r.decode} decode steps`);
     // "webtensor+X": the package in bench/.pkg-X (an older commit's, for same-run before/after).
-    const [engine, pkg] = r.engine.split('+');
+    // "webtensor+X@BUILD" (or "webtensor@BUILD"): that build of it (default threads-relaxed),
+    // e.g. simd128, the one WebKit/Safari runs.
+    const [name, build] = r.engine.split('@');
+    const [engine, pkg] = name.split('+');
     const params = { engine, model: r.model, threads: r.threads, device: r.device, cases: r.cases.join(','), reps: r.reps, decode: r.decode };
     if (pkg) params.pkgdir = `.pkg-${pkg}`;
+    if (build) params.build = build;
     if (process.env.GEN_PROFILE) params.profile = '1';
     const res = await runPage(params);
     if (res.error) console.log(`  failed: ${res.error}`);
-    results.push({ ...r, ...res });
+    results.push({ ...res, ...r });
   }
 } finally {
   await browser.close();

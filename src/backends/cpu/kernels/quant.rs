@@ -5,8 +5,8 @@
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
-    dot_i8x32, dot_q4x32, encode_act, encode_act_plain, f16_at, slot, F32x4, I32x4, I8x16, I8x32,
-    U8x16, ACT_OFFSET,
+    dot_i8x32, dot_q4x32, encode_act, encode_act_plain, encode_slices, f16_at, slot, ActSlice,
+    F32x4, I32x4, I8x16, I8x32, U8x16, ACT_OFFSET, PAIRED, SLICE_BYTES,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -29,6 +29,21 @@ pub struct QuantRows {
     pub q: Vec<i8>,
     /// `k / 32` block sums per row (plain encoding only).
     pub s: Vec<i32>,
+    /// The values as the int8 panels' dots read them ([`encode_slices`]), `k / 4 ·
+    /// SLICE_BYTES` bytes per row: paired builds only (relaxed SIMD reads `q`).
+    pub x: Vec<u8>,
+}
+
+impl QuantRows {
+    /// Where row `j`'s slices for the int8 panels start ([`SLICE_BYTES`] per 4 values).
+    fn slices(&self, j: usize, k: usize) -> *const u8 {
+        let at = j * k / 4 * SLICE_BYTES;
+        if PAIRED {
+            self.x[at..].as_ptr()
+        } else {
+            self.q[at..].as_ptr() as *const u8
+        }
+    }
 }
 
 /// Quantizes `x` (a whole number of blocks) into `d` / `q` as the integer dots take
@@ -649,11 +664,11 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
     let (k, nb) = (p.k, p.k / QK);
     let (values, sums, scales) = (p.values, p.sums, p.scales);
     let mut accf = [[F32x4::splat(0.0); C]; G];
+    let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices(j0 + c, k));
     for b in 0..nb {
         unsafe {
             let gb: [usize; G] = std::array::from_fn(|g| (g0 + g) * nb + b);
-            let x: [*const i8; C] =
-                std::array::from_fn(|c| xq.q.as_ptr().add((j0 + c) * k + b * QK));
+            let x: [*const u8; C] = std::array::from_fn(|c| rows[c].add(b * QK / 4 * SLICE_BYTES));
             // The biased values' accumulators start at `-bias ·` the activation block's sum.
             let start = |bias: i32| -> [[I32x4; C]; G] {
                 [std::array::from_fn(|c| {
@@ -668,7 +683,7 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
                 for s in 0..QK / 4 {
                     let ws: [I8x16; G] = std::array::from_fn(|g| I8x16::load(w[g].add(s * 16)));
                     for c in 0..C {
-                        let xs = I8x16::splat4(x[c].add(s * 4));
+                        let xs = ActSlice::load(x[c].add(s * SLICE_BYTES));
                         for g in 0..G {
                             acc[g][c] = ws[g].dot4(xs, acc[g][c]);
                         }
@@ -683,7 +698,7 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
                 for s in 0..QK / 4 {
                     let ws: [U8x16; G] = std::array::from_fn(|g| U8x16::load(w[g].add(s * 16)));
                     for c in 0..C {
-                        let xs = I8x16::splat4(x[c].add(s * 4));
+                        let xs = ActSlice::load(x[c].add(s * SLICE_BYTES));
                         for g in 0..G {
                             acc[g][c] = xs.dot4_u(ws[g], acc[g][c]);
                         }
@@ -702,8 +717,8 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
                     let lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
                     let hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
                     for c in 0..C {
-                        let xl = I8x16::splat4(x[c].add(v * 4));
-                        let xh = I8x16::splat4(x[c].add(QK / 2 + v * 4));
+                        let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
+                        let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
                         for g in 0..G {
                             acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
                             if C == 1 {
@@ -792,11 +807,14 @@ fn quantize_rows(
     xq.d.resize(count * nb, 0.0);
     xq.q.resize(count * k, 0);
     xq.s.resize(if plain { count * nb } else { 0 }, 0);
+    let slice_row = k / 4 * SLICE_BYTES;
+    xq.x.resize(if PAIRED { count * slice_row } else { 0 }, 0);
     // Addresses, so the closure is Sync; each range writes only its own rows.
-    let (dp, qp, sp) = (
+    let (dp, qp, sp, xp) = (
         xq.d.as_mut_ptr() as usize,
         xq.q.as_mut_ptr() as usize,
         xq.s.as_mut_ptr() as usize,
+        xq.x.as_mut_ptr() as usize,
     );
     par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
         let mut row = vec![0f32; k];
@@ -817,6 +835,13 @@ fn quantize_rows(
                 quantize_q8_plain(&row, d, q, sums);
             } else {
                 quantize_q8(&row, d, q);
+            }
+            if PAIRED {
+                // In range: as above, row `f`'s slices.
+                let x = unsafe {
+                    std::slice::from_raw_parts_mut((xp as *mut u8).add(f * slice_row), slice_row)
+                };
+                encode_slices(q, x);
             }
         }
     });

@@ -240,7 +240,7 @@ mod imp {
     }
 
     /// 16 i8 values: four weight rows' 4-value slices side by side (lane `r` of a dot is row
-    /// `r`), or one activation slice repeated four times.
+    /// `r`, its values at the bytes [`slot`](super::slot) gives).
     #[derive(Clone, Copy)]
     pub struct I8x16(v128);
 
@@ -253,59 +253,74 @@ mod imp {
         pub unsafe fn load(p: *const i8) -> Self {
             Self(unsafe { v128_load(p as *const v128) })
         }
-        /// The 4 i8 at `p`, repeated in each 32-bit lane.
-        ///
-        /// # Safety
-        /// `p` readable for 4 bytes.
+        /// `acc` plus, in each 32-bit lane `r`, the dot of row `r`'s 4 i8 in `self` with the
+        /// activation slice `x` (encoded by [`encode_act`](super::encode_act)). With relaxed
+        /// SIMD one 8-bit dot instruction, whose second operand must be 7-bit non-negative,
+        /// as the encoding guarantees; without, two 16-bit dots (`i32x4.dot_i16x8_s`) of the
+        /// widened halves (see [`slot`](super::slot)).
         #[inline(always)]
-        pub unsafe fn splat4(p: *const i8) -> Self {
-            Self(unsafe { v128_load32_splat(p as *const u32) })
-        }
-        /// `acc` plus, in each 32-bit lane `r`, the dot of row `r`'s 4 i8 in `self` (at the
-        /// bytes [`slot`](super::slot) gives) with those of `x` (an activation slice as
-        /// [`encode_act`](super::encode_act) made it). With relaxed SIMD one 8-bit dot
-        /// instruction, whose second operand must be 7-bit non-negative, as the encoding
-        /// guarantees; without, two 16-bit dots (`i32x4.dot_i16x8_s`) of the widened halves,
-        /// the activation pairs swapped for the high one (see [`slot`](super::slot)).
-        #[inline(always)]
-        pub fn dot4(self, x: Self, acc: I32x4) -> I32x4 {
+        pub fn dot4(self, x: ActSlice, acc: I32x4) -> I32x4 {
             #[cfg(target_feature = "relaxed-simd")]
             {
                 I32x4(i32x4_relaxed_dot_i8x16_i7x16_add(self.0, x.0, acc.0))
             }
             #[cfg(not(target_feature = "relaxed-simd"))]
             {
-                let (xa, xb) = x.pairs();
-                let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(self.0), xa);
-                let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(self.0), xb);
+                let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(self.0), x.0);
+                let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(self.0), x.1);
                 I32x4(i32x4_add(i32x4_add(acc.0, lo), hi))
             }
         }
-        /// `acc` plus, in each 32-bit lane `r`, the dot of `self`'s 4 i8 (full-range
-        /// activations) with row `r`'s 4 values in `w` (weights in 0..=127, e.g. Q4_0
-        /// nibbles, at the bytes [`slot`](super::slot) gives): relaxed SIMD's 8-bit dot with
-        /// the weights as its 7-bit operand, or two 16-bit dots.
+    }
+
+    /// One activation slice (4 values) as the dots take it: relaxed SIMD's 8-bit dot the 4 i8
+    /// repeated; SIMD128's 16-bit dots two vectors of i16, `x0 x1 x2 x3 ×2` and
+    /// `x2 x3 x0 x1 ×2` (see [`slot`](super::slot)), stored so by
+    /// [`encode_slices`](super::encode_slices) and loaded with two 8-byte splats.
+    #[cfg(target_feature = "relaxed-simd")]
+    #[derive(Clone, Copy)]
+    pub struct ActSlice(v128);
+    /// See above.
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    #[derive(Clone, Copy)]
+    pub struct ActSlice(v128, v128);
+
+    impl ActSlice {
+        /// Loads the slice at `p` ([`SLICE_BYTES`](super::SLICE_BYTES) bytes).
+        ///
+        /// # Safety
+        /// `p` readable for `SLICE_BYTES` bytes.
+        #[inline(always)]
+        pub unsafe fn load(p: *const u8) -> Self {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                Self(unsafe { v128_load32_splat(p as *const u32) })
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            unsafe {
+                Self(
+                    v128_load64_splat(p as *const u64),
+                    v128_load64_splat(p.add(8) as *const u64),
+                )
+            }
+        }
+        /// `acc` plus, in each 32-bit lane `r`, the dot of this slice (full-range
+        /// activations, encoded by [`encode_act_plain`](super::encode_act_plain)) with row
+        /// `r`'s 4 values in `w` (0..=127, e.g. Q4_0 nibbles, at the bytes
+        /// [`slot`](super::slot) gives): relaxed SIMD's 8-bit dot with the weights as its
+        /// 7-bit operand, or two 16-bit dots.
         #[inline(always)]
         pub fn dot4_u(self, w: U8x16, acc: I32x4) -> I32x4 {
             #[cfg(target_feature = "relaxed-simd")]
             {
-                self.dot4(Self(w.0), acc)
+                I32x4(i32x4_relaxed_dot_i8x16_i7x16_add(self.0, w.0, acc.0))
             }
             #[cfg(not(target_feature = "relaxed-simd"))]
             {
-                let (xa, xb) = self.pairs();
-                let lo = i32x4_dot_i16x8(u16x8_extend_low_u8x16(w.0), xa);
-                let hi = i32x4_dot_i16x8(u16x8_extend_high_u8x16(w.0), xb);
+                let lo = i32x4_dot_i16x8(u16x8_extend_low_u8x16(w.0), self.0);
+                let hi = i32x4_dot_i16x8(u16x8_extend_high_u8x16(w.0), self.1);
                 I32x4(i32x4_add(i32x4_add(acc.0, lo), hi))
             }
-        }
-        /// An activation slice `x0 x1 x2 x3` (repeated) widened to i16 as the two 16-bit dots
-        /// of [`dot4`](Self::dot4) take it: `x0 x1 x2 x3 ×2` and `x2 x3 x0 x1 ×2`.
-        #[cfg(not(target_feature = "relaxed-simd"))]
-        #[inline(always)]
-        fn pairs(self) -> (v128, v128) {
-            let xa = i16x8_extend_low_i8x16(self.0);
-            (xa, i16x8_shuffle::<2, 3, 0, 1, 6, 7, 4, 5>(xa, xa))
         }
     }
 
@@ -632,7 +647,7 @@ mod imp {
     }
 
     /// 16 i8 values: four weight rows' 4-value slices side by side (lane `r` of a dot is row
-    /// `r`), or one activation slice repeated four times.
+    /// `r`, its values at the bytes [`slot`](super::slot) gives).
     #[derive(Clone, Copy)]
     pub struct I8x16([i8; 16]);
 
@@ -645,33 +660,49 @@ mod imp {
         pub unsafe fn load(p: *const i8) -> Self {
             Self(unsafe { (p as *const [i8; 16]).read_unaligned() })
         }
-        /// The 4 i8 at `p`, repeated in each 32-bit lane.
+        /// `acc` plus, in each 32-bit lane `r`, the dot of row `r`'s 4 i8 in `self` with the
+        /// activation slice `x`: SIMD128's two 16-bit dots of the widened halves, lane by
+        /// lane (this build's panels are paired: [`PAIRED`](super::PAIRED)).
+        #[inline(always)]
+        pub fn dot4(self, x: ActSlice, acc: I32x4) -> I32x4 {
+            x.dot_pairs(|i| self.0[i] as i32, acc)
+        }
+    }
+
+    /// One activation slice (4 values) as SIMD128's 16-bit dots take it: `x0 x1 x2 x3` and
+    /// `x2 x3 x0 x1` as i16 (each repeated in the wasm build's vectors).
+    #[derive(Clone, Copy)]
+    pub struct ActSlice([i16; 8]);
+
+    impl ActSlice {
+        /// Loads the slice at `p` ([`SLICE_BYTES`](super::SLICE_BYTES) bytes).
         ///
         /// # Safety
-        /// `p` readable for 4 bytes.
+        /// `p` readable for `SLICE_BYTES` bytes.
         #[inline(always)]
-        pub unsafe fn splat4(p: *const i8) -> Self {
-            let x = unsafe { (p as *const [i8; 4]).read_unaligned() };
-            Self(std::array::from_fn(|i| x[i % 4]))
+        pub unsafe fn load(p: *const u8) -> Self {
+            Self(unsafe { (p as *const [i16; 8]).read_unaligned() })
         }
-        /// `acc` plus, in each 32-bit lane `r`, the dot of row `r`'s 4 i8 in `self` (at the
-        /// bytes [`slot`](super::slot) gives) with those of `x`.
-        #[inline(always)]
-        pub fn dot4(self, x: Self, acc: I32x4) -> I32x4 {
-            I32x4(std::array::from_fn(|r| {
-                (0..4).fold(acc.0[r], |s, j| {
-                    s + self.0[super::slot(r, j)] as i32 * x.0[j] as i32
-                })
-            }))
-        }
-        /// `acc` plus, in each 32-bit lane `r`, the dot of `self`'s 4 i8 with row `r`'s 4
-        /// values in `w` (0..=127, at the bytes [`slot`](super::slot) gives).
+        /// `acc` plus, in each 32-bit lane `r`, the dot of this slice with row `r`'s 4 values
+        /// in `w` (0..=127).
         #[inline(always)]
         pub fn dot4_u(self, w: U8x16, acc: I32x4) -> I32x4 {
-            I32x4(std::array::from_fn(|r| {
-                (0..4).fold(acc.0[r], |s, j| {
-                    s + self.0[j] as i32 * w.0[super::slot(r, j)] as i32
-                })
+            self.dot_pairs(|i| w.0[i] as i32, acc)
+        }
+        /// What `i32x4.dot_i16x8_s` gives for the widened low half of 16 weight bytes (`w(i)`,
+        /// byte `i`) with `x0 x1 x2 x3 x0 x1 x2 x3`, plus the high half with
+        /// `x2 x3 x0 x1 x2 x3 x0 x1`, plus `acc`.
+        #[inline(always)]
+        fn dot_pairs(self, w: impl Fn(usize) -> i32, acc: I32x4) -> I32x4 {
+            I32x4(std::array::from_fn(|l| {
+                let (a, b) = (&self.0[..4], &self.0[4..]);
+                let xa = |i: usize| a[i % 4] as i32;
+                let xb = |i: usize| b[i % 4] as i32;
+                acc.0[l]
+                    + w(2 * l) * xa(2 * l)
+                    + w(2 * l + 1) * xa(2 * l + 1)
+                    + w(8 + 2 * l) * xb(2 * l)
+                    + w(8 + 2 * l + 1) * xb(2 * l + 1)
             }))
         }
     }
@@ -804,6 +835,27 @@ pub const fn slot(r: usize, j: usize) -> usize {
         (j / 2 + r) % 2 * 8 + r * 2 + j % 2
     } else {
         r * 4 + j
+    }
+}
+
+/// Bytes of one encoded activation slice (4 values) as [`ActSlice::load`] reads it: the 4
+/// i8 themselves for relaxed SIMD's 8-bit dot, 8 i16 (see [`slot`]) for SIMD128's 16-bit dot.
+pub const SLICE_BYTES: usize = if PAIRED { 16 } else { 4 };
+
+/// Encodes quantized activations `q` (a multiple of 4) into the slices [`ActSlice::load`]
+/// reads, `q.len() / 4 * SLICE_BYTES` bytes in `out`: `x0 x1 x2 x3 x2 x3 x0 x1` as i16 per
+/// slice (paired builds; relaxed SIMD reads `q` itself, and this copies it).
+pub fn encode_slices(q: &[i8], out: &mut [u8]) {
+    for (x, o) in q.chunks_exact(4).zip(out.chunks_exact_mut(SLICE_BYTES)) {
+        if PAIRED {
+            for (i, &j) in [0, 1, 2, 3, 2, 3, 0, 1].iter().enumerate() {
+                o[2 * i..2 * i + 2].copy_from_slice(&(x[j] as i16).to_le_bytes());
+            }
+        } else {
+            for (o, &v) in o.iter_mut().zip(x) {
+                *o = v as u8;
+            }
+        }
     }
 }
 
@@ -1243,10 +1295,14 @@ mod tests {
             for s in 0..8 {
                 let xs = &b[s * 4..s * 4 + 4];
                 let acc0 = [7, -3, 1 << 20, -(1 << 20)];
-                let got = unsafe {
-                    I8x16::load(w.as_ptr())
-                        .dot4(I8x16::splat4(xs.as_ptr()), I32x4::load(acc0.as_ptr()))
+                // The slice as the kernels encode it.
+                let slice = |x: &[i8]| {
+                    let mut e = [0u8; SLICE_BYTES];
+                    encode_slices(x, &mut e);
+                    unsafe { ActSlice::load(e.as_ptr()) }
                 };
+                let got =
+                    unsafe { I8x16::load(w.as_ptr()).dot4(slice(xs), I32x4::load(acc0.as_ptr())) };
                 let got = unsafe {
                     let mut o = [0f32; 4];
                     F32x4::from_i32(got).store(o.as_mut_ptr());
@@ -1265,8 +1321,7 @@ mod tests {
                 let got = unsafe {
                     let mut o = [0f32; 4];
                     F32x4::from_i32(
-                        I8x16::splat4(xf.as_ptr())
-                            .dot4_u(U8x16::load(wu.as_ptr()), I32x4::load(acc0.as_ptr())),
+                        slice(&xf).dot4_u(U8x16::load(wu.as_ptr()), I32x4::load(acc0.as_ptr())),
                     )
                     .store(o.as_mut_ptr());
                     o
