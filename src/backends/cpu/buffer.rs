@@ -94,21 +94,13 @@ pub struct CpuBuffer {
 
 /// A weight kept in this memory as panels ([`CpuBuffer::store_packed`]).
 struct StoredPanels {
+    /// The panels, and the same as the matmul kernels take them.
+    int8: Rc<Int8Panels>,
     panels: Rc<Prepacked>,
     /// Its bytes in the usual layout (what writes and reads address: `offset ..
     /// offset + nbytes`); the panels take `size` from `offset`, the rest reads as zeros.
     nbytes: usize,
     size: usize,
-}
-
-impl StoredPanels {
-    fn int8(&self) -> &Int8Panels {
-        match &*self.panels {
-            Prepacked::Int8(p) => p,
-            // Only int8 panels are stored (`store_packed`).
-            Prepacked::F32(_) => unreachable!("stored panels are int8"),
-        }
-    }
 }
 
 impl Drop for CpuBuffer {
@@ -212,10 +204,12 @@ impl CpuBuffer {
         else {
             return refuse("this build has no packed layout for it");
         };
+        let int8 = Rc::new(panels);
         self.stored.borrow_mut().insert(
             offset,
             StoredPanels {
-                panels: Rc::new(Prepacked::Int8(panels)),
+                panels: Rc::new(Prepacked::Int8(int8.clone())),
+                int8,
                 nbytes: t.nbytes(),
                 size,
             },
@@ -231,11 +225,20 @@ impl CpuBuffer {
             if at + s.size <= offset {
                 continue;
             }
-            // The weight's logical bytes: its rows, then zeros up to its panels' size.
-            let mut whole = vec![0u8; s.size];
-            s.int8().unpack_rows(0, &mut whole[..s.nbytes])?;
+            // The weight's logical bytes: its rows, then zeros up to its panels' size. Only
+            // the rows the read touches are unpacked.
             let (lo, hi) = (at.max(offset), (at + s.size).min(end));
-            out[lo - offset..hi - offset].copy_from_slice(&whole[lo - at..hi - at]);
+            out[lo - offset..hi - offset].fill(0);
+            let rows_end = (at + s.nbytes).min(hi);
+            if lo < rows_end {
+                let rb = s.int8.row_bytes();
+                let (r0, r1) = ((lo - at) / rb, (rows_end - at).div_ceil(rb));
+                let mut rows = vec![0u8; (r1 - r0) * rb];
+                s.int8.unpack_rows(r0, &mut rows)?;
+                let from = lo - at - r0 * rb;
+                out[lo - offset..rows_end - offset]
+                    .copy_from_slice(&rows[from..from + rows_end - lo]);
+            }
         }
         Ok(out)
     }
@@ -271,7 +274,7 @@ impl BufferImpl for CpuBuffer {
             // Whole rows of one stored weight, packed as they arrive.
             let stored = self.stored.borrow();
             if let Some((&at, s)) = stored.range(..=offset).next_back() {
-                let p = s.int8();
+                let p = &s.int8;
                 let (pos, rb) = (offset - at, p.row_bytes());
                 if offset + data.len() <= at + s.nbytes && pos.is_multiple_of(rb) {
                     return p.pack_rows(pos / rb, data);

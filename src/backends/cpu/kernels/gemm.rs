@@ -111,11 +111,10 @@ pub struct PackedWeights {
 }
 
 impl PackedWeights {
-    /// Packs `a` (2-D F32, or Q8_0/Q4_0 with packed rows, dequantized: 4 bytes per weight);
-    /// `None` for other tensors.
+    /// Packs `a` (a 2-D F32 matrix); `None` for other tensors (quantized weights take
+    /// [`super::quant::Int8Panels`] or are read as they are).
     pub fn new(a: &TensorView) -> Option<Self> {
-        let quant_ok = a.dtype.is_quantized() && a.rows_contiguous();
-        if !(a.dtype == DType::F32 || quant_ok) || a.ne[2] != 1 || a.ne[3] != 1 {
+        if a.dtype != DType::F32 || a.ne[2] != 1 || a.ne[3] != 1 {
             return None;
         }
         let (m, k) = (a.ne[1], a.ne[0]);
@@ -152,8 +151,8 @@ impl PackedWeights {
     }
 }
 
-/// `dst = src0 · src1ᵀ` for f32/f16 `a` (or quantized `a` with many rows of `b`) and f32
-/// `b`, with `a` already packed if `pre` is given (made from this `a`; rows too few for the
+/// `dst = src0 · src1ᵀ` for f32/f16 `a` (or a K-quant / Q5_0 `a`, its rows dequantized as
+/// they are read) and f32 `b`, with `a` already packed if `pre` is given (made from this `a`; rows too few for the
 /// GEMM take the GEMV as usual) and `ep` applied to the output as it is stored; `false` when
 /// this kernel does not apply.
 pub fn matmul_fused(
@@ -184,12 +183,10 @@ fn matmul_with(
     ep: Option<&Epilogue>,
 ) -> bool {
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
-    // Q8_0 / Q4_0 weights take the integer kernels (`quant`), except when prepared here as
-    // f32 panels (`pre`). K-quants (and Q5_0 weights not packed as panels) have no integer
-    // GEMM: every matmul of one dequantizes its rows into this one.
-    let quant_ok = a.dtype.is_quantized()
-        && a.rows_contiguous()
-        && (a.dtype.is_k_quant() || a.dtype == DType::Q5_0 || pre.is_some());
+    // Q8_0 / Q4_0 weights take the integer kernels (`quant`). K-quants the kernels of
+    // `kquant` do not take, and Q5_0 weights not packed as panels, have no integer GEMM:
+    // those matmuls dequantize their rows into this one.
+    let quant_ok = (a.dtype.is_k_quant() || a.dtype == DType::Q5_0) && a.rows_contiguous();
     if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)
         || b.dtype != DType::F32
         || dst.dtype != DType::F32

@@ -29,6 +29,7 @@ use super::pool::Par;
 use super::view::TensorView;
 use crate::error::Result;
 use crate::graph::{DType, Op};
+use std::rc::Rc;
 
 /// A matmul weight prepared once for the fast kernels (weights buffers keep one per weight
 /// while their bytes do not change): repacking costs about as much as multiplying by 8
@@ -39,11 +40,11 @@ pub enum Prepacked {
     F32(gemm::PackedWeights),
     /// Q8_0 / Q5_0 / Q4_0 weights regrouped for the int8 GEMM (1.25 / 1.125 / 0.625 bytes
     /// per weight).
-    Int8(quant::Int8Panels),
+    Int8(Rc<quant::Int8Panels>),
 }
 
 impl Prepacked {
-    /// `a` (a 2-D F32, Q8_0 or Q4_0 weight) prepared; `None` for other tensors.
+    /// `a` (a 2-D F32, Q8_0, Q5_0 or Q4_0 weight) prepared; `None` for other tensors.
     pub fn new(a: &TensorView) -> Option<Self> {
         // K-quants are read as they are by the integer kernels (`kquant`), which unpack a
         // super-block in a few instructions per 16 values: no copy at load.
@@ -55,7 +56,7 @@ impl Prepacked {
             if a.ne[2] != 1 || a.ne[3] != 1 {
                 return None;
             }
-            quant::Int8Panels::new(a, 0, 0).map(Self::Int8)
+            quant::Int8Panels::new(a, 0, 0).map(|p| Self::Int8(Rc::new(p)))
         } else {
             gemm::PackedWeights::new(a).map(Self::F32)
         }
@@ -81,7 +82,7 @@ impl Prepacked {
     /// product is the fast one), others from a few rows on (fewer take the dot-product
     /// kernels, which read weights as they are).
     pub fn worth(dtype: DType, n: usize) -> bool {
-        quant::Int8Panels::kind(dtype).is_some() || gemm::prepack_worth(n)
+        quant::PanelKind::of(dtype).is_some() || gemm::prepack_worth(n)
     }
 }
 

@@ -355,10 +355,8 @@ const COL_BLOCK: usize = 64;
 pub struct Int8Panels {
     m: usize,
     k: usize,
-    /// The weight's dtype: Q8_0, Q4_0 or Q5_0 (whose values, plus 16, take Q8_0's layout).
-    dtype: DType,
-    /// Whether the values are Q4_0's nibbles (else i8s).
-    q4: bool,
+    /// How the weight's values are held.
+    kind: PanelKind,
     /// The three arrays (values at the start, 16-byte aligned); `_owned` holds them when they
     /// are not a buffer's.
     values: *mut u8,
@@ -373,64 +371,41 @@ unsafe impl Send for Int8Panels {}
 unsafe impl Sync for Int8Panels {}
 
 impl Int8Panels {
-    /// Whether `dtype` has panels, with nibbles (Q4_0: `Some(true)`) or i8 values (Q8_0,
-    /// Q5_0: `Some(false)`).
-    pub fn kind(dtype: DType) -> Option<bool> {
-        match dtype {
-            DType::Q8_0 | DType::Q5_0 => Some(false),
-            DType::Q4_0 => Some(true),
-            DType::F32
-            | DType::F16
-            | DType::I32
-            | DType::Q2_K
-            | DType::Q3_K
-            | DType::Q4_K
-            | DType::Q5_K
-            | DType::Q6_K => None,
-        }
-    }
-
-    /// Bytes of the values, the Q8_0 block sums and the scales of `m × k` panels of `dtype`.
-    fn layout(dtype: DType, m: usize, k: usize) -> [usize; 3] {
+    /// Bytes of the values, the Q8_0 block sums and the scales of `m × k` panels of `kind`.
+    fn layout(kind: PanelKind, m: usize, k: usize) -> [usize; 3] {
         let blocks = m.div_ceil(GROUP) * (k / QK);
-        let values = blocks
-            * if dtype == DType::Q4_0 {
-                GROUP_BLOCK_Q4
-            } else {
-                GROUP_BLOCK
-            };
-        let sums = if dtype == DType::Q8_0 {
+        let sums = if kind == PanelKind::Q8 {
             blocks * GROUP * 4
         } else {
             0
         };
-        [values, sums, blocks * GROUP * 4]
+        [blocks * kind.group_block(), sums, blocks * GROUP * 4]
     }
 
     /// Bytes the panels of a weight of `dtype` and shape `ne` take; `None` when it has none
     /// (not a 2-D Q8_0/Q4_0 matrix of whole-block rows).
     pub fn size_for(dtype: DType, ne: &[usize]) -> Option<usize> {
-        Self::kind(dtype)?;
+        let kind = PanelKind::of(dtype)?;
         let (k, m) = (*ne.first()?, ne.get(1).copied().unwrap_or(1));
         if ne.iter().skip(2).any(|&d| d != 1) || k == 0 || !k.is_multiple_of(QK) {
             return None;
         }
-        Some(Self::layout(dtype, m, k).iter().sum())
+        Some(Self::layout(kind, m, k).iter().sum())
     }
 
     /// Packs batch `(a2, a3)` of `a` (Q8_0 or Q4_0 with packed rows) into panels of their
     /// own; `None` otherwise.
     pub fn new(a: &TensorView, a2: usize, a3: usize) -> Option<Self> {
-        let q4 = Self::kind(a.dtype)?;
+        let kind = PanelKind::of(a.dtype)?;
         if !a.rows_contiguous() || !a.ne[0].is_multiple_of(QK) || a2 >= a.ne[2] || a3 >= a.ne[3] {
             return None;
         }
         let (m, k) = (a.ne[1], a.ne[0]);
-        let bytes: usize = Self::layout(a.dtype, m, k).iter().sum();
+        let bytes: usize = Self::layout(kind, m, k).iter().sum();
         let mut owned = vec![0u128; bytes.div_ceil(16)];
         let base = owned.as_mut_ptr() as *mut u8;
         // `base` holds the layout's bytes (just allocated).
-        let p = unsafe { Self::over(base, a.dtype, q4, m, k, Some(owned)) };
+        let p = unsafe { Self::over(base, kind, m, k, Some(owned)) };
         let row_bytes = p.row_bytes();
         for row in 0..m {
             // In range: `a`'s rows hold `row_bytes` each.
@@ -448,26 +423,24 @@ impl Int8Panels {
     /// the panels.
     pub unsafe fn at(base: *mut u8, dtype: DType, ne: &[usize]) -> Option<Self> {
         Self::size_for(dtype, ne)?;
-        let (m, q4) = (ne.get(1).copied().unwrap_or(1), Self::kind(dtype)?);
-        Some(unsafe { Self::over(base, dtype, q4, m, ne[0], None) })
+        let (m, kind) = (ne.get(1).copied().unwrap_or(1), PanelKind::of(dtype)?);
+        Some(unsafe { Self::over(base, kind, m, ne[0], None) })
     }
 
     /// # Safety
     /// `base` is 16-byte aligned and holds [`Int8Panels::layout`]'s bytes.
     unsafe fn over(
         base: *mut u8,
-        dtype: DType,
-        q4: bool,
+        kind: PanelKind,
         m: usize,
         k: usize,
         owned: Option<Vec<u128>>,
     ) -> Self {
-        let [v, s, _] = Self::layout(dtype, m, k);
+        let [v, s, _] = Self::layout(kind, m, k);
         Self {
             m,
             k,
-            dtype,
-            q4,
+            kind,
             values: base,
             sums: unsafe { base.add(v) } as *mut i32,
             scales: unsafe { base.add(v + s) } as *mut f32,
@@ -477,12 +450,12 @@ impl Int8Panels {
 
     /// The weight's dtype.
     pub fn dtype(&self) -> DType {
-        self.dtype
+        self.kind.dtype()
     }
 
     /// Bytes of one GGUF row.
     pub fn row_bytes(&self) -> usize {
-        self.k / QK * self.dtype.block_bytes()
+        self.k / QK * self.dtype().block_bytes()
     }
 
     /// Packs whole GGUF rows (`bytes`) in as rows `row0 ..`.
@@ -506,16 +479,13 @@ impl Int8Panels {
     /// `row < m`, `w` one GGUF row; nobody reads the panels meanwhile.
     unsafe fn pack_row(&self, row: usize, w: &[u8]) {
         let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
-        for (b, blk) in w
-            .chunks_exact(self.dtype.block_bytes())
-            .enumerate()
-            .take(nb)
-        {
+        let block_bytes = self.dtype().block_bytes();
+        for (b, blk) in w.chunks_exact(block_bytes).enumerate().take(nb) {
             let at = (g * nb + b) * GROUP + r;
             // Q5_0's values 0..=31 (the weight's plus 16), Q8_0's i8s and Q4_0's nibble bytes
             // as they are.
             let q5;
-            let vals = if self.dtype == DType::Q5_0 {
+            let vals = if self.kind == PanelKind::Q5 {
                 q5 = q5_0_values(blk);
                 &q5[..]
             } else {
@@ -523,16 +493,12 @@ impl Int8Panels {
             };
             unsafe {
                 *self.scales.add(at) = f16_at(blk.as_ptr());
-                let base = if self.q4 {
-                    self.values.add((g * nb + b) * GROUP_BLOCK_Q4)
-                } else {
-                    if self.dtype == DType::Q8_0 {
-                        let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
-                        *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
-                    }
-                    self.values.add((g * nb + b) * GROUP_BLOCK)
-                };
-                // Q8_0: slice `s` holds values `4s .. 4s + 4`; Q4_0: vector `s` the bytes
+                if self.kind == PanelKind::Q8 {
+                    let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
+                    *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
+                }
+                let base = self.values.add((g * nb + b) * self.kind.group_block());
+                // Q8_0/Q5_0: slice `s` holds values `4s .. 4s + 4`; Q4_0: vector `s` the bytes
                 // `4s .. 4s + 4` of the block's nibbles.
                 for (s, four) in vals.chunks_exact(4).enumerate() {
                     for (j, &v) in four.iter().enumerate() {
@@ -550,17 +516,17 @@ impl Int8Panels {
         let at = (g * nb + b) * GROUP + r;
         let mut q = [0i8; QK];
         unsafe {
-            if self.q4 {
-                let base = self.values.add((g * nb + b) * GROUP_BLOCK_Q4);
+            let base = self.values.add((g * nb + b) * self.kind.group_block());
+            let bias = self.kind.bias();
+            if self.kind == PanelKind::Q4 {
                 for v in 0..4 {
                     for j in 0..4 {
-                        let byte = *base.add(v * 16 + slot(r, j));
-                        q[4 * v + j] = (byte & 0x0f) as i8 - 8;
-                        q[QK / 2 + 4 * v + j] = (byte >> 4) as i8 - 8;
+                        let byte = *base.add(v * 16 + slot(r, j)) as i32;
+                        q[4 * v + j] = ((byte & 0x0f) - bias) as i8;
+                        q[QK / 2 + 4 * v + j] = ((byte >> 4) - bias) as i8;
                     }
                 }
             } else {
-                let (base, bias) = (self.values.add((g * nb + b) * GROUP_BLOCK), self.bias());
                 for s in 0..QK / 4 {
                     for j in 0..4 {
                         q[4 * s + j] = (*base.add(s * 16 + slot(r, j)) as i8 as i32 - bias) as i8;
@@ -583,19 +549,21 @@ impl Int8Panels {
             )));
         }
         for (i, row) in out.chunks_exact_mut(rb).enumerate() {
-            for (b, blk) in row.chunks_exact_mut(self.dtype.block_bytes()).enumerate() {
+            for (b, blk) in row.chunks_exact_mut(self.dtype().block_bytes()).enumerate() {
                 let (d, q) = self.block(row0 + i, b);
                 // The scale came from an f16: converting back is exact.
                 blk[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
-                if self.q4 {
-                    for j in 0..QK / 2 {
-                        blk[2 + j] = ((q[j] + 8) as u8) | (((q[QK / 2 + j] + 8) as u8) << 4);
+                match self.kind {
+                    PanelKind::Q4 => {
+                        for j in 0..QK / 2 {
+                            blk[2 + j] = ((q[j] + 8) as u8) | (((q[QK / 2 + j] + 8) as u8) << 4);
+                        }
                     }
-                } else if self.dtype == DType::Q5_0 {
-                    set_q5_0_values(blk, &q.map(|v| (v + 16) as u8));
-                } else {
-                    for (o, &v) in blk[2..].iter_mut().zip(&q) {
-                        *o = v as u8;
+                    PanelKind::Q5 => set_q5_0_values(blk, &q.map(|v| (v + 16) as u8)),
+                    PanelKind::Q8 => {
+                        for (o, &v) in blk[2..].iter_mut().zip(&q) {
+                            *o = v as u8;
+                        }
                     }
                 }
             }
@@ -620,7 +588,7 @@ impl Int8Panels {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        Self::layout(self.dtype, self.m, self.k).iter().sum()
+        Self::layout(self.kind, self.m, self.k).iter().sum()
     }
 
     /// Whether these are the panels of a weight shaped like `a`.
@@ -631,16 +599,62 @@ impl Int8Panels {
     /// Whether the activations are to be encoded plainly (see [`QuantRows`]): for the
     /// biased values (Q4_0's nibbles, Q5_0's 0..=31), which are relaxed SIMD's 7-bit operand.
     fn plain_acts(&self) -> bool {
-        self.bias() != 0
+        self.kind.bias() != 0
+    }
+}
+
+/// How a dtype's values are held in [`Int8Panels`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PanelKind {
+    /// Q8_0: the i8 values as they are, with each row's block sums (the activation offset).
+    Q8,
+    /// Q5_0: the values plus 16 (0..=31), a byte each.
+    Q5,
+    /// Q4_0: the nibble bytes as they are (the values plus 8).
+    Q4,
+}
+
+impl PanelKind {
+    /// The panels' kind for `dtype`; `None` when it has none.
+    pub fn of(dtype: DType) -> Option<Self> {
+        match dtype {
+            DType::Q8_0 => Some(Self::Q8),
+            DType::Q5_0 => Some(Self::Q5),
+            DType::Q4_0 => Some(Self::Q4),
+            DType::F32
+            | DType::F16
+            | DType::I32
+            | DType::Q2_K
+            | DType::Q3_K
+            | DType::Q4_K
+            | DType::Q5_K
+            | DType::Q6_K => None,
+        }
     }
 
-    /// What the stored values exceed the weight's by: Q4_0's 8, Q5_0's 16, Q8_0's none (its
-    /// values are stored as they are, as i8).
-    fn bias(&self) -> i32 {
-        match self.dtype {
-            DType::Q4_0 => 8,
-            DType::Q5_0 => 16,
-            _ => 0,
+    /// The weight's dtype.
+    pub fn dtype(self) -> DType {
+        match self {
+            Self::Q8 => DType::Q8_0,
+            Self::Q5 => DType::Q5_0,
+            Self::Q4 => DType::Q4_0,
+        }
+    }
+
+    /// What the stored values exceed the weight's by.
+    fn bias(self) -> i32 {
+        match self {
+            Self::Q8 => 0,
+            Self::Q5 => 16,
+            Self::Q4 => 8,
+        }
+    }
+
+    /// Bytes of one group's block of values.
+    fn group_block(self) -> usize {
+        match self {
+            Self::Q4 => GROUP_BLOCK_Q4,
+            Self::Q8 | Self::Q5 => GROUP_BLOCK,
         }
     }
 }
@@ -662,7 +676,7 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
     j0: usize,
 ) {
     let (k, nb) = (p.k, p.k / QK);
-    let (values, sums, scales) = (p.values, p.sums, p.scales);
+    let (values, sums, scales) = (p.values as *const u8, p.sums, p.scales);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices(j0 + c, k));
     for b in 0..nb {
@@ -675,66 +689,59 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
                     I32x4::splat(-bias * *xq.s.get_unchecked((j0 + c) * nb + b))
                 }); G]
             };
-            let acc: [[I32x4; C]; G] = if p.dtype == DType::Q8_0 {
-                let mut acc: [[I32x4; C]; G] =
-                    std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
-                let w: [*const i8; G] =
-                    std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK) as *const i8);
-                for s in 0..QK / 4 {
-                    let ws: [I8x16; G] = std::array::from_fn(|g| I8x16::load(w[g].add(s * 16)));
-                    for c in 0..C {
-                        let xs = ActSlice::load(x[c].add(s * SLICE_BYTES));
-                        for g in 0..G {
-                            acc[g][c] = ws[g].dot4(xs, acc[g][c]);
-                        }
-                    }
+            let acc: [[I32x4; C]; G] = match p.kind {
+                PanelKind::Q8 => {
+                    let acc = std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
+                    int8_slices(
+                        acc,
+                        values,
+                        gb,
+                        x,
+                        |w| I8x16::load(w as *const i8),
+                        |w, xs, a| w.dot4(xs, a),
+                    )
                 }
-                acc
-            } else if !p.q4 {
                 // Q5_0: values 0..=31, the 7-bit operand.
-                let mut acc = start(16);
-                let w: [*const u8; G] =
-                    std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK) as *const u8);
-                for s in 0..QK / 4 {
-                    let ws: [U8x16; G] = std::array::from_fn(|g| U8x16::load(w[g].add(s * 16)));
-                    for c in 0..C {
-                        let xs = ActSlice::load(x[c].add(s * SLICE_BYTES));
-                        for g in 0..G {
-                            acc[g][c] = xs.dot4_u(ws[g], acc[g][c]);
-                        }
-                    }
-                }
-                acc
-            } else {
-                // Low and high nibbles in two accumulators for a lone activation row
-                // (the matrix-vector case), so that each is a chain of 4 dependent dots.
-                let mut acc = start(8);
-                let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
-                let w: [*const u8; G] =
-                    std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK_Q4) as *const u8);
-                for v in 0..4 {
-                    let raw: [U8x16; G] = std::array::from_fn(|g| U8x16::load(w[g].add(v * 16)));
-                    let lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
-                    let hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
-                    for c in 0..C {
-                        let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
-                        let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
-                        for g in 0..G {
-                            acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
-                            if C == 1 {
-                                acc_hi[g][c] = xh.dot4_u(hi[g], acc_hi[g][c]);
-                            } else {
-                                acc[g][c] = xh.dot4_u(hi[g], acc[g][c]);
+                PanelKind::Q5 => int8_slices(
+                    start(16),
+                    values,
+                    gb,
+                    x,
+                    |w| U8x16::load(w),
+                    |w, xs, a| xs.dot4_u(w, a),
+                ),
+                PanelKind::Q4 => {
+                    // Low and high nibbles in two accumulators for a lone activation row
+                    // (the matrix-vector case), so that each is a chain of 4 dependent dots.
+                    let mut acc = start(8);
+                    let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
+                    let w: [*const u8; G] =
+                        std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK_Q4));
+                    for v in 0..4 {
+                        let raw: [U8x16; G] =
+                            std::array::from_fn(|g| U8x16::load(w[g].add(v * 16)));
+                        let lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
+                        let hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
+                        for c in 0..C {
+                            let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
+                            let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
+                            for g in 0..G {
+                                acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
+                                if C == 1 {
+                                    acc_hi[g][c] = xh.dot4_u(hi[g], acc_hi[g][c]);
+                                } else {
+                                    acc[g][c] = xh.dot4_u(hi[g], acc[g][c]);
+                                }
                             }
                         }
                     }
-                }
-                if C == 1 {
-                    for g in 0..G {
-                        acc[g][0] = acc[g][0] + acc_hi[g][0];
+                    if C == 1 {
+                        for g in 0..G {
+                            acc[g][0] = acc[g][0] + acc_hi[g][0];
+                        }
                     }
+                    acc
                 }
-                acc
             };
             for g in 0..G {
                 let dw = F32x4::load(scales.add(gb[g] * GROUP));
@@ -762,6 +769,34 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
             }
         }
     }
+}
+
+/// The integer dots of one block of Q8_0-layout panels (16-byte slices of 4 rows × 4
+/// values): groups `gb` (block indices) × activation slices `x`, each weight slice loaded
+/// (`load`) once for the tile's columns and dotted (`dot`) into `acc`.
+///
+/// # Safety
+/// Each `gb[g]`'s block in `values`; each `x[c]` holds a block's slices.
+#[inline(always)]
+unsafe fn int8_slices<W: Copy, const G: usize, const C: usize>(
+    mut acc: [[I32x4; C]; G],
+    values: *const u8,
+    gb: [usize; G],
+    x: [*const u8; C],
+    load: impl Fn(*const u8) -> W,
+    dot: impl Fn(W, ActSlice, I32x4) -> I32x4,
+) -> [[I32x4; C]; G] {
+    for s in 0..QK / 4 {
+        let ws: [W; G] =
+            std::array::from_fn(|g| load(unsafe { values.add(gb[g] * GROUP_BLOCK + s * 16) }));
+        for c in 0..C {
+            let xs = unsafe { ActSlice::load(x[c].add(s * SLICE_BYTES)) };
+            for g in 0..G {
+                acc[g][c] = dot(ws[g], xs, acc[g][c]);
+            }
+        }
+    }
+    acc
 }
 
 /// [`int8_tile`] for `cols` (1 to 4) activation rows.
