@@ -386,6 +386,19 @@ fn matrix_weights_are_stored_as_int8_panels_alone() {
                 file,
                 "{dtype:?}"
             );
+            // Parts of rows, and runs across them: only the rows touched are unpacked.
+            for (lo, len) in [
+                (0, 1),
+                (rb / 2, rb + 3),
+                (2 * rb + 1, 4 * rb - 1),
+                (m * rb - 5, 5),
+            ] {
+                assert_eq!(
+                    block_on(buf.read(off + lo, len)).unwrap(),
+                    file[lo..lo + len],
+                    "{dtype:?} bytes {lo}+{len}"
+                );
+            }
         }
         let run = |s: usize, cols: usize| {
             let mut p = Program::new();
