@@ -15,7 +15,9 @@
 
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
-use super::simd::{I16x8, I32x4, I8x16, U8x16};
+use super::simd::{
+    encode_slices, slot, ActSlice, F32x4, I16x8, I32x4, I8x16, U8x16, PAIRED, SLICE_BYTES,
+};
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::{DType, QK_K};
@@ -33,6 +35,21 @@ pub struct Q8K {
     q: Vec<i8>,
     /// The sum of each 16 values of `q`, 16 per super-block per row.
     sums: Vec<i32>,
+    /// The values as the panels' dots read them ([`encode_slices`]): paired builds only, for
+    /// the GEMM (relaxed SIMD reads `q`).
+    x: Vec<u8>,
+}
+
+impl Q8K {
+    /// Where row `j`'s super-block `b` starts in the slices the panels' dots read.
+    fn slices(&self, j: usize, b: usize, k: usize) -> *const u8 {
+        let at = (j * k + b * QK_K) / 4 * SLICE_BYTES;
+        if PAIRED {
+            self.x[at..].as_ptr()
+        } else {
+            self.q[at..].as_ptr() as *const u8
+        }
+    }
 }
 
 /// Quantizes one super-block of activations: ggml's Q8_K (`d = max|x| / 127`, values rounded
@@ -109,6 +126,8 @@ trait KQuant {
     /// Whether scales come in pairs of groups (Q4_K, Q5_K: 32-value sub-blocks), so two
     /// 16-value dots share one multiply by the scale.
     const PAIRED: bool;
+    /// Whether mins are an offset of the values scaled like them (`dmin == d`: Q3_K, Q6_K).
+    const SYMMETRIC: bool;
     /// Bytes of a super-block (a constant, so the unpacker's reads need no bounds checks).
     const BYTES: usize;
     /// Unpacks super-block `b` (its bytes) into `u`.
@@ -116,10 +135,11 @@ trait KQuant {
 }
 
 macro_rules! kquant {
-    ($name:ident, $f:ident, $paired:expr, $bytes:expr) => {
+    ($name:ident, $f:ident, $paired:expr, $symmetric:expr, $bytes:expr) => {
         struct $name;
         impl KQuant for $name {
             const PAIRED: bool = $paired;
+            const SYMMETRIC: bool = $symmetric;
             const BYTES: usize = $bytes;
             #[inline(always)]
             fn unpack(b: &[u8], u: &mut Unpacked) {
@@ -128,11 +148,11 @@ macro_rules! kquant {
         }
     };
 }
-kquant!(Q2K, unpack_q2_k, false, 84);
-kquant!(Q3K, unpack_q3_k, false, 110);
-kquant!(Q4K, unpack_q4_k, true, 144);
-kquant!(Q5K, unpack_q5_k, true, 176);
-kquant!(Q6K, unpack_q6_k, false, 210);
+kquant!(Q2K, unpack_q2_k, false, false, 84);
+kquant!(Q3K, unpack_q3_k, false, true, 110);
+kquant!(Q4K, unpack_q4_k, true, false, 144);
+kquant!(Q5K, unpack_q5_k, true, false, 176);
+kquant!(Q6K, unpack_q6_k, false, true, 210);
 
 /// Q2_K (84 bytes: scales[16], qs[64], d, dmin): value `128h + 32s + l` is bits `2s..2s+2` of
 /// `qs[32h + l]`; group `g` has scale `scales[g] & 15`, min `scales[g] >> 4`.
@@ -387,29 +407,165 @@ unsafe fn block<T: KQuant>(
         }
         return;
     }
-    let mut buf: Vec<Unpacked> = (0..rows.len() * nb).map(|_| Unpacked::new()).collect();
-    for (r, i) in rows.clone().enumerate() {
-        for b in 0..nb {
-            T::unpack(blk(i, b), &mut buf[r * nb + b]);
-        }
-    }
-    let buf = &buf;
-    let sb = |r: usize| move |b: usize| &buf[r * nb + b] as *const Unpacked;
+    let panels = Panels::new::<T>(rows.len(), nb, |r, b| blk(rows.start + r, b));
     let mut j0 = 0;
-    while j0 + N_TILE <= n {
-        for (r, i) in rows.clone().enumerate() {
-            let v = unsafe { dot_row::<T, N_TILE>(xq, j0, nb, sb(r)) };
-            for (c, v) in v.iter().enumerate() {
-                store(j0 + c, i, *v);
+    while j0 < n {
+        let cols = N_TILE.min(n - j0);
+        for g in 0..rows.len().div_ceil(GROUP) {
+            // In range: group `g` of the panels, activation rows `j0 .. j0 + cols`.
+            let v = unsafe {
+                match cols {
+                    4 => panel_tile::<T, 4>(&panels, g, xq, j0, nb),
+                    3 => pad(panel_tile::<T, 3>(&panels, g, xq, j0, nb)),
+                    2 => pad(panel_tile::<T, 2>(&panels, g, xq, j0, nb)),
+                    _ => pad(panel_tile::<T, 1>(&panels, g, xq, j0, nb)),
+                }
+            };
+            for (c, v) in v.iter().enumerate().take(cols) {
+                let mut t = [0f32; GROUP];
+                // In range: `t` holds 4 f32.
+                unsafe { v.store(t.as_mut_ptr()) };
+                let r0 = g * GROUP;
+                for (r, &x) in t.iter().enumerate().take(rows.len() - r0) {
+                    store(j0 + c, rows.start + r0 + r, x);
+                }
             }
         }
-        j0 += N_TILE;
+        j0 += cols;
     }
-    for j in j0..n {
-        for (r, i) in rows.clone().enumerate() {
-            store(j, i, unsafe { dot_row::<T, 1>(xq, j, nb, sb(r)) }[0]);
+}
+
+/// `v` in the first `C` of `N_TILE` slots.
+fn pad<const C: usize>(v: [F32x4; C]) -> [F32x4; N_TILE] {
+    std::array::from_fn(|c| v.get(c).copied().unwrap_or(F32x4::splat(0.0)))
+}
+
+/// Weight rows per panel group: one 8-bit dot instruction yields 4 rows' partial dots (as
+/// `quant::Int8Panels`).
+const GROUP: usize = 4;
+/// Bytes of one group's super-block of values (4 rows × 256).
+const GROUP_SB: usize = GROUP * QK_K;
+
+/// A block of a K-quant weight's rows unpacked for the GEMM, in groups of 4 rows (the last
+/// padded with zero rows) laid out like `quant::Int8Panels`, so that one dot instruction
+/// with an activation slice (4 values, repeated) yields 4 rows' partial dots in its 4 lanes:
+///
+/// - `values`: per `[group][super-block]` 64 slices of 16 bytes, slice `t` holding values
+///   `4t .. 4t + 4` (0..=63) of the 4 rows as [`slot`] places them;
+/// - `sc`, `mn`: per `[group][super-block][16-value group]` the 4 rows' scales and mins;
+/// - `d`, `dmin`: per `[group][super-block]` the 4 rows' `d` and `dmin`.
+///
+/// Made per block of `M_BLOCK` rows per call (where the row dots unpacked each row's
+/// super-blocks alike), so K-quant weights keep their GGUF bytes for the matrix-vector
+/// product of decoding.
+struct Panels {
+    nb: usize,
+    values: Vec<u8>,
+    sc: Vec<i32>,
+    mn: Vec<i32>,
+    d: Vec<f32>,
+    dmin: Vec<f32>,
+}
+
+impl Panels {
+    /// `rows` rows of `nb` super-blocks each, super-block `b` of row `r` at `blk(r, b)`.
+    fn new<'a, T: KQuant>(rows: usize, nb: usize, blk: impl Fn(usize, usize) -> &'a [u8]) -> Self {
+        let sbs = rows.div_ceil(GROUP) * nb;
+        let mut p = Self {
+            nb,
+            values: vec![0; sbs * GROUP_SB],
+            sc: vec![0; sbs * GROUPS * GROUP],
+            mn: vec![0; sbs * GROUPS * GROUP],
+            d: vec![0.0; sbs * GROUP],
+            dmin: vec![0.0; sbs * GROUP],
+        };
+        let mut u = Unpacked::new();
+        for row in 0..rows {
+            let (g, r) = (row / GROUP, row % GROUP);
+            for b in 0..nb {
+                T::unpack(blk(row, b), &mut u);
+                let sb = g * nb + b;
+                let vals = &mut p.values[sb * GROUP_SB..(sb + 1) * GROUP_SB];
+                // Each row's values in pairs: `slot` keeps values 2i, 2i + 1 side by side.
+                for (t, four) in u.q.chunks_exact(4).enumerate() {
+                    for i in 0..2 {
+                        let at = t * 16 + slot(r, 2 * i);
+                        vals[at..at + 2].copy_from_slice(&four[2 * i..2 * i + 2]);
+                    }
+                }
+                for s in 0..GROUPS {
+                    p.sc[(sb * GROUPS + s) * GROUP + r] = u.sc[s];
+                    p.mn[(sb * GROUPS + s) * GROUP + r] = u.mn[s];
+                }
+                p.d[sb * GROUP + r] = u.d;
+                p.dmin[sb * GROUP + r] = u.dmin;
+            }
+        }
+        p
+    }
+}
+
+/// Group `g`'s 4 weight rows dotted with activation rows `j0 .. j0 + C`: per super-block,
+/// per 16 (paired types: 32) values, one chain of dot instructions, multiplied by the 4
+/// rows' integer scales into the super-block's integer sum; the mins' `Σ mn · xsum` beside
+/// it (subtracted in integers for the symmetric types); one multiply-add in f32.
+///
+/// # Safety
+/// Group `g` in `p`; activation rows `j0 .. j0 + C` in `xq` with their slices.
+#[inline(always)]
+unsafe fn panel_tile<T: KQuant, const C: usize>(
+    p: &Panels,
+    g: usize,
+    xq: &Q8K,
+    j0: usize,
+    nb: usize,
+) -> [F32x4; C] {
+    let k = nb * QK_K;
+    let span = if T::PAIRED { 2 } else { 1 };
+    let zero = I32x4::splat(0);
+    let mut accf = [F32x4::splat(0.0); C];
+    for b in 0..nb {
+        let sb = g * p.nb + b;
+        unsafe {
+            let w = p.values.as_ptr().add(sb * GROUP_SB);
+            let x: [*const u8; C] = std::array::from_fn(|c| xq.slices(j0 + c, b, k));
+            let mut acc = [zero; C];
+            for s in (0..GROUPS).step_by(span) {
+                let mut t = [zero; C];
+                for sl in 4 * s..4 * (s + span) {
+                    let ws = U8x16::load(w.add(sl * 16));
+                    for c in 0..C {
+                        t[c] = ActSlice::load(x[c].add(sl * SLICE_BYTES)).dot4_u(ws, t[c]);
+                    }
+                }
+                let sc = I32x4::load(p.sc.as_ptr().add((sb * GROUPS + s) * GROUP));
+                for c in 0..C {
+                    acc[c] = acc[c] + t[c].mul(sc);
+                }
+            }
+            let mut m = [zero; C];
+            for s in 0..GROUPS {
+                let mn = I32x4::load(p.mn.as_ptr().add((sb * GROUPS + s) * GROUP));
+                for (c, m) in m.iter_mut().enumerate() {
+                    let xs = *xq.sums.get_unchecked(((j0 + c) * nb + b) * GROUPS + s);
+                    *m = *m + mn.mul(I32x4::splat(xs));
+                }
+            }
+            let d = F32x4::load(p.d.as_ptr().add(sb * GROUP));
+            let dmin = F32x4::load(p.dmin.as_ptr().add(sb * GROUP));
+            for c in 0..C {
+                let dx = F32x4::splat(*xq.d.get_unchecked((j0 + c) * nb + b));
+                accf[c] = if T::SYMMETRIC {
+                    accf[c].mul_add(F32x4::from_i32(acc[c] - m[c]), d * dx)
+                } else {
+                    accf[c]
+                        .mul_add(F32x4::from_i32(acc[c]), d * dx)
+                        .mul_add(F32x4::from_i32(m[c]), F32x4::splat(0.0) - dmin * dx)
+                };
+            }
         }
     }
+    accf
 }
 
 /// [`block`] for `a`'s dtype.
@@ -440,11 +596,16 @@ fn quantize_rows(par: Par, b: &TensorView, rows: Batches, count: usize, k: usize
     xq.d.resize(count * nb, 0.0);
     xq.q.resize(count * k, 0);
     xq.sums.resize(count * nb * GROUPS, 0);
+    // The panels' slices, for the GEMM (from `N_TILE` rows on, see `block`).
+    let slices = PAIRED && count >= N_TILE;
+    let slice_row = k / 4 * SLICE_BYTES;
+    xq.x.resize(if slices { count * slice_row } else { 0 }, 0);
     // Addresses, so the closure is Sync; each range writes only its own rows.
-    let (dp, qp, sp) = (
+    let (dp, qp, sp, xp) = (
         xq.d.as_mut_ptr() as usize,
         xq.q.as_mut_ptr() as usize,
         xq.sums.as_mut_ptr() as usize,
+        xq.x.as_mut_ptr() as usize,
     );
     par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
         let mut row = vec![0f32; k];
@@ -469,6 +630,13 @@ fn quantize_rows(par: Par, b: &TensorView, rows: Batches, count: usize, k: usize
                 .zip(s.chunks_exact_mut(GROUPS))
             {
                 *d = quantize_q8k(x, q, s);
+            }
+            if slices {
+                // In range: as above, row `f`'s slices.
+                let x = unsafe {
+                    std::slice::from_raw_parts_mut((xp as *mut u8).add(f * slice_row), slice_row)
+                };
+                encode_slices(q, x);
             }
         }
     });
