@@ -82,8 +82,6 @@ struct Unpacked {
     mn: [i32; GROUPS],
     d: f32,
     dmin: f32,
-    /// Whether `mn` is an offset of `q` scaled like it (`dmin == d`): subtracted in integers.
-    symmetric: bool,
 }
 
 impl Unpacked {
@@ -94,7 +92,6 @@ impl Unpacked {
             mn: [0; GROUPS],
             d: 0.0,
             dmin: 0.0,
-            symmetric: false,
         }
     }
 
@@ -170,7 +167,7 @@ fn unpack_q2_k(b: &[u8], u: &mut Unpacked) {
         u.sc[g] = (s & 15) as i32;
         u.mn[g] = (s >> 4) as i32;
     }
-    (u.d, u.dmin, u.symmetric) = (f16_le(b, 80), f16_le(b, 82), false);
+    (u.d, u.dmin) = (f16_le(b, 80), f16_le(b, 82));
 }
 
 /// Q3_K (110 bytes: hmask[32], qs[64], scales[12], d): Q2_K's low bits plus 4 where the
@@ -196,7 +193,7 @@ fn unpack_q3_k(b: &[u8], u: &mut Unpacked) {
         u.mn[g] = 4 * sc;
     }
     let d = f16_le(b, 108);
-    (u.d, u.dmin, u.symmetric) = (d, d, true);
+    (u.d, u.dmin) = (d, d);
 }
 
 /// Scale and min `j` (0..8) of Q4_K/Q5_K's 12 packed bytes (ggml's `get_scale_min_k4`).
@@ -224,7 +221,7 @@ fn q45_header(b: &[u8], u: &mut Unpacked) {
         u.mn[2 * j] = m;
         u.mn[2 * j + 1] = m;
     }
-    (u.d, u.dmin, u.symmetric) = (f16_le(b, 0), f16_le(b, 2), false);
+    (u.d, u.dmin) = (f16_le(b, 0), f16_le(b, 2));
 }
 
 /// Q4_K (144 bytes: d, dmin, scales[12], qs[128]): value `64c + 32n + l` is nibble `n` of
@@ -278,98 +275,83 @@ fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
         u.mn[g] = 32 * (s as i8 as i32);
     }
     let d = f16_le(b, 208);
-    (u.d, u.dmin, u.symmetric) = (d, d, true);
+    (u.d, u.dmin) = (d, d);
 }
 
-/// Dots of one unpacked super-block with `C` activation super-blocks (values at `x[c]`,
-/// 16 group sums at `s[c]`, scales `dx[c]`).
+/// Dot of one unpacked super-block with an activation super-block (values at `x`, 16 group
+/// sums at `s`, scale `dx`), as 4 f32 lanes whose sum it is: no horizontal sum per
+/// super-block (the row's lanes are summed once, by [`dot_row`]).
 ///
 /// # Safety
-/// Each `x[c]` readable for 256 i8, each `s[c]` for 16 i32.
+/// `x` readable for 256 i8, `s` for 16 i32.
 #[inline(always)]
-unsafe fn dot_sb<T: KQuant, const C: usize>(
-    u: &Unpacked,
-    x: [*const i8; C],
-    s: [*const i32; C],
-    dx: [f32; C],
-) -> [f32; C] {
+unsafe fn dot_sb<T: KQuant>(u: &Unpacked, x: *const i8, s: *const i32, dx: f32) -> F32x4 {
     let zero = I32x4::splat(0);
-    let mut acc = [[zero; 2]; C];
+    let mut acc = [zero; 2];
     let q = u.q.as_ptr();
     let w = |g: usize| unsafe { U8x16::load(q.add(g * 16)) };
-    let xv = |c: usize, g: usize| unsafe { I8x16::load(x[c].add(g * 16)) };
+    let xv = |g: usize| unsafe { I8x16::load(x.add(g * 16)) };
     if T::PAIRED {
         for (i, g) in (0..GROUPS).step_by(2).enumerate() {
-            let (sc, ws) = (I16x8::splat(u.sc[g] as i16), [w(g), w(g + 1)]);
-            for (c, a) in acc.iter_mut().enumerate() {
-                a[i % 2] = a[i % 2].dot_scaled([xv(c, g), xv(c, g + 1)], ws, sc);
-            }
+            let sc = I16x8::splat(u.sc[g] as i16);
+            acc[i % 2] = acc[i % 2].dot_scaled([xv(g), xv(g + 1)], [w(g), w(g + 1)], sc);
         }
     } else {
         for g in 0..GROUPS {
-            let (sc, ws) = (I16x8::splat(u.sc[g] as i16), [w(g)]);
-            for (c, a) in acc.iter_mut().enumerate() {
-                a[g % 2] = a[g % 2].dot_scaled([xv(c, g)], ws, sc);
-            }
+            let sc = I16x8::splat(u.sc[g] as i16);
+            acc[g % 2] = acc[g % 2].dot_scaled([xv(g)], [w(g)], sc);
         }
     }
-    let mn: [I32x4; 4] = std::array::from_fn(|i| unsafe { I32x4::load(u.mn.as_ptr().add(4 * i)) });
-    std::array::from_fn(|c| {
-        let isum = (acc[c][0] + acc[c][1]).hsum();
-        let mut m = zero;
-        for (i, v) in mn.iter().enumerate() {
-            m = m + v.mul(unsafe { I32x4::load(s[c].add(4 * i)) });
-        }
-        let msum = m.hsum();
-        if u.symmetric {
-            dx[c] * u.d * isum.wrapping_sub(msum) as f32
-        } else {
-            dx[c] * (u.d * isum as f32 - u.dmin * msum as f32)
-        }
-    })
+    // The mins' Σ mn · xsum, in lanes as the dots are.
+    let mut m = zero;
+    for i in 0..4 {
+        m = m + unsafe { I32x4::load(u.mn.as_ptr().add(4 * i)).mul(I32x4::load(s.add(4 * i))) };
+    }
+    let isum = acc[0] + acc[1];
+    if T::SYMMETRIC {
+        F32x4::from_i32(isum - m) * F32x4::splat(dx * u.d)
+    } else {
+        F32x4::from_i32(isum) * F32x4::splat(dx * u.d)
+            - F32x4::from_i32(m) * F32x4::splat(dx * u.dmin)
+    }
 }
 
 /// Weight rows per block of the output loop (cut over threads in whole blocks).
 const M_BLOCK: usize = 16;
-/// Activation rows per tile: each unpacked super-block serves this many at once.
+/// Activation rows per tile of the GEMM (its panels' dots take this many at once).
 const N_TILE: usize = 4;
 
-/// Activation rows `j0 .. j0 + C` of `xq` (row length `nb` super-blocks) dotted with the
-/// super-blocks `sb(b)`, `b` in `0 .. nb`, summed.
+/// Activation row `j` of `xq` (row length `nb` super-blocks) dotted with the super-blocks
+/// `sb(b)`, `b` in `0 .. nb`, summed.
 ///
 /// # Safety
-/// Activation rows `j0 .. j0 + C` in `xq`.
+/// Activation row `j` in `xq`.
 #[inline(always)]
-unsafe fn dot_row<T: KQuant, const C: usize>(
+unsafe fn dot_row<T: KQuant>(
     xq: &Q8K,
-    j0: usize,
+    j: usize,
     nb: usize,
     mut sb: impl FnMut(usize) -> *const Unpacked,
-) -> [f32; C] {
+) -> f32 {
     let k = nb * QK_K;
-    let mut acc = [0f32; C];
+    let mut acc = F32x4::splat(0.0);
     for b in 0..nb {
-        let x: [*const i8; C] =
-            std::array::from_fn(|c| unsafe { xq.q.as_ptr().add((j0 + c) * k + b * QK_K) });
-        let s: [*const i32; C] =
-            std::array::from_fn(|c| unsafe { xq.sums.as_ptr().add(((j0 + c) * nb + b) * GROUPS) });
-        let dx: [f32; C] = std::array::from_fn(|c| xq.d[(j0 + c) * nb + b]);
-        // In range: `sb` gives a live super-block.
-        let r = unsafe { dot_sb::<T, C>(&*sb(b), x, s, dx) };
-        for (a, v) in acc.iter_mut().zip(r) {
-            *a += v;
+        // In range: row `j`'s super-block `b`; `sb` gives a live super-block.
+        unsafe {
+            let x = xq.q.as_ptr().add(j * k + b * QK_K);
+            let s = xq.sums.as_ptr().add((j * nb + b) * GROUPS);
+            acc = acc + dot_sb::<T>(&*sb(b), x, s, *xq.d.get_unchecked(j * nb + b));
         }
     }
-    acc
+    acc.hsum()
 }
 
 /// Output rows `0 .. n` × weight rows `rows`, the unit of work of [`matmul`]'s threads, not
 /// inlined into their closure (see `quant::int8_block` on V8's tiers). One activation row
 /// (a matrix-vector product, the decoder's every token) unpacks each super-block as it is
-/// read and dots it at once; from `N_TILE` rows on, the rows' super-blocks are unpacked once
-/// into a buffer (about 1.6 bytes per weight, for 16 rows) and dotted with tiles of
-/// `N_TILE` activation rows, the rest one at a time. Each output is the same arithmetic
-/// either way.
+/// read and dots it at once; from `N_TILE` rows on, the rows are unpacked once into
+/// [`Panels`] (about 1.7 bytes per weight, for 16 rows) and dotted with tiles of up to
+/// `N_TILE` activation rows.
 ///
 /// # Safety
 /// Every weight row of `rows` in `a`'s batch `(a2, a3)`; activation rows `0 .. n` in `xq`;
@@ -397,12 +379,12 @@ unsafe fn block<T: KQuant>(
             for j in 0..n {
                 let up: *mut Unpacked = &mut u;
                 let r = unsafe {
-                    dot_row::<T, 1>(xq, j, nb, |b| {
+                    dot_row::<T>(xq, j, nb, |b| {
                         T::unpack(blk(i, b), &mut *up);
                         up
                     })
                 };
-                store(j, i, r[0]);
+                store(j, i, r);
             }
         }
         return;
