@@ -36,7 +36,7 @@ const runs = (process.env.GEN_RUNS || DEFAULT_RUNS).split(',').map((s) => {
 });
 
 const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
-const browser = await launchChromium();
+const browser = await launchChromium({ args: process.env.GEN_CHROMIUM_ARGS ? process.env.GEN_CHROMIUM_ARGS.split(" ") : [] });
 const base = `http://127.0.0.1:${server.address().port}/bench/generate.html`;
 async function runPage(params) {
   const context = await browser.newContext();

@@ -668,7 +668,7 @@ impl PanelKind {
 /// Groups `g0 .. g0 + G` in `p`; activation rows `j0 .. j0 + C` in `xq`, encoded as
 /// [`Int8Panels::plain_acts`] says; dst rows `j0 .. j0 + C` hold `p.m` f32.
 #[inline(always)]
-unsafe fn int8_tile<const G: usize, const C: usize>(
+unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
@@ -689,8 +689,8 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
                     I32x4::splat(-bias * *xq.s.get_unchecked((j0 + c) * nb + b))
                 }); G]
             };
-            let acc: [[I32x4; C]; G] = match p.kind {
-                PanelKind::Q8 => {
+            let acc: [[I32x4; C]; G] = match K {
+                KIND_Q8 => {
                     let acc = std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
                     int8_slices(
                         acc,
@@ -702,7 +702,7 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
                     )
                 }
                 // Q5_0: values 0..=31, the 7-bit operand.
-                PanelKind::Q5 => int8_slices(
+                KIND_Q5 => int8_slices(
                     start(16),
                     values,
                     gb,
@@ -710,8 +710,8 @@ unsafe fn int8_tile<const G: usize, const C: usize>(
                     |w| U8x16::load(w),
                     |w, xs, a| xs.dot4_u(w, a),
                 ),
-                PanelKind::Q4 => {
-                    // Low and high nibbles in two accumulators for a lone activation row
+                _ => {
+                    // Q4_0: low and high nibbles in two accumulators for a lone activation row
                     // (the matrix-vector case), so that each is a chain of 4 dependent dots.
                     let mut acc = start(8);
                     let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
@@ -804,7 +804,7 @@ unsafe fn int8_slices<W: Copy, const G: usize, const C: usize>(
 /// # Safety
 /// As for [`int8_tile`].
 #[inline(always)]
-unsafe fn int8_tiles<const G: usize>(
+unsafe fn int8_tiles<const K: u8, const G: usize>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
@@ -814,10 +814,10 @@ unsafe fn int8_tiles<const G: usize>(
 ) {
     unsafe {
         match cols {
-            4 => int8_tile::<G, 4>(out, p, xq, g0, j0),
-            3 => int8_tile::<G, 3>(out, p, xq, g0, j0),
-            2 => int8_tile::<G, 2>(out, p, xq, g0, j0),
-            _ => int8_tile::<G, 1>(out, p, xq, g0, j0),
+            4 => int8_tile::<K, G, 4>(out, p, xq, g0, j0),
+            3 => int8_tile::<K, G, 3>(out, p, xq, g0, j0),
+            2 => int8_tile::<K, G, 2>(out, p, xq, g0, j0),
+            _ => int8_tile::<K, G, 1>(out, p, xq, g0, j0),
         }
     }
 }
@@ -929,16 +929,27 @@ fn int8_gemm(
 /// many calls.
 const GROUP_RUN: usize = 16;
 
-/// Output rows `cols` × weight groups `groups`, the unit of work of [`int8_gemm`]. Not
-/// inlined into the thread's closure on purpose: V8 runs a wasm function in its baseline
-/// tier (Liftoff) until it is hot and has no on-stack replacement, so a call that starts
-/// there stays there. A closure holding the whole loop nest is entered once per thread per
-/// matmul, and a thread's share could run at half speed (measured: 2 threads slower than 1
-/// on the int8 GEMM, fixed by `--no-liftoff`); this function is entered many times a matmul.
+/// [`PanelKind`]s as const generic arguments: each kind's kernels are functions of their
+/// own (see [`int8_block`]).
+const KIND_Q8: u8 = 0;
+const KIND_Q5: u8 = 1;
+const KIND_Q4: u8 = 2;
+
+/// Output rows `cols` × weight groups `groups`, the unit of work of [`int8_gemm`], by
+/// functions of one panel kind and shape each (a matrix-vector product, or tiles of 4
+/// activation rows). Not inlined into the thread's closure, and small, on purpose: V8 runs a
+/// wasm function in its baseline tier (Liftoff) until it is hot and has no on-stack
+/// replacement, so a call that starts there stays there; and its optimizing compiles run
+/// on background threads, which on a machine whose cores all run the thread team wait
+/// their turn, longer the larger the function. A closure holding the whole loop nest is
+/// entered once per thread per matmul (a thread's share could run at half speed); one
+/// function for every kind and shape (all the tiles inlined) left the pool's workers on
+/// Liftoff code through a whole prompt (measured: the int8 GEMMs 1.15–1.4× at 2 threads,
+/// 1.7× with `--no-liftoff`).
 ///
 /// # Safety
 /// As for [`int8_tile`], for every group of `groups` and row of `cols`.
-#[inline(never)]
+#[inline(always)]
 unsafe fn int8_block(
     out: &DstRows,
     p: &Int8Panels,
@@ -946,24 +957,63 @@ unsafe fn int8_block(
     groups: Range<usize>,
     cols: Range<usize>,
 ) {
-    let mut g = groups.start;
-    // A lone activation row (the matrix-vector case) takes 4 groups at a time: 4 (Q4_0: 8)
-    // independent chains of dot instructions.
-    if cols.len() == 1 {
-        while g + 4 <= groups.end {
-            unsafe { int8_tile::<4, 1>(out, p, xq, g, cols.start) };
-            g += 4;
+    unsafe {
+        match (p.kind, cols.len() == 1) {
+            (PanelKind::Q8, true) => int8_gemv::<KIND_Q8>(out, p, xq, groups, cols.start),
+            (PanelKind::Q5, true) => int8_gemv::<KIND_Q5>(out, p, xq, groups, cols.start),
+            (PanelKind::Q4, true) => int8_gemv::<KIND_Q4>(out, p, xq, groups, cols.start),
+            (PanelKind::Q8, false) => int8_tiled::<KIND_Q8>(out, p, xq, groups, cols),
+            (PanelKind::Q5, false) => int8_tiled::<KIND_Q5>(out, p, xq, groups, cols),
+            (PanelKind::Q4, false) => int8_tiled::<KIND_Q4>(out, p, xq, groups, cols),
         }
     }
+}
+
+/// [`int8_block`] for one activation row `j` (the matrix-vector case): 4 groups at a time,
+/// 4 (Q4_0: 8) independent chains of dot instructions.
+///
+/// # Safety
+/// As for [`int8_block`].
+#[inline(never)]
+unsafe fn int8_gemv<const K: u8>(
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    groups: Range<usize>,
+    j: usize,
+) {
+    let mut g = groups.start;
+    while g + 4 <= groups.end {
+        unsafe { int8_tile::<K, 4, 1>(out, p, xq, g, j) };
+        g += 4;
+    }
+    for g in g..groups.end {
+        unsafe { int8_tile::<K, 1, 1>(out, p, xq, g, j) };
+    }
+}
+
+/// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows.
+///
+/// # Safety
+/// As for [`int8_block`].
+#[inline(never)]
+unsafe fn int8_tiled<const K: u8>(
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    groups: Range<usize>,
+    cols: Range<usize>,
+) {
+    let mut g = groups.start;
     while g < groups.end {
         let pair = g + 2 <= groups.end;
         for j in cols.clone().step_by(4) {
             let c = 4.min(cols.end - j);
             unsafe {
                 if pair {
-                    int8_tiles::<2>(out, p, xq, g, j, c);
+                    int8_tiles::<K, 2>(out, p, xq, g, j, c);
                 } else {
-                    int8_tiles::<1>(out, p, xq, g, j, c);
+                    int8_tiles::<K, 1>(out, p, xq, g, j, c);
                 }
             }
         }
