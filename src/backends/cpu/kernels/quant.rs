@@ -30,7 +30,8 @@ pub struct QuantRows {
     /// `k / 32` block sums per row (plain encoding only).
     pub s: Vec<i32>,
     /// The values as the int8 panels' dots read them ([`encode_slices`]), `k / 4 ·
-    /// SLICE_BYTES` bytes per row: paired builds only (relaxed SIMD reads `q`).
+    /// SLICE_BYTES` bytes per row: paired builds, for the panels only (relaxed SIMD reads
+    /// `q`; the row dots read `q` in every build).
     pub x: Vec<u8>,
 }
 
@@ -298,7 +299,7 @@ pub fn matmul(
             first: run,
         };
         let out = DstRows { v: dst, rows };
-        quantize_rows(par, b, rows, per_run, k, &mut xq, false);
+        quantize_rows(par, b, rows, per_run, k, &mut xq, Encoding::RowDots);
         // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
         // whatever the cut.
         let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((per_run * k).max(1));
@@ -596,10 +597,14 @@ impl Int8Panels {
         (self.m, self.k) == (a.ne[1], a.ne[0])
     }
 
-    /// Whether the activations are to be encoded plainly (see [`QuantRows`]): for the
+    /// How the activations are encoded for these panels: plainly (see [`QuantRows`]) for the
     /// biased values (Q4_0's nibbles, Q5_0's 0..=31), which are relaxed SIMD's 7-bit operand.
-    fn plain_acts(&self) -> bool {
-        self.kind.bias() != 0
+    fn encoding(&self) -> Encoding {
+        if self.kind.bias() != 0 {
+            Encoding::PanelsPlain
+        } else {
+            Encoding::Panels
+        }
     }
 }
 
@@ -666,7 +671,7 @@ impl PanelKind {
 ///
 /// # Safety
 /// Groups `g0 .. g0 + G` in `p`; activation rows `j0 .. j0 + C` in `xq`, encoded as
-/// [`Int8Panels::plain_acts`] says; dst rows `j0 .. j0 + C` hold `p.m` f32.
+/// [`Int8Panels::encoding`] says; dst rows `j0 .. j0 + C` hold `p.m` f32.
 #[inline(always)]
 unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     out: &DstRows,
@@ -827,6 +832,17 @@ unsafe fn int8_tiles<const K: u8, const G: usize>(
 /// thread gets at least twice that in work.
 const MIN_PAR_QUANT: usize = 1 << 14;
 
+/// Which kernels quantized activations are for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    /// The row dots of weights read as they are ([`encode_act`], no slices).
+    RowDots,
+    /// Q8_0 panels ([`encode_act`], and the slices the panels' dots read).
+    Panels,
+    /// Q4_0 / Q5_0 panels ([`encode_act_plain`] with block sums, and the slices).
+    PanelsPlain,
+}
+
 /// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) for the integer
 /// dots, rows cut over threads (each row's blocks are the same whatever the cut).
 fn quantize_rows(
@@ -836,14 +852,18 @@ fn quantize_rows(
     count: usize,
     k: usize,
     xq: &mut QuantRows,
-    plain: bool,
+    enc: Encoding,
 ) {
+    let (plain, slices) = (
+        enc == Encoding::PanelsPlain,
+        PAIRED && enc != Encoding::RowDots,
+    );
     let nb = k / QK;
     xq.d.resize(count * nb, 0.0);
     xq.q.resize(count * k, 0);
     xq.s.resize(if plain { count * nb } else { 0 }, 0);
     let slice_row = k / 4 * SLICE_BYTES;
-    xq.x.resize(if PAIRED { count * slice_row } else { 0 }, 0);
+    xq.x.resize(if slices { count * slice_row } else { 0 }, 0);
     // Addresses, so the closure is Sync; each range writes only its own rows.
     let (dp, qp, sp, xp) = (
         xq.d.as_mut_ptr() as usize,
@@ -871,7 +891,7 @@ fn quantize_rows(
             } else {
                 quantize_q8(&row, d, q);
             }
-            if PAIRED {
+            if slices {
                 // In range: as above, row `f`'s slices.
                 let x = unsafe {
                     std::slice::from_raw_parts_mut((xp as *mut u8).add(f * slice_row), slice_row)
@@ -1048,7 +1068,7 @@ pub fn matmul_int8_panels(
     };
     let count = b.ne[1] * dst.ne[2] * dst.ne[3];
     let mut xq = QuantRows::default();
-    quantize_rows(par, b, rows, count, p.k, &mut xq, p.plain_acts());
+    quantize_rows(par, b, rows, count, p.k, &mut xq, p.encoding());
     int8_gemm(par, &DstRows { v: dst, rows }, p, &xq, count, ep);
     true
 }
@@ -1081,7 +1101,7 @@ fn matmul_int8(
                 ne2: dst.ne[2],
                 first: i2 + dst.ne[2] * i3,
             };
-            quantize_rows(par, b, rows, n, k, &mut xq, p.plain_acts());
+            quantize_rows(par, b, rows, n, k, &mut xq, p.encoding());
             int8_gemm(par, &DstRows { v: dst, rows }, &p, &xq, n, ep);
             packed = Some((ab, p));
         }
