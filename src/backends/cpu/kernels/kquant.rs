@@ -16,7 +16,8 @@
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
-    encode_slices, slot, ActSlice, F32x4, I16x8, I32x4, I8x16, U8x16, PAIRED, SLICE_BYTES,
+    act_slice_at, encode_slices, put_slice_row, store_lanes, ActSlice, F32x4, I16x8, I32x4, I8x16,
+    U8x16, PAIRED, SLICE_BYTES,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -43,12 +44,7 @@ pub struct Q8K {
 impl Q8K {
     /// Where row `j`'s super-block `b` starts in the slices the panels' dots read.
     fn slices(&self, j: usize, b: usize, k: usize) -> *const u8 {
-        let at = (j * k + b * QK_K) / 4 * SLICE_BYTES;
-        if PAIRED {
-            self.x[at..].as_ptr()
-        } else {
-            self.q[at..].as_ptr() as *const u8
-        }
+        act_slice_at(&self.q, &self.x, j * k + b * QK_K)
     }
 }
 
@@ -394,32 +390,20 @@ unsafe fn block<T: KQuant>(
     while j0 < n {
         let cols = N_TILE.min(n - j0);
         for g in 0..rows.len().div_ceil(GROUP) {
-            // In range: group `g` of the panels, activation rows `j0 .. j0 + cols`.
-            let v = unsafe {
+            // In range: group `g` of the panels (weight rows from `rows.start + 4g`, as many
+            // as `rows` has), activation rows `j0 .. j0 + cols`.
+            let (i0, m) = (rows.start + g * GROUP, rows.len() - g * GROUP);
+            unsafe {
                 match cols {
-                    4 => panel_tile::<T, 4>(&panels, g, xq, j0, nb),
-                    3 => pad(panel_tile::<T, 3>(&panels, g, xq, j0, nb)),
-                    2 => pad(panel_tile::<T, 2>(&panels, g, xq, j0, nb)),
-                    _ => pad(panel_tile::<T, 1>(&panels, g, xq, j0, nb)),
-                }
-            };
-            for (c, v) in v.iter().enumerate().take(cols) {
-                let mut t = [0f32; GROUP];
-                // In range: `t` holds 4 f32.
-                unsafe { v.store(t.as_mut_ptr()) };
-                let r0 = g * GROUP;
-                for (r, &x) in t.iter().enumerate().take(rows.len() - r0) {
-                    store(j0 + c, rows.start + r0 + r, x);
+                    4 => panel_tile::<T, 4>(out, &panels, g, xq, j0, i0, m),
+                    3 => panel_tile::<T, 3>(out, &panels, g, xq, j0, i0, m),
+                    2 => panel_tile::<T, 2>(out, &panels, g, xq, j0, i0, m),
+                    _ => panel_tile::<T, 1>(out, &panels, g, xq, j0, i0, m),
                 }
             }
         }
         j0 += cols;
     }
-}
-
-/// `v` in the first `C` of `N_TILE` slots.
-fn pad<const C: usize>(v: [F32x4; C]) -> [F32x4; N_TILE] {
-    std::array::from_fn(|c| v.get(c).copied().unwrap_or(F32x4::splat(0.0)))
 }
 
 /// Weight rows per panel group: one 8-bit dot instruction yields 4 rows' partial dots (as
@@ -468,12 +452,8 @@ impl Panels {
                 T::unpack(blk(row, b), &mut u);
                 let sb = g * nb + b;
                 let vals = &mut p.values[sb * GROUP_SB..(sb + 1) * GROUP_SB];
-                // Each row's values in pairs: `slot` keeps values 2i, 2i + 1 side by side.
-                for (t, four) in u.q.chunks_exact(4).enumerate() {
-                    for i in 0..2 {
-                        let at = t * 16 + slot(r, 2 * i);
-                        vals[at..at + 2].copy_from_slice(&four[2 * i..2 * i + 2]);
-                    }
+                for (slice, four) in vals.chunks_exact_mut(16).zip(u.q.chunks_exact(4)) {
+                    put_slice_row(slice, r, four);
                 }
                 for s in 0..GROUPS {
                     p.sc[(sb * GROUPS + s) * GROUP + r] = u.sc[s];
@@ -487,27 +467,32 @@ impl Panels {
     }
 }
 
-/// Group `g`'s 4 weight rows dotted with activation rows `j0 .. j0 + C`: per super-block,
+/// Group `g`'s 4 weight rows (output rows `i0 ..`, `m` of them at most) dotted with
+/// activation rows `j0 .. j0 + C`, stored in `out`: per super-block,
 /// per 16 (paired types: 32) values, one chain of dot instructions, multiplied by the 4
 /// rows' integer scales into the super-block's integer sum; the mins' `Σ mn · xsum` beside
 /// it (subtracted in integers for the symmetric types); one multiply-add in f32.
 ///
 /// # Safety
-/// Group `g` in `p`; activation rows `j0 .. j0 + C` in `xq` with their slices.
+/// Group `g` in `p`; activation rows `j0 .. j0 + C` in `xq` with their slices; dst rows
+/// `j0 .. j0 + C` hold columns `i0 .. i0 + m.min(4)`.
 #[inline(always)]
 unsafe fn panel_tile<T: KQuant, const C: usize>(
+    out: &DstRows,
     p: &Panels,
     g: usize,
     xq: &Q8K,
     j0: usize,
-    nb: usize,
-) -> [F32x4; C] {
+    i0: usize,
+    m: usize,
+) {
+    let nb = p.nb;
     let k = nb * QK_K;
     let span = if T::PAIRED { 2 } else { 1 };
     let zero = I32x4::splat(0);
     let mut accf = [F32x4::splat(0.0); C];
     for b in 0..nb {
-        let sb = g * p.nb + b;
+        let sb = g * nb + b;
         unsafe {
             let w = p.values.as_ptr().add(sb * GROUP_SB);
             let x: [*const u8; C] = std::array::from_fn(|c| xq.slices(j0 + c, b, k));
@@ -547,7 +532,10 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
             }
         }
     }
-    accf
+    for (c, v) in accf.iter().enumerate() {
+        // In range: as the caller says.
+        unsafe { store_lanes(*v, out.row(j0 + c).add(i0), m) };
+    }
 }
 
 /// [`block`] for `a`'s dtype.

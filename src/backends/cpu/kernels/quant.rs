@@ -5,8 +5,9 @@
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
-    dot_i8x32, dot_q4x32, encode_act, encode_act_plain, encode_slices, f16_at, slot, ActSlice,
-    F32x4, I32x4, I8x16, I8x32, U8x16, ACT_OFFSET, PAIRED, SLICE_BYTES,
+    act_slice_at, dot_i8x32, dot_q4x32, encode_act, encode_act_plain, encode_slices, f16_at,
+    put_slice_row, slot, store_lanes, ActSlice, F32x4, I32x4, I8x16, I8x32, U8x16, ACT_OFFSET,
+    PAIRED, SLICE_BYTES,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -38,12 +39,7 @@ pub struct QuantRows {
 impl QuantRows {
     /// Where row `j`'s slices for the int8 panels start ([`SLICE_BYTES`] per 4 values).
     fn slices(&self, j: usize, k: usize) -> *const u8 {
-        let at = j * k / 4 * SLICE_BYTES;
-        if PAIRED {
-            self.x[at..].as_ptr()
-        } else {
-            self.q[at..].as_ptr() as *const u8
-        }
+        act_slice_at(&self.q, &self.x, j * k)
     }
 }
 
@@ -502,9 +498,11 @@ impl Int8Panels {
                 // Q8_0/Q5_0: slice `s` holds values `4s .. 4s + 4`; Q4_0: vector `s` the bytes
                 // `4s .. 4s + 4` of the block's nibbles.
                 for (s, four) in vals.chunks_exact(4).enumerate() {
-                    for (j, &v) in four.iter().enumerate() {
-                        *base.add(s * 16 + slot(r, j)) = v;
-                    }
+                    put_slice_row(
+                        std::slice::from_raw_parts_mut(base.add(s * 16), 16),
+                        r,
+                        four,
+                    );
                 }
             }
         }
@@ -761,17 +759,8 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
         let o = out.row(row);
         for (g, v) in accf.iter().enumerate() {
             let r0 = (g0 + g) * GROUP;
-            unsafe {
-                if r0 + GROUP <= p.m {
-                    v[c].store(o.add(r0));
-                } else {
-                    let mut t = [0f32; GROUP];
-                    v[c].store(t.as_mut_ptr());
-                    for (i, &x) in t.iter().enumerate().take(p.m - r0) {
-                        *o.add(r0 + i) = x;
-                    }
-                }
-            }
+            // In range: rows `r0 ..` of the output row, as many as the weight has.
+            unsafe { store_lanes(v[c], o.add(r0), p.m - r0) };
         }
     }
 }

@@ -838,6 +838,48 @@ pub const fn slot(r: usize, j: usize) -> usize {
     }
 }
 
+/// Puts row `r`'s 4 values `four` into a 16-byte panel slice (4 rows × 4 values) where
+/// [`slot`] places them: values `2i, 2i + 1` sit side by side in every build's order, so two
+/// bytes a copy.
+#[inline(always)]
+pub fn put_slice_row(slice: &mut [u8], r: usize, four: &[u8]) {
+    for i in 0..2 {
+        let at = slot(r, 2 * i);
+        slice[at..at + 2].copy_from_slice(&four[2 * i..2 * i + 2]);
+    }
+}
+
+/// Where activation value `v` (a multiple of 4) starts as the panels' dots read it
+/// ([`ActSlice::load`]): in the slices `x` ([`encode_slices`]) in paired builds, in the
+/// values `q` themselves with relaxed SIMD.
+#[inline(always)]
+pub fn act_slice_at(q: &[i8], x: &[u8], v: usize) -> *const u8 {
+    let at = v / 4 * SLICE_BYTES;
+    if PAIRED {
+        x[at..].as_ptr()
+    } else {
+        q[at..].as_ptr() as *const u8
+    }
+}
+
+/// Stores the first `n` lanes of `v` at `p` (all four when `n >= 4`): a group of 4 weight
+/// rows' outputs, fewer at a matrix's last group.
+///
+/// # Safety
+/// `p` writable for `n.min(4)` f32.
+#[inline(always)]
+pub unsafe fn store_lanes(v: F32x4, p: *mut f32, n: usize) {
+    unsafe {
+        if n >= 4 {
+            v.store(p);
+        } else {
+            let mut t = [0f32; 4];
+            v.store(t.as_mut_ptr());
+            std::ptr::copy_nonoverlapping(t.as_ptr(), p, n);
+        }
+    }
+}
+
 /// Bytes of one encoded activation slice (4 values) as [`ActSlice::load`] reads it: the 4
 /// i8 themselves for relaxed SIMD's 8-bit dot, 8 i16 (see [`slot`]) for SIMD128's 16-bit dot.
 pub const SLICE_BYTES: usize = if PAIRED { 16 } else { 4 };
