@@ -44,6 +44,15 @@ export function engineAvailability() {
   };
 }
 
+/**
+ * A test's `skip` option for `engine`: why this machine cannot run it, or false. With
+ * E2E_REQUIRE_ENGINES=1 always false, so a missing engine fails the test instead.
+ */
+export function engineSkip(engine, available = engineAvailability()) {
+  const why = available[engine];
+  return why && process.env.E2E_REQUIRE_ENGINES !== '1' ? why : false;
+}
+
 const freePort = () => new Promise((resolve, reject) => {
   const s = net.createServer();
   s.on('error', reject);

@@ -13,11 +13,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../../scripts/chromium.mjs';
-import { launchEngine, engineAvailability } from '../../scripts/webdriver.mjs';
+import { launchEngine, engineSkip } from '../../scripts/webdriver.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const APPS = path.join(ROOT, 'target/apps');
+// A file the bad-input checks load as a model: text, not GGUF.
+const writeNotAModel = () =>
+  fs.writeFileSync(path.join(APPS, 'esm/not-a-model.txt'), 'hello, this is text and not a model');
 const HAVE_THREADS = fs.existsSync(path.join(ROOT, 'pkg/threads/webtensor_bg.wasm'));
 const requireThreads = process.env.E2E_REQUIRE_THREADS === '1';
 let browser;
@@ -85,8 +88,7 @@ const OTHER_ENGINES = {
   webkit: /^simd128$/,
 };
 for (const [engine, build] of Object.entries(OTHER_ENGINES)) {
-  const why = engineAvailability()[engine];
-  const skip = why && process.env.E2E_REQUIRE_ENGINES !== '1' ? why : false;
+  const skip = engineSkip(engine);
   test(`the three apps in ${engine}, cross-origin isolated`, { skip, timeout: 900_000 }, async () => {
     const b = await launchEngine(engine);
     try {
@@ -374,7 +376,7 @@ function checkCsp(r) {
 
 test('bad input: 404, an HTML page, not GGUF, CSP-blocked worker, disposed objects, abort', async () => {
   const { server, base } = await serve('esm', { isolate: false });
-  fs.writeFileSync(path.join(APPS, 'esm/not-a-model.txt'), 'hello, this is text and not a model');
+  writeNotAModel();
   const { ctx, page } = await openPage(`${base}blank.html`);
   try {
     await page.waitForFunction(() => window.pkg);
@@ -396,35 +398,31 @@ test('bad input: 404, an HTML page, not GGUF, CSP-blocked worker, disposed objec
 
 // The model cache (Cache API), bad input, a CSP-blocked worker and an aborted call in Firefox,
 // over WebDriver, with the same checks as in Chromium.
-{
-  const why = engineAvailability().firefox;
-  const skip = why && process.env.E2E_REQUIRE_ENGINES !== '1' ? why : false;
-  test('model cache, bad input, CSP-blocked worker and abort in firefox', { skip, timeout: 900_000 }, async () => {
-    const b = await launchEngine('firefox');
-    const open = async (url) => {
-      await b.goto(url);
-      await b.evaluate(async () => {
-        while (!window.pkg) await new Promise((resolve) => setTimeout(resolve, 50));
-      });
-    };
-    try {
-      fs.writeFileSync(path.join(APPS, 'esm/not-a-model.txt'), 'hello, this is text and not a model');
-      for (const [options, run] of [
-        [{ isolate: true }, async () => checkCache(await b.evaluate(cacheInPage))],
-        [{ isolate: false }, async () => checkBadInput(await b.evaluate(badInputInPage))],
-        [{ isolate: false, headers: { 'content-security-policy': "worker-src 'none'" } },
-          async () => checkCsp(await b.evaluate(cspInPage))],
-      ]) {
-        const { server, base } = await serve('esm', options);
-        try {
-          await open(`${base}blank.html`);
-          await run();
-        } finally {
-          server.close();
-        }
+test('model cache, bad input, CSP-blocked worker and abort in firefox', { skip: engineSkip('firefox'), timeout: 900_000 }, async () => {
+  const b = await launchEngine('firefox');
+  const open = async (url) => {
+    await b.goto(url);
+    await b.evaluate(async () => {
+      while (!window.pkg) await new Promise((resolve) => setTimeout(resolve, 50));
+    });
+  };
+  try {
+    writeNotAModel();
+    for (const [options, run] of [
+      [{ isolate: true }, async () => checkCache(await b.evaluate(cacheInPage))],
+      [{ isolate: false }, async () => checkBadInput(await b.evaluate(badInputInPage))],
+      [{ isolate: false, headers: { 'content-security-policy': "worker-src 'none'" } },
+        async () => checkCsp(await b.evaluate(cspInPage))],
+    ]) {
+      const { server, base } = await serve('esm', options);
+      try {
+        await open(`${base}blank.html`);
+        await run();
+      } finally {
+        server.close();
       }
-    } finally {
-      await b.close();
     }
-  });
-}
+  } finally {
+    await b.close();
+  }
+});

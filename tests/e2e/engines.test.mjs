@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { launchEngine, engineAvailability } from '../../scripts/webdriver.mjs';
+import { launchEngine, engineAvailability, engineSkip } from '../../scripts/webdriver.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -102,8 +102,7 @@ async function inPage([loader, texts]) {
 }
 
 for (const engine of ['chromium', 'firefox', 'webkit']) {
-  const why = available[engine];
-  const skip = why && process.env.E2E_REQUIRE_ENGINES !== '1' ? why : false;
+  const skip = engineSkip(engine, available);
   test(`MiniLM in ${engine}: the loader's build, embeddings against the numpy reference, worker mode and not`, { skip, timeout: 900_000 }, async (t) => {
     const missing = ['models/minilm-f32.gguf', 'models/minilm-q8_0.gguf', 'models/minilm/model.safetensors']
       .filter((f) => !fs.existsSync(path.join(ROOT, f)));
