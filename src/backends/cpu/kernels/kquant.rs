@@ -14,10 +14,10 @@
 //! sc_s` with `dmin = d`, subtracted in integers before the one conversion to f32.
 
 use super::elementwise::Epilogue;
-use super::gemm::{Batches, DstRows, Rows};
+use super::gemm::{Batches, DstRows};
+use super::quant::QuantRows;
 use super::simd::{
-    act_slice_at, encode_slices, put_slice_row, store_lanes, ActSlice, F32x4, I16x8, I32x4, I8x16,
-    U8x16, PAIRED, SLICE_BYTES,
+    put_slice_row, store_lanes, ActSlice, F32x4, I16x8, I32x4, I8x16, U8x16, SLICE_BYTES,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -26,27 +26,6 @@ use std::ops::Range;
 
 /// Sub-blocks of 16 values per super-block.
 const GROUPS: usize = QK_K / 16;
-
-/// Activation rows quantized to Q8_K.
-#[derive(Default)]
-pub struct Q8K {
-    /// One scale per super-block per row.
-    d: Vec<f32>,
-    /// `k` values per row in -127..=127.
-    q: Vec<i8>,
-    /// The sum of each 16 values of `q`, 16 per super-block per row.
-    sums: Vec<i32>,
-    /// The values as the panels' dots read them ([`encode_slices`]): paired builds only, for
-    /// the GEMM (relaxed SIMD reads `q`).
-    x: Vec<u8>,
-}
-
-impl Q8K {
-    /// Where row `j`'s super-block `b` starts in the slices the panels' dots read.
-    fn slices(&self, j: usize, b: usize, k: usize) -> *const u8 {
-        act_slice_at(&self.q, &self.x, j * k + b * QK_K)
-    }
-}
 
 /// Quantizes one super-block of activations: ggml's Q8_K (`d = max|x| / 127`, values rounded
 /// half away from zero), returns `d`.
@@ -324,7 +303,7 @@ const N_TILE: usize = 4;
 /// Activation row `j` in `xq`.
 #[inline(always)]
 unsafe fn dot_row<T: KQuant>(
-    xq: &Q8K,
+    xq: &QuantRows,
     j: usize,
     nb: usize,
     mut sb: impl FnMut(usize) -> *const Unpacked,
@@ -335,7 +314,7 @@ unsafe fn dot_row<T: KQuant>(
         // In range: row `j`'s super-block `b`; `sb` gives a live super-block.
         unsafe {
             let x = xq.q.as_ptr().add(j * k + b * QK_K);
-            let s = xq.sums.as_ptr().add((j * nb + b) * GROUPS);
+            let s = xq.s.as_ptr().add((j * nb + b) * GROUPS);
             acc = acc + dot_sb::<T>(&*sb(b), x, s, *xq.d.get_unchecked(j * nb + b));
         }
     }
@@ -358,7 +337,7 @@ unsafe fn block<T: KQuant>(
     a: &TensorView,
     (a2, a3): (usize, usize),
     rows: Range<usize>,
-    xq: &Q8K,
+    xq: &QuantRows,
     n: usize,
 ) {
     let nb = a.ne[0] / QK_K;
@@ -481,7 +460,7 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
     out: &DstRows,
     p: &Panels,
     g: usize,
-    xq: &Q8K,
+    xq: &QuantRows,
     j0: usize,
     i0: usize,
     m: usize,
@@ -495,7 +474,7 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
         let sb = g * nb + b;
         unsafe {
             let w = p.values.as_ptr().add(sb * GROUP_SB);
-            let x: [*const u8; C] = std::array::from_fn(|c| xq.slices(j0 + c, b, k));
+            let x: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k + b * QK_K));
             let mut acc = [zero; C];
             for s in (0..GROUPS).step_by(span) {
                 let mut t = [zero; C];
@@ -514,7 +493,7 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
             for s in 0..GROUPS {
                 let mn = I32x4::load(p.mn.as_ptr().add((sb * GROUPS + s) * GROUP));
                 for (c, m) in m.iter_mut().enumerate() {
-                    let xs = *xq.sums.get_unchecked(((j0 + c) * nb + b) * GROUPS + s);
+                    let xs = *xq.s.get_unchecked(((j0 + c) * nb + b) * GROUPS + s);
                     *m = *m + mn.mul(I32x4::splat(xs));
                 }
             }
@@ -539,7 +518,7 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
 }
 
 /// [`block`] for `a`'s dtype.
-type Block = unsafe fn(&DstRows, &TensorView, (usize, usize), Range<usize>, &Q8K, usize);
+type Block = unsafe fn(&DstRows, &TensorView, (usize, usize), Range<usize>, &QuantRows, usize);
 
 /// The [`block`] of a K-quant dtype; `None` for other dtypes.
 fn block_of(dtype: DType) -> Option<Block> {
@@ -555,45 +534,28 @@ fn block_of(dtype: DType) -> Option<Block> {
     })
 }
 
-/// Activation values per thread from which quantizing them is cut over threads (as
-/// `quant::MIN_PAR_QUANT`).
-const MIN_PAR_QUANT: usize = 1 << 14;
-
-/// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) to Q8_K, rows cut
-/// over threads (each row's values are the same whatever the cut).
-fn quantize_rows(par: Par, b: &TensorView, rows: Batches, count: usize, k: usize, xq: &mut Q8K) {
+/// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) to Q8_K, with the
+/// panels' slices for the GEMM (from `N_TILE` rows on, see `block`).
+fn quantize_rows(
+    par: Par,
+    b: &TensorView,
+    rows: Batches,
+    count: usize,
+    k: usize,
+    xq: &mut QuantRows,
+) {
     let nb = k / QK_K;
-    xq.d.resize(count * nb, 0.0);
-    xq.q.resize(count * k, 0);
-    xq.sums.resize(count * nb * GROUPS, 0);
-    // The panels' slices, for the GEMM (from `N_TILE` rows on, see `block`).
-    let slices = PAIRED && count >= N_TILE;
-    let slice_row = k / 4 * SLICE_BYTES;
-    xq.x.resize(if slices { count * slice_row } else { 0 }, 0);
-    // Addresses, so the closure is Sync; each range writes only its own rows.
-    let (dp, qp, sp, xp) = (
-        xq.d.as_mut_ptr() as usize,
-        xq.q.as_mut_ptr() as usize,
-        xq.sums.as_mut_ptr() as usize,
-        xq.x.as_mut_ptr() as usize,
-    );
-    par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
-        let mut row = vec![0f32; k];
-        for f in r {
-            let (j, i2, i3) = rows.at(f);
-            Rows::new(b, i2, i3).load(j, 0, &mut row);
-            // In range: flat row `f` of `count` in `xq`, written by this range alone.
-            let (d, q, s) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut((dp as *mut f32).add(f * nb), nb),
-                    std::slice::from_raw_parts_mut((qp as *mut i8).add(f * k), k),
-                    std::slice::from_raw_parts_mut(
-                        (sp as *mut i32).add(f * nb * GROUPS),
-                        nb * GROUPS,
-                    ),
-                )
-            };
-            for (((x, d), q), s) in row
+    let per_row = [nb, nb * GROUPS];
+    xq.quantize(
+        par,
+        b,
+        rows,
+        count,
+        k,
+        per_row,
+        count >= N_TILE,
+        |x, d, q, s| {
+            for (((x, d), q), s) in x
                 .chunks_exact(QK_K)
                 .zip(d.iter_mut())
                 .zip(q.chunks_exact_mut(QK_K))
@@ -601,15 +563,8 @@ fn quantize_rows(par: Par, b: &TensorView, rows: Batches, count: usize, k: usize
             {
                 *d = quantize_q8k(x, q, s);
             }
-            if slices {
-                // In range: as above, row `f`'s slices.
-                let x = unsafe {
-                    std::slice::from_raw_parts_mut((xp as *mut u8).add(f * slice_row), slice_row)
-                };
-                encode_slices(q, x);
-            }
-        }
-    });
+        },
+    );
 }
 
 /// `dst = src0 · src1ᵀ` for K-quant `a` and f32 `b`, `ep` applied as rows are stored;
@@ -640,7 +595,7 @@ pub fn matmul(
     } else {
         (batches, n)
     };
-    let mut xq = Q8K::default();
+    let mut xq = QuantRows::default();
     for run in 0..runs {
         let (i2, i3) = (run % dst.ne[2], run / dst.ne[2]);
         let ab = (i2 / r2.max(1), i3 / r3.max(1));

@@ -19,27 +19,92 @@ use std::ops::Range;
 /// passes over them).
 const M_BLOCK: usize = 32;
 
-/// Activation rows quantized to Q8_0 (f32 scales kept apart from the i8 values): encoded
-/// by [`encode_act`] (the Q8_0 kernels), or plainly by [`encode_act_plain`] with each
-/// block's sum (the Q4_0 panels).
+/// Activation rows quantized for the integer dots (f32 scales kept apart from the i8
+/// values): to Q8_0 by [`encode_act`] (the Q8_0 kernels) or plainly by [`encode_act_plain`]
+/// with each block's sum (the Q4_0 / Q5_0 panels), or to Q8_K with each 16 values' sum (the
+/// K-quant kernels). Filled by [`QuantRows::quantize`].
 #[derive(Default)]
 pub struct QuantRows {
-    /// `k / 32` scales per row.
+    /// The scales, a fixed count per row (one per block).
     pub d: Vec<f32>,
     /// `k` values per row.
     pub q: Vec<i8>,
-    /// `k / 32` block sums per row (plain encoding only).
+    /// The sums, a fixed count per row (none for Q8_0's own encoding).
     pub s: Vec<i32>,
-    /// The values as the int8 panels' dots read them ([`encode_slices`]), `k / 4 ·
-    /// SLICE_BYTES` bytes per row: paired builds, for the panels only (relaxed SIMD reads
+    /// The values as the panels' dots read them ([`encode_slices`]), `k / 4 · SLICE_BYTES`
+    /// bytes per row: paired builds, where the kernels asked for them (relaxed SIMD reads
     /// `q`; the row dots read `q` in every build).
     pub x: Vec<u8>,
 }
 
+/// Activation values per thread from which [`QuantRows::quantize`] is cut over threads: the
+/// block encoders take about 1 ns a value (SIMD128), a cut about 7 us (see `MIN_PAR_MACS`),
+/// so a thread gets at least twice that in work.
+const MIN_PAR_QUANT: usize = 1 << 14;
+
 impl QuantRows {
-    /// Where row `j`'s slices for the int8 panels start ([`SLICE_BYTES`] per 4 values).
-    fn slices(&self, j: usize, k: usize) -> *const u8 {
-        act_slice_at(&self.q, &self.x, j * k)
+    /// Where the slices the panels' dots read start for value `v` of the flat values
+    /// ([`SLICE_BYTES`] per 4 values).
+    pub fn slices(&self, v: usize) -> *const u8 {
+        act_slice_at(&self.q, &self.x, v)
+    }
+
+    /// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]), `k` values each,
+    /// rows cut over threads (each row's values are the same whatever the cut): `encode(row,
+    /// d, q, s)` writes one row's `per_row[0]` scales, `k` values and `per_row[1]` sums;
+    /// `slices` asks for the panels' slices too (paired builds only).
+    #[allow(clippy::too_many_arguments)]
+    pub fn quantize(
+        &mut self,
+        par: Par,
+        b: &TensorView,
+        rows: Batches,
+        count: usize,
+        k: usize,
+        per_row: [usize; 2],
+        slices: bool,
+        encode: impl Fn(&[f32], &mut [f32], &mut [i8], &mut [i32]) + Sync,
+    ) {
+        let ([nd, ns], slices) = (per_row, PAIRED && slices);
+        self.d.resize(count * nd, 0.0);
+        self.q.resize(count * k, 0);
+        self.s.resize(count * ns, 0);
+        let slice_row = k / 4 * SLICE_BYTES;
+        self.x.resize(if slices { count * slice_row } else { 0 }, 0);
+        // Addresses, so the closure is Sync; each range writes only its own rows.
+        let (dp, qp, sp, xp) = (
+            self.d.as_mut_ptr() as usize,
+            self.q.as_mut_ptr() as usize,
+            self.s.as_mut_ptr() as usize,
+            self.x.as_mut_ptr() as usize,
+        );
+        par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
+            let mut row = vec![0f32; k];
+            for f in r {
+                let (j, i2, i3) = rows.at(f);
+                Rows::new(b, i2, i3).load(j, 0, &mut row);
+                // In range: flat row `f` of `count` in each array, written by this range
+                // alone.
+                let (d, q, s) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut((dp as *mut f32).add(f * nd), nd),
+                        std::slice::from_raw_parts_mut((qp as *mut i8).add(f * k), k),
+                        std::slice::from_raw_parts_mut((sp as *mut i32).add(f * ns), ns),
+                    )
+                };
+                encode(&row, d, q, s);
+                if slices {
+                    // In range: as above, row `f`'s slices.
+                    let x = unsafe {
+                        std::slice::from_raw_parts_mut(
+                            (xp as *mut u8).add(f * slice_row),
+                            slice_row,
+                        )
+                    };
+                    encode_slices(q, x);
+                }
+            }
+        });
     }
 }
 
@@ -681,7 +746,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     let (k, nb) = (p.k, p.k / QK);
     let (values, sums, scales) = (p.values as *const u8, p.sums, p.scales);
     let mut accf = [[F32x4::splat(0.0); C]; G];
-    let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices(j0 + c, k));
+    let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
     for b in 0..nb {
         unsafe {
             let gb: [usize; G] = std::array::from_fn(|g| (g0 + g) * nb + b);
@@ -816,11 +881,6 @@ unsafe fn int8_tiles<const K: u8, const G: usize>(
     }
 }
 
-/// Activation values per thread from which [`quantize_rows`] is cut over threads: the block
-/// encoder takes about 1 ns a value (SIMD128), a cut about 7 us (see `MIN_PAR_MACS`), so a
-/// thread gets at least twice that in work.
-const MIN_PAR_QUANT: usize = 1 << 14;
-
 /// Which kernels quantized activations are for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Encoding {
@@ -832,8 +892,8 @@ enum Encoding {
     PanelsPlain,
 }
 
-/// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) for the integer
-/// dots, rows cut over threads (each row's blocks are the same whatever the cut).
+/// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) to Q8_0 as `enc`
+/// says.
 fn quantize_rows(
     par: Par,
     b: &TensorView,
@@ -843,52 +903,17 @@ fn quantize_rows(
     xq: &mut QuantRows,
     enc: Encoding,
 ) {
-    let (plain, slices) = (
-        enc == Encoding::PanelsPlain,
-        PAIRED && enc != Encoding::RowDots,
-    );
     let nb = k / QK;
-    xq.d.resize(count * nb, 0.0);
-    xq.q.resize(count * k, 0);
-    xq.s.resize(if plain { count * nb } else { 0 }, 0);
-    let slice_row = k / 4 * SLICE_BYTES;
-    xq.x.resize(if slices { count * slice_row } else { 0 }, 0);
-    // Addresses, so the closure is Sync; each range writes only its own rows.
-    let (dp, qp, sp, xp) = (
-        xq.d.as_mut_ptr() as usize,
-        xq.q.as_mut_ptr() as usize,
-        xq.s.as_mut_ptr() as usize,
-        xq.x.as_mut_ptr() as usize,
-    );
-    par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
-        let mut row = vec![0f32; k];
-        for f in r {
-            let (j, i2, i3) = rows.at(f);
-            Rows::new(b, i2, i3).load(j, 0, &mut row);
-            // In range: flat row `f` of `count` in `xq`, written by this range alone.
-            let (d, q) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut((dp as *mut f32).add(f * nb), nb),
-                    std::slice::from_raw_parts_mut((qp as *mut i8).add(f * k), k),
-                )
-            };
-            if plain {
-                // In range: as above, `nb` sums of row `f`.
-                let sums =
-                    unsafe { std::slice::from_raw_parts_mut((sp as *mut i32).add(f * nb), nb) };
-                quantize_q8_plain(&row, d, q, sums);
-            } else {
-                quantize_q8(&row, d, q);
-            }
-            if slices {
-                // In range: as above, row `f`'s slices.
-                let x = unsafe {
-                    std::slice::from_raw_parts_mut((xp as *mut u8).add(f * slice_row), slice_row)
-                };
-                encode_slices(q, x);
-            }
-        }
-    });
+    let slices = enc != Encoding::RowDots;
+    if enc == Encoding::PanelsPlain {
+        xq.quantize(par, b, rows, count, k, [nb, nb], slices, |x, d, q, s| {
+            quantize_q8_plain(x, d, q, s)
+        });
+    } else {
+        xq.quantize(par, b, rows, count, k, [nb, 0], slices, |x, d, q, _| {
+            quantize_q8(x, d, q)
+        });
+    }
 }
 
 /// [`quantize_q8`] by [`encode_act_plain`], with each block's sum in `s`.
