@@ -4,16 +4,21 @@
 //!    reference;
 //! 2. matmul at 1024³ and 4096³ on the GPU per weight dtype, as GFLOP/s and as a share of the
 //!    GPU's f32 peak (`GPU_PEAK_GFLOPS`, from its spec sheet; H100/H200 SXM: 66900), with the
-//!    CPU beside it at the sizes it finishes quickly, and the GPU again with the earlier
-//!    matmul kernels (`MatmulKernels::Base`) for an A/B of the register-tiled and row-parallel
-//!    kernels (also at MiniLM's small-batch shapes);
+//!    CPU beside it at the sizes it finishes quickly, and the GPU again with the
+//!    register-tiled kernel (`MatmulKernels::Reg`, which `Auto` leaves out: it lost to the
+//!    64 x 64 tile on an H200), and at MiniLM's small-batch shapes with the earlier matmul
+//!    kernels (`MatmulKernels::Base`) for an A/B of the row-parallel kernel;
 //! 3. MiniLM at the benchmark's four cases on `'cpu'`, `'webgpu'` and `'auto'` (and WebGPU
 //!    with the earlier matmul kernels, and without fused epilogues);
+//! 4. text generation with the decoder GGUFs named in `DECODER_MODELS` (comma-separated;
+//!    default: the `models/decoder/bench-*.gguf` that `scripts/decoder-models.py --bench`
+//!    writes, where present) on the GPU and the CPU: a 128-token prompt's prefill tokens/s
+//!    and 64 greedy decode steps' tokens/s, each the median of `DECODER_REPS` (default 3);
 //!
 //! then prints one table (markdown). `scripts/gpu-check.sh` builds and runs it, or bundles it
 //! with the model for a GPU machine without Rust. Exit status 1 when a case fails or there is
 //! no GPU adapter. Env: `GPU_CHECK_SIZES` (default "1024,4096"), `MINILM_MODEL` (default
-//! `models/minilm-q8_0.gguf`), `BENCH_REPS` (default 7).
+//! `models/minilm-q8_0.gguf`), `BENCH_REPS` (default 7), `DECODER_MODELS`, `DECODER_REPS`.
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
@@ -72,6 +77,66 @@ mod native {
         reg.devices().into_iter().find(|d| d.name() == "WebGPU")
     }
 
+    const GEN_PROMPT: usize = 128;
+    const GEN_STEPS: usize = 64;
+
+    /// The decoder GGUFs of section 4: `DECODER_MODELS`, or the bench models present.
+    fn decoder_models() -> Vec<String> {
+        if let Ok(list) = std::env::var("DECODER_MODELS") {
+            return list
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+        }
+        let mut found: Vec<String> = std::fs::read_dir("models/decoder")
+            .map(|dir| {
+                dir.filter_map(|e| e.ok())
+                    .map(|e| e.path().to_string_lossy().into_owned())
+                    .filter(|p| p.contains("/bench-") && p.ends_with(".gguf"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        found
+    }
+
+    /// Median prefill and decode tokens/s of one model on `choice` (BOS, then ids cycling
+    /// 1000..4000, as scripts/bench-decoder.sh gives both engines).
+    async fn generation(bytes: &[u8], choice: DeviceChoice) -> Result<(f64, f64), String> {
+        use webtensor::model::decoder::{argmax, Decoder, DecoderOptions};
+        let rt = webtensor::create_runtime(choice, false)
+            .await
+            .map_err(|e| e.to_string())?;
+        let opts = DecoderOptions {
+            context: Some(256),
+            ..DecoderOptions::default()
+        };
+        let mut dec = Decoder::load(&rt, bytes, &opts).map_err(|e| e.to_string())?;
+        dec.warm_up(&rt).await.map_err(|e| e.to_string())?;
+        let ids: Vec<u32> = std::iter::once(1)
+            .chain((0..GEN_PROMPT as u32 - 1).map(|i| 1000 + i % 3001))
+            .collect();
+        let (mut prefill, mut decode) = (Vec::new(), Vec::new());
+        for _ in 0..env_or("DECODER_REPS", 3usize).max(1) {
+            dec.reset();
+            let t = std::time::Instant::now();
+            let logits = dec.prefill(&rt, &ids).await.map_err(|e| e.to_string())?;
+            prefill.push(ids.len() as f64 / t.elapsed().as_secs_f64());
+            let mut next = argmax(&logits);
+            let t = std::time::Instant::now();
+            for _ in 0..GEN_STEPS {
+                next = argmax(&dec.step(&rt, next).await.map_err(|e| e.to_string())?);
+            }
+            decode.push(GEN_STEPS as f64 / t.elapsed().as_secs_f64());
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[v.len() / 2]
+        };
+        Ok((median(prefill), median(decode)))
+    }
+
     pub async fn check() -> i32 {
         let mut rows: Vec<[String; 4]> = Vec::new();
         let mut status = 0;
@@ -95,8 +160,11 @@ mod native {
             .find(|d| d.kind() == DeviceKind::Cpu)
             .cloned();
         println!("GPU: {}", gpu.description());
-        // The kernel selection before the register-tiled and row-parallel kernels.
+        // The kernel selection before the row-parallel kernel, and the register tile.
         let gpu_base = gpu_with(MatmulKernels::Base)
+            .await
+            .unwrap_or_else(|| gpu.clone());
+        let gpu_reg = gpu_with(MatmulKernels::Reg)
             .await
             .unwrap_or_else(|| gpu.clone());
         let opts = SuiteOptions {
@@ -137,25 +205,32 @@ mod native {
             .filter_map(|s| s.trim().parse().ok())
             .collect();
         for &n in &sizes {
-            for dtype in [DType::F32, DType::F16, DType::Q8_0, DType::Q4_0] {
+            for dtype in [
+                DType::F32,
+                DType::F16,
+                DType::Q8_0,
+                DType::Q4_0,
+                DType::Q4_K,
+                DType::Q6_K,
+            ] {
                 let reps = if n >= 2048 { 10 } else { 20 };
                 let g = matmul_gflops(&gpu, dtype, n, reps).await;
-                // The same with the kernels chosen as before the register-tiled one.
-                let earlier = matmul_gflops(&gpu_base, dtype, n, reps).await;
+                // The same on the register-tiled kernel.
+                let reg = matmul_gflops(&gpu_reg, dtype, n, reps).await;
                 let c = match &cpu {
                     Some(cpu) if n <= 1024 => matmul_gflops(cpu, dtype, n, 3).await,
                     _ => "-".into(),
                 };
-                let note = match (peak, g.parse::<f64>(), earlier.parse::<f64>()) {
+                let note = match (peak, g.parse::<f64>(), reg.parse::<f64>()) {
                     (Some(pk), Ok(x), Ok(e)) => format!(
-                        "{:.1}% of the GPU's f32 peak ({pk} GFLOP/s); earlier kernels: {earlier} GFLOP/s, {:.1}%",
+                        "{:.1}% of the GPU's f32 peak ({pk} GFLOP/s); register tile: {reg} GFLOP/s, {:.1}%",
                         100.0 * x / pk,
                         100.0 * e / pk
                     ),
-                    _ => format!("earlier kernels: {earlier} GFLOP/s"),
+                    _ => format!("register tile: {reg} GFLOP/s"),
                 };
                 println!(
-                    "matmul {n}³ {}: GPU {g} GFLOP/s (earlier kernels {earlier}), CPU {c}",
+                    "matmul {n}³ {}: GPU {g} GFLOP/s (register tile {reg}), CPU {c}",
                     dtype.name()
                 );
                 rows.push([
@@ -264,6 +339,43 @@ mod native {
                     ]);
                 }
             }
+        }
+
+        // 4. Text generation.
+        for path in decoder_models() {
+            let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                Err(e) => {
+                    println!("decoder {name} skipped: {e}");
+                    continue;
+                }
+            };
+            let mut cells = Vec::new();
+            for choice in [DeviceChoice::WebGpu, DeviceChoice::Cpu] {
+                match generation(&bytes, choice).await {
+                    Ok((p, d)) => {
+                        println!(
+                            "decoder {name} {choice:?}: prefill {p:.1} tok/s, decode {d:.1} tok/s"
+                        );
+                        cells.push(format!("{p:.1} / {d:.1}"));
+                    }
+                    Err(e) => {
+                        println!("decoder {name} {choice:?}: {e}");
+                        status = 1;
+                        cells.push(format!("failed: {e}"));
+                    }
+                }
+            }
+            rows.push([
+                format!("generate {name}: prefill / decode (tokens/s)"),
+                cells[0].clone(),
+                cells[1].clone(),
+                format!(
+                    "{GEN_PROMPT}-token prompt, then {GEN_STEPS} greedy steps; median of {}",
+                    env_or("DECODER_REPS", 3usize)
+                ),
+            ]);
         }
 
         let secs = t0.elapsed().as_secs_f64();

@@ -2,7 +2,9 @@
 # scripts/gpu-check.sh -- the GPU check (examples/gpu_check.rs), for a machine with a real GPU:
 # the op suite on that GPU natively, matmul 1024³ and 4096³ per weight dtype with the share of
 # the GPU's f32 peak, and MiniLM at the benchmark's four cases on the GPU vs the CPU, printed
-# as one table. A few minutes; not part of scripts/test.sh (CI has no GPU).
+# as one table, then text generation (prefill / decode tokens/s) with the decoder bench models
+# on the GPU and the CPU (DECODER_MODELS; in a bundle, the bench-*.gguf put beside it). A few
+# minutes; not part of scripts/test.sh (CI has no GPU).
 #
 #   scripts/gpu-check.sh                  build (release) and run here
 #   scripts/gpu-check.sh --bundle DIR     build, then put the binary, the model and this script
@@ -16,7 +18,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ -x "$HERE/gpu_check" ]; then  # inside a bundle
   cd "$HERE"
-  exec env MINILM_MODEL="${MINILM_MODEL:-$HERE/minilm-q8_0.gguf}" ./gpu_check
+  models=$(ls "$HERE"/bench-*.gguf 2>/dev/null | paste -sd, || true)
+  exec env MINILM_MODEL="${MINILM_MODEL:-$HERE/minilm-q8_0.gguf}" \
+    DECODER_MODELS="${DECODER_MODELS:-$models}" ./gpu_check
 fi
 ROOT=$(cd "$HERE/.." && pwd); cd "$ROOT"
 [ -f models/minilm-q8_0.gguf ] || bash scripts/fetch-model.sh

@@ -113,9 +113,8 @@ pub enum MatmulKernels {
     /// By adapter and shape. On a software adapter: matvec for a few long dot products, the
     /// small-batch kernel up to `SMALL_COLS` columns (for f32 weights at every size), the
     /// 64 x 64 tile beyond. On a hardware GPU: the row-parallel kernel up to `SMALL_COLS`
-    /// columns of `b` when k is long enough to share among a row's threads, the
-    /// register-tiled kernel for outputs of at least `REG_MIN` x `REG_MIN`, else as
-    /// [`MatmulKernels::Base`].
+    /// columns of `b` when k is long enough to share among a row's threads, else as
+    /// [`MatmulKernels::Base`] (not the register-tiled kernel: see `matmul_kernel`).
     #[default]
     Auto,
     /// The selection before the small-batch kernel: matvec up to 8 columns, else the tile.
@@ -131,10 +130,6 @@ pub enum MatmulKernels {
     /// every shape.
     Rows,
 }
-
-/// From this many rows and columns of output, `Auto` on a hardware GPU uses the
-/// register-tiled kernel (smaller outputs make too few of its large tiles).
-const REG_MIN: usize = 256;
 
 /// From this k, `Auto` on a hardware GPU runs up to `SMALL_COLS` columns on the row-parallel
 /// kernel (shorter rows leave too little for a row's threads to share).
@@ -206,13 +201,15 @@ fn matmul_kernel(
         // and 11.2 ms with matvec up to 8 columns and the tile beyond, and 8x384x1536 ran at
         // 51.5 against 83.7 GFLOP/s. So there the small kernel is not used. The row-parallel
         // kernel spreads few columns over every thread instead (matvec's fixed 64 threads per
-        // row leave most idle at k = 384: 12 blocks of 32), and large outputs take the
-        // register tile.
+        // row leave most idle at k = 384: 12 blocks of 32): on the H200, 32x1536x384 f32 at
+        // 414 against 85 GFLOP/s, 1x4096x4096 at 237 against 124. Large outputs take the
+        // 64 x 64 tile, not the register tile, which was written without a GPU to measure it
+        // on and lost to the tile at every size there: 1833 against 14813 GFLOP/s at 4096³
+        // f32, 1803 against 2160 for Q4_K, 160 against 6217 at 1024³ (2026-12-04, gpu-check).
         MatmulKernels::Auto if !software && n <= SMALL_COLS && k >= ROWS_MIN_K => {
             Kernel::MatMulRows
         }
         MatmulKernels::Auto if !software && n <= MATVEC_COLS => Kernel::MatVec,
-        MatmulKernels::Auto if !software && m >= REG_MIN && n >= REG_MIN => tiled,
         MatmulKernels::Auto if !software => Kernel::MatMul,
         MatmulKernels::Auto => {
             // The small kernel has one invocation per 4 x 4 block; with too few of them
@@ -852,7 +849,7 @@ mod tests {
     }
 
     #[test]
-    fn auto_on_a_hardware_gpu_takes_the_new_kernels_where_they_fill_it() {
+    fn auto_on_a_hardware_gpu_takes_the_row_kernel_for_few_columns_and_the_tile_beyond() {
         let tile = RegTile::for_limits(TileLimits::from(&wgpu::Limits::default()));
         let pick = |m, n, k, software| {
             matmul_kernel(
@@ -871,7 +868,8 @@ mod tests {
         assert_eq!(pick(384, 32, 1536, false), Kernel::MatMulRows);
         assert_eq!(pick(384, 4, 64, false), Kernel::MatVec);
         assert_eq!(pick(384, 20, 64, false), Kernel::MatMul);
-        assert_eq!(pick(4096, 4096, 4096, false), Kernel::MatMulReg(tile));
+        // Not the register tile (slower than the 64 x 64 tile on the one GPU measured).
+        assert_eq!(pick(4096, 4096, 4096, false), Kernel::MatMul);
         assert_eq!(pick(4096, 128, 4096, false), Kernel::MatMul);
         // A software adapter keeps its selection.
         assert_eq!(pick(1536, 8, 384, true), Kernel::MatMulSmall);
