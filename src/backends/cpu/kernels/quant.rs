@@ -385,9 +385,6 @@ const GROUP: usize = 4;
 const GROUP_BLOCK: usize = GROUP * QK;
 /// Bytes of one group's block of Q4_0 nibbles: 4 rows × 32 values / 2.
 const GROUP_BLOCK_Q4: usize = GROUP * QK / 2;
-/// Groups whose blocks [`Int8Panels`] interleave (see [`Int8Panels::place`]): the
-/// matrix-vector product's 4 groups at a time.
-const RUN: usize = 4;
 /// Activation rows per block of the int8 GEMM's column loop (their quantized values,
 /// `k` bytes each, stay in cache while every weight group passes over them).
 const COL_BLOCK: usize = 64;
@@ -399,19 +396,18 @@ const COL_BLOCK: usize = 64;
 /// scales finishes a block for all of them. Three arrays, one after the other:
 ///
 /// - values, in 16-byte slices of 4 rows × 4 values (the bytes of each row's 4 as
-///   [`slot`] places them for this build's dot), group-blocks in the order
-///   [`Int8Panels::place`] gives. Q8_0: per group-block `[slice]` i8, slice `s`
+///   [`slot`] places them for this build's dot). Q8_0: `[group][block][slice]` i8, slice `s`
 ///   holding values `32b + 4s .. 32b + 4s + 4` of the group's 4 rows. Q5_0: the same with
-///   the values plus 16 (0..=31). Q4_0: per group-block `[vector]` nibble bytes, vector `v`'s
+///   the values plus 16 (0..=31). Q4_0: `[group][block][vector]` nibble bytes, vector `v`'s
 ///   low nibbles holding values `4v .. 4v + 4` of the 4 rows, its high nibbles values
 ///   `16 + 4v ..`: each row's 4-byte run of its GGUF block, so packing is a byte shuffle.
 ///   Q4_0's and Q5_0's values stay non-negative and 7-bit (relaxed SIMD's dot takes them as
 ///   its 7-bit operand, with full-range activations from [`encode_act_plain`]); their bias
 ///   (8, 16) is `-bias ·` the activation block's sum, which starts the accumulator.
-/// - Q8_0 only: per group-block `[row]` an i32, `-ACT_OFFSET ·` the row's block sum,
+/// - Q8_0 only: per `[group][block][row]` an i32, `-ACT_OFFSET ·` the row's block sum,
 ///   which starts that block's integer accumulator (undoing the activation encoding's
 ///   offset for free).
-/// - per group-block `[row]` the f32 scale.
+/// - per `[group][block][row]` the f32 scale.
 ///
 /// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q5_0 1.125 (GGUF 0.69), Q4_0 0.625
 /// (GGUF 0.56). The layout loses
@@ -519,20 +515,6 @@ impl Int8Panels {
         self.kind.dtype()
     }
 
-    /// Where group `g`'s blocks lie among the group-blocks (the unit of all three arrays):
-    /// block `b` at `offset + b · stride`. The groups go in runs of [`RUN`] (the last run
-    /// may be shorter), a run's blocks interleaved, `[run][block][group]`: a matrix-vector
-    /// product over a run's groups reads one stream of memory, not `RUN` streams a row
-    /// apart (rows of 896 values, Qwen2.5-0.5B's, ran at 4.3–4.6 GB/s against 7.3 for rows
-    /// of 4864 in the group-major order, in Chromium at 1 thread), and the GEMM's pairs of
-    /// groups still read whole cache lines (a group-block is 64 or 128 bytes).
-    #[inline(always)]
-    fn place(&self, g: usize) -> (usize, usize) {
-        let r0 = g - g % RUN;
-        let stride = (self.m.div_ceil(GROUP) - r0).min(RUN);
-        (r0 * (self.k / QK) + g % RUN, stride)
-    }
-
     /// Bytes of one GGUF row.
     pub fn row_bytes(&self) -> usize {
         self.k / QK * self.dtype().block_bytes()
@@ -558,12 +540,10 @@ impl Int8Panels {
     /// # Safety
     /// `row < m`, `w` one GGUF row; nobody reads the panels meanwhile.
     unsafe fn pack_row(&self, row: usize, w: &[u8]) {
-        let (nb, r) = (self.k / QK, row % GROUP);
-        let (o, stride) = self.place(row / GROUP);
+        let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
         let block_bytes = self.dtype().block_bytes();
         for (b, blk) in w.chunks_exact(block_bytes).enumerate().take(nb) {
-            let gb = o + b * stride;
-            let at = gb * GROUP + r;
+            let at = (g * nb + b) * GROUP + r;
             // Q5_0's values 0..=31 (the weight's plus 16), Q8_0's i8s and Q4_0's nibble bytes
             // as they are.
             let q5;
@@ -579,7 +559,7 @@ impl Int8Panels {
                     let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
                     *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
                 }
-                let base = self.values.add(gb * self.kind.group_block());
+                let base = self.values.add((g * nb + b) * self.kind.group_block());
                 // Q8_0/Q5_0: slice `s` holds values `4s .. 4s + 4`; Q4_0: vector `s` the bytes
                 // `4s .. 4s + 4` of the block's nibbles.
                 for (s, four) in vals.chunks_exact(4).enumerate() {
@@ -596,12 +576,11 @@ impl Int8Panels {
     /// Block `b` of row `row`: its scale and its 32 quantized values (Q4_0's minus 8, Q5_0's
     /// minus 16).
     fn block(&self, row: usize, b: usize) -> (f32, [i8; QK]) {
-        let (o, stride) = self.place(row / GROUP);
-        let (gb, r) = (o + b * stride, row % GROUP);
-        let at = gb * GROUP + r;
+        let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
+        let at = (g * nb + b) * GROUP + r;
         let mut q = [0i8; QK];
         unsafe {
-            let base = self.values.add(gb * self.kind.group_block());
+            let base = self.values.add((g * nb + b) * self.kind.group_block());
             let bias = self.kind.bias();
             if self.kind == PanelKind::Q4 {
                 for v in 0..4 {
@@ -768,10 +747,9 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     let (values, sums, scales) = (p.values as *const u8, p.sums, p.scales);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
-    let place: [(usize, usize); G] = std::array::from_fn(|g| p.place(g0 + g));
     for b in 0..nb {
         unsafe {
-            let gb: [usize; G] = std::array::from_fn(|g| place[g].0 + b * place[g].1);
+            let gb: [usize; G] = std::array::from_fn(|g| (g0 + g) * nb + b);
             let x: [*const u8; C] = std::array::from_fn(|c| rows[c].add(b * QK / 4 * SLICE_BYTES));
             // The biased values' accumulators start at `-bias ·` the activation block's sum.
             let start = |bias: i32| -> [[I32x4; C]; G] {
