@@ -727,20 +727,20 @@ impl PanelKind {
     }
 }
 
-/// Output rows `j0 .. j0 + C` × weight groups `g0 .. g0 + G`: per block, `G × C` integer
+/// Output rows `j0 .. j0 + C` × weight groups `gs`: per block, `G × C` integer
 /// accumulators over 8 dot instructions each, then one multiply-add by the block scales.
 /// Every output is computed by the same operations in the same order whatever `G` and `C`
 /// (the integer sums are exact, so splitting them is no change).
 ///
 /// # Safety
-/// Groups `g0 .. g0 + G` in `p`; activation rows `j0 .. j0 + C` in `xq`, encoded as
+/// Groups `gs` in `p`; activation rows `j0 .. j0 + C` in `xq`, encoded as
 /// [`Int8Panels::encoding`] says; dst rows `j0 .. j0 + C` hold `p.m` f32.
 #[inline(always)]
 unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
-    g0: usize,
+    gs: [usize; G],
     j0: usize,
 ) {
     let (k, nb) = (p.k, p.k / QK);
@@ -749,7 +749,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
     for b in 0..nb {
         unsafe {
-            let gb: [usize; G] = std::array::from_fn(|g| (g0 + g) * nb + b);
+            let gb: [usize; G] = std::array::from_fn(|g| gs[g] * nb + b);
             let x: [*const u8; C] = std::array::from_fn(|c| rows[c].add(b * QK / 4 * SLICE_BYTES));
             // The biased values' accumulators start at `-bias ·` the activation block's sum.
             let start = |bias: i32| -> [[I32x4; C]; G] {
@@ -823,7 +823,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     for (c, row) in (j0..j0 + C).enumerate() {
         let o = out.row(row);
         for (g, v) in accf.iter().enumerate() {
-            let r0 = (g0 + g) * GROUP;
+            let r0 = gs[g] * GROUP;
             // In range: rows `r0 ..` of the output row, as many as the weight has.
             unsafe { store_lanes(v[c], o.add(r0), p.m - r0) };
         }
@@ -867,16 +867,16 @@ unsafe fn int8_tiles<const K: u8, const G: usize>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
-    g0: usize,
+    gs: [usize; G],
     j0: usize,
     cols: usize,
 ) {
     unsafe {
         match cols {
-            4 => int8_tile::<K, G, 4>(out, p, xq, g0, j0),
-            3 => int8_tile::<K, G, 3>(out, p, xq, g0, j0),
-            2 => int8_tile::<K, G, 2>(out, p, xq, g0, j0),
-            _ => int8_tile::<K, G, 1>(out, p, xq, g0, j0),
+            4 => int8_tile::<K, G, 4>(out, p, xq, gs, j0),
+            3 => int8_tile::<K, G, 3>(out, p, xq, gs, j0),
+            2 => int8_tile::<K, G, 2>(out, p, xq, gs, j0),
+            _ => int8_tile::<K, G, 1>(out, p, xq, gs, j0),
         }
     }
 }
@@ -943,10 +943,12 @@ fn int8_gemm(
 ) {
     let groups = p.m.div_ceil(GROUP);
     let min_groups = super::gemm::MIN_PAR_MACS.div_ceil((n * p.k * GROUP).max(1));
+    // A matrix-vector product takes a thread's groups in one call (see `int8_gemv`).
+    let run = if n == 1 { groups } else { GROUP_RUN };
     par.for_ranges(groups, min_groups, 4, |r| {
         for jc in (0..n).step_by(COL_BLOCK) {
-            for g in (r.start..r.end).step_by(GROUP_RUN) {
-                let (groups, cols) = (g..r.end.min(g + GROUP_RUN), jc..n.min(jc + COL_BLOCK));
+            for g in (r.start..r.end).step_by(run.max(1)) {
+                let (groups, cols) = (g..r.end.min(g + run), jc..n.min(jc + COL_BLOCK));
                 // In range: groups and activation rows as checked by the callers.
                 unsafe { int8_block(out, p, xq, groups.clone(), cols.clone()) };
                 if let Some(ep) = ep {
@@ -1004,7 +1006,11 @@ unsafe fn int8_block(
 }
 
 /// [`int8_block`] for one activation row `j` (the matrix-vector case): 4 groups at a time,
-/// 4 (Q4_0: 8) independent chains of dot instructions.
+/// 4 (Q4_0: 8) independent chains of dot instructions. The 4 are a quarter of `groups`
+/// apart, each walking its quarter in order, so that memory is read as 4 long streams: 4
+/// neighbouring groups (4 streams a row apart, restarting every 4 groups) read rows of 896
+/// Q4_0 values (Qwen2.5-0.5B's) at 4.3–4.6 GB/s against 7.3 for rows of 4864, in Chromium
+/// at 1 thread.
 ///
 /// # Safety
 /// As for [`int8_block`].
@@ -1016,13 +1022,12 @@ unsafe fn int8_gemv<const K: u8>(
     groups: Range<usize>,
     j: usize,
 ) {
-    let mut g = groups.start;
-    while g + 4 <= groups.end {
-        unsafe { int8_tile::<K, 4, 1>(out, p, xq, g, j) };
-        g += 4;
+    let (g0, q) = (groups.start, groups.len() / 4);
+    for t in g0..g0 + q {
+        unsafe { int8_tile::<K, 4, 1>(out, p, xq, [t, t + q, t + 2 * q, t + 3 * q], j) };
     }
-    for g in g..groups.end {
-        unsafe { int8_tile::<K, 1, 1>(out, p, xq, g, j) };
+    for g in g0 + 4 * q..groups.end {
+        unsafe { int8_tile::<K, 1, 1>(out, p, xq, [g], j) };
     }
 }
 
@@ -1045,9 +1050,9 @@ unsafe fn int8_tiled<const K: u8>(
             let c = 4.min(cols.end - j);
             unsafe {
                 if pair {
-                    int8_tiles::<K, 2>(out, p, xq, g, j, c);
+                    int8_tiles::<K, 2>(out, p, xq, [g, g + 1], j, c);
                 } else {
-                    int8_tiles::<K, 1>(out, p, xq, g, j, c);
+                    int8_tiles::<K, 1>(out, p, xq, [g], j, c);
                 }
             }
         }
