@@ -452,6 +452,12 @@ impl Panels {
 /// rows' integer scales into the super-block's integer sum; the mins' `Σ mn · xsum` beside
 /// it (subtracted in integers for the symmetric types); one multiply-add in f32.
 ///
+/// The i32 sums cannot overflow: values are 0..=63, activations -127..=127 and scales at
+/// most 128 in magnitude (Q6_K's signed 8-bit ones), so a super-block's `Σ sc · dot` is at
+/// most 256 · 63 · 127 · 128 ≈ 2.6e8; mins at most 32 · 128 = 4096 (Q6_K's offset times
+/// its scale) against sums of 16 activations (≤ 2032), so `Σ mn · xsum` ≤ 1.3e8; and their
+/// difference stays under 4e8, a fifth of `i32::MAX`. Each super-block starts at zero.
+///
 /// # Safety
 /// Group `g` in `p`; activation rows `j0 .. j0 + C` in `xq` with their slices; dst rows
 /// `j0 .. j0 + C` hold columns `i0 .. i0 + m.min(4)`.
