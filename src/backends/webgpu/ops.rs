@@ -203,9 +203,12 @@ fn matmul_kernel(
         // kernel spreads few columns over every thread instead (matvec's fixed 64 threads per
         // row leave most idle at k = 384: 12 blocks of 32): on the H200, 32x1536x384 f32 at
         // 414 against 85 GFLOP/s, 1x4096x4096 at 237 against 124. Large outputs take the
-        // 64 x 64 tile, not the register tile, which was written without a GPU to measure it
-        // on and lost to the tile at every size there: 1833 against 14813 GFLOP/s at 4096³
-        // f32, 1803 against 2160 for Q4_K, 160 against 6217 at 1024³ (2026-12-04, gpu-check).
+        // 64 x 64 tile, not the register tile. With naga's loop bounding on, the register
+        // tile lost to the tile at every size there (1.8 against 14.8 TFLOP/s at 4096³ f32);
+        // with it off (`Ctx::pipeline`), at 4096³ it ran Q8_0 18.8 / Q4_0 20.4 / Q6_K 19.7
+        // against the tile's 17.9 / 17.3 / 15.3, but Q4_K 4.7 against 5.8 and f32 at 1024³
+        // 7.4 against 9.0 (2026-12-04, gpu-check): no clear win, so not chosen until a
+        // shape rule is measured.
         MatmulKernels::Auto if !software && n <= SMALL_COLS && k >= ROWS_MIN_K => {
             Kernel::MatMulRows
         }

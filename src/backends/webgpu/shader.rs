@@ -800,6 +800,25 @@ mod tests {
         }
     }
 
+    /// The pipelines are made without naga's loop bounding (`Ctx::pipeline`): that is sound
+    /// while every loop is a `for` (no `loop` or `while` statement) whose step the comment
+    /// there accounts for.
+    #[test]
+    fn shaders_loop_only_in_for_statements() {
+        for key in all_keys() {
+            let src = source(key);
+            for line in src.lines() {
+                let code = line.split("//").next().unwrap_or_default();
+                let words = || code.split(|c: char| !c.is_alphanumeric() && c != '_');
+                assert!(
+                    !words().any(|w| w == "loop" || w == "while"),
+                    "{key:?}: `{}` (see Ctx::pipeline on loop bounding)",
+                    line.trim()
+                );
+            }
+        }
+    }
+
     /// Limits of a desktop GPU (Vulkan on an NVIDIA card), of a device with WebGPU's default
     /// (downlevel) limits, of Mesa lavapipe, and ones too small for any shape.
     #[test]
