@@ -385,6 +385,9 @@ const GROUP: usize = 4;
 const GROUP_BLOCK: usize = GROUP * QK;
 /// Bytes of one group's block of Q4_0 nibbles: 4 rows × 32 values / 2.
 const GROUP_BLOCK_Q4: usize = GROUP * QK / 2;
+/// Bytes of one group's block of Q5_0 values: Q4_0's nibbles, then a 16-byte plane of the
+/// values' fifth bits (see [`Int8Panels`]).
+const GROUP_BLOCK_Q5: usize = GROUP_BLOCK_Q4 + 16;
 /// Activation rows per block of the int8 GEMM's column loop (their quantized values,
 /// `k` bytes each, stay in cache while every weight group passes over them).
 const COL_BLOCK: usize = 64;
@@ -397,10 +400,13 @@ const COL_BLOCK: usize = 64;
 ///
 /// - values, in 16-byte slices of 4 rows × 4 values (the bytes of each row's 4 as
 ///   [`slot`] places them for this build's dot). Q8_0: `[group][block][slice]` i8, slice `s`
-///   holding values `32b + 4s .. 32b + 4s + 4` of the group's 4 rows. Q5_0: the same with
-///   the values plus 16 (0..=31). Q4_0: `[group][block][vector]` nibble bytes, vector `v`'s
-///   low nibbles holding values `4v .. 4v + 4` of the 4 rows, its high nibbles values
-///   `16 + 4v ..`: each row's 4-byte run of its GGUF block, so packing is a byte shuffle.
+///   holding values `32b + 4s .. 32b + 4s + 4` of the group's 4 rows. Q4_0: `[group][block]
+///   [vector]` nibble bytes, vector `v`'s low nibbles holding values `4v .. 4v + 4` of the 4
+///   rows, its high nibbles values `16 + 4v ..`: each row's 4-byte run of its GGUF block, so
+///   packing is a byte shuffle. Q5_0: the values plus 16 (0..=31), their low 4 bits as
+///   Q4_0's nibbles, then a 16-byte plane of their fifth bits, its byte at `slot(r, j)` the
+///   bits of row `r`'s values `4v + j` (bit `v`) and `16 + 4v + j` (bit `4 + v`), `v` in
+///   0..4: a row's byte its own (packing writes whole bytes), two shifts and masks a vector.
 ///   Q4_0's and Q5_0's values stay non-negative and 7-bit (relaxed SIMD's dot takes them as
 ///   its 7-bit operand, with full-range activations from [`encode_act_plain`]); their bias
 ///   (8, 16) is `-bias ·` the activation block's sum, which starts the accumulator.
@@ -409,7 +415,7 @@ const COL_BLOCK: usize = 64;
 ///   offset for free).
 /// - per `[group][block][row]` the f32 scale.
 ///
-/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q5_0 1.125 (GGUF 0.69), Q4_0 0.625
+/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q5_0 0.75 (GGUF 0.69), Q4_0 0.625
 /// (GGUF 0.56). The layout loses
 /// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
 /// own (made from a weight on first use), or a weights buffer's, where the weight is stored
@@ -560,8 +566,24 @@ impl Int8Panels {
                     *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
                 }
                 let base = self.values.add((g * nb + b) * self.kind.group_block());
-                // Q8_0/Q5_0: slice `s` holds values `4s .. 4s + 4`; Q4_0: vector `s` the bytes
-                // `4s .. 4s + 4` of the block's nibbles.
+                // Q8_0: slice `s` holds values `4s .. 4s + 4`; Q4_0 and Q5_0: vector `s` the
+                // bytes `4s .. 4s + 4` of the block's nibbles, Q5_0's fifth bits in the plane.
+                let nibbles;
+                let vals = if self.kind == PanelKind::Q5 {
+                    let plane = std::slice::from_raw_parts_mut(base.add(GROUP_BLOCK_Q4), 16);
+                    for j in 0..4 {
+                        plane[slot(r, j)] = (0..4).fold(0, |acc, v| {
+                            acc | (vals[4 * v + j] >> 4) << v
+                                | (vals[16 + 4 * v + j] >> 4) << (4 + v)
+                        });
+                    }
+                    nibbles = std::array::from_fn::<u8, { QK / 2 }, _>(|j| {
+                        vals[j] & 0x0f | (vals[QK / 2 + j] & 0x0f) << 4
+                    });
+                    &nibbles[..]
+                } else {
+                    vals
+                };
                 for (s, four) in vals.chunks_exact(4).enumerate() {
                     put_slice_row(
                         std::slice::from_raw_parts_mut(base.add(s * 16), 16),
@@ -582,12 +604,19 @@ impl Int8Panels {
         unsafe {
             let base = self.values.add((g * nb + b) * self.kind.group_block());
             let bias = self.kind.bias();
-            if self.kind == PanelKind::Q4 {
+            if self.kind != PanelKind::Q8 {
                 for v in 0..4 {
                     for j in 0..4 {
                         let byte = *base.add(v * 16 + slot(r, j)) as i32;
-                        q[4 * v + j] = ((byte & 0x0f) - bias) as i8;
-                        q[QK / 2 + 4 * v + j] = ((byte >> 4) - bias) as i8;
+                        // Q5_0's fifth bits (none for Q4_0).
+                        let high = if self.kind == PanelKind::Q5 {
+                            *base.add(GROUP_BLOCK_Q4 + slot(r, j)) as i32
+                        } else {
+                            0
+                        };
+                        let (lo, hi) = ((high >> v & 1) << 4, (high >> (4 + v) & 1) << 4);
+                        q[4 * v + j] = ((byte & 0x0f | lo) - bias) as i8;
+                        q[QK / 2 + 4 * v + j] = ((byte >> 4 | hi) - bias) as i8;
                     }
                 }
             } else {
@@ -676,7 +705,7 @@ impl Int8Panels {
 pub enum PanelKind {
     /// Q8_0: the i8 values as they are, with each row's block sums (the activation offset).
     Q8,
-    /// Q5_0: the values plus 16 (0..=31), a byte each.
+    /// Q5_0: the values plus 16 (0..=31), as Q4_0's nibbles and a plane of fifth bits.
     Q5,
     /// Q4_0: the nibble bytes as they are (the values plus 8).
     Q4,
@@ -722,7 +751,8 @@ impl PanelKind {
     fn group_block(self) -> usize {
         match self {
             Self::Q4 => GROUP_BLOCK_Q4,
-            Self::Q8 | Self::Q5 => GROUP_BLOCK,
+            Self::Q5 => GROUP_BLOCK_Q5,
+            Self::Q8 => GROUP_BLOCK,
         }
     }
 }
@@ -769,27 +799,32 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                         |w, xs, a| w.dot4(xs, a),
                     )
                 }
-                // Q5_0: values 0..=31, the 7-bit operand.
-                KIND_Q5 => int8_slices(
-                    start(16),
-                    values,
-                    gb,
-                    x,
-                    |w| U8x16::load(w),
-                    |w, xs, a| xs.dot4_u(w, a),
-                ),
                 _ => {
-                    // Q4_0: low and high nibbles in two accumulators for a lone activation row
-                    // (the matrix-vector case), so that each is a chain of 4 dependent dots.
-                    let mut acc = start(8);
+                    // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand): low and high
+                    // nibbles in two accumulators for a lone activation row (the
+                    // matrix-vector case), so that each is a chain of 4 dependent dots.
+                    let q5 = K == KIND_Q5;
+                    let block = if q5 { GROUP_BLOCK_Q5 } else { GROUP_BLOCK_Q4 };
+                    let mut acc = start(if q5 { 16 } else { 8 });
                     let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
-                    let w: [*const u8; G] =
-                        std::array::from_fn(|g| values.add(gb[g] * GROUP_BLOCK_Q4));
+                    let w: [*const u8; G] = std::array::from_fn(|g| values.add(gb[g] * block));
+                    // Q5_0's fifth bits (see `Int8Panels`).
+                    let plane: [U8x16; G] = if q5 {
+                        std::array::from_fn(|g| U8x16::load(w[g].add(GROUP_BLOCK_Q4)))
+                    } else {
+                        [U8x16::splat(0); G]
+                    };
                     for v in 0..4 {
                         let raw: [U8x16; G] =
                             std::array::from_fn(|g| U8x16::load(w[g].add(v * 16)));
-                        let lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
-                        let hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
+                        let mut lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
+                        let mut hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
+                        if q5 {
+                            for g in 0..G {
+                                lo[g] = lo[g].or(plane[g].shl_bits(4 - v as u32, 0x10));
+                                hi[g] = hi[g].or(plane[g].bits(v as u32, 0x10));
+                            }
+                        }
                         for c in 0..C {
                             let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
                             let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
@@ -1126,4 +1161,83 @@ fn matmul_int8(
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backends::cpu::Pool;
+    use crate::graph::{contiguous_strides, row_from_f32, row_to_f32};
+    use crate::testing::Rng;
+
+    fn view(bytes: &mut [u8], dtype: DType, ne: [usize; 4]) -> TensorView {
+        let nb = contiguous_strides(dtype, ne).expect("small");
+        // The bytes outlive every use of the view in these tests.
+        unsafe { TensorView::from_raw(bytes.as_mut_ptr(), dtype, ne, nb) }
+    }
+
+    /// The panels give back their GGUF bytes and rows, and their products (the
+    /// matrix-vector tiles, 4 groups a quarter apart, then single ones; the GEMM's tiles of
+    /// 2 groups × 1-4 rows) are the dequantized weights times the activations within the
+    /// activations' 8-bit rounding, a last group padded; 1 and 2 threads give the same
+    /// bytes. In wasm, in each build's kernels (the relaxed-SIMD step runs these).
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn int8_panels_match_dequantized_weights() {
+        let pool = Pool::new(Some(if cfg!(target_arch = "wasm32") { 1 } else { 2 })).unwrap();
+        let mut rng = Rng::new(33);
+        for dtype in [DType::Q8_0, DType::Q5_0, DType::Q4_0] {
+            for (m, n, k) in [
+                (37, 1, 96),
+                (5, 1, 32),
+                (18, 3, 64),
+                (37, 6, 160),
+                (9, 70, 64),
+            ] {
+                let rb = dtype.row_bytes(k).unwrap();
+                let wf: Vec<f32> = (0..m * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
+                let mut w = vec![0u8; m * rb];
+                for (src, dst) in wf.chunks(k).zip(w.chunks_mut(rb)) {
+                    row_from_f32(dtype, src, dst).unwrap();
+                }
+                let x: Vec<f32> = (0..n * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
+                let mut xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let mut wb = w.clone();
+                let wv = view(&mut wb, dtype, [k, m, 1, 1]);
+                let xv = view(&mut xb, DType::F32, [k, n, 1, 1]);
+                let p = Int8Panels::new(&wv, 0, 0).expect("panels");
+                let mut back = vec![0u8; m * rb];
+                p.unpack_rows(0, &mut back).unwrap();
+                assert!(back == w, "{dtype:?} {m}x{k}: unpacked bytes differ");
+                let (mut row, mut want) = (vec![0f32; k], vec![0f32; k]);
+                for i in 0..m {
+                    p.row_f32(i, &mut row);
+                    row_to_f32(dtype, &w[i * rb..(i + 1) * rb], &mut want);
+                    assert_eq!(row, want, "{dtype:?} row {i}");
+                }
+                let mut outs = [vec![0u8; m * n * 4], vec![0u8; m * n * 4]];
+                for (o, par) in outs.iter_mut().zip([Par::SERIAL, pool.par().eager()]) {
+                    let ov = view(o, DType::F32, [m, n, 1, 1]);
+                    assert!(matmul_int8_panels(par, &ov, &wv, &xv, &p, None));
+                }
+                assert_eq!(outs[0], outs[1], "{dtype:?} {m}x{n}x{k}: 1 vs 2 threads");
+                let (mut err, mut sig) = (0f64, 0f64);
+                for j in 0..n {
+                    for i in 0..m {
+                        row_to_f32(dtype, &w[i * rb..(i + 1) * rb], &mut want);
+                        let exact: f64 = (0..k).map(|t| want[t] as f64 * x[j * k + t] as f64).sum();
+                        let at = 4 * (j * m + i);
+                        let got = f32::from_le_bytes(outs[0][at..at + 4].try_into().unwrap());
+                        err += (got as f64 - exact).powi(2);
+                        sig += exact.powi(2);
+                    }
+                }
+                assert!(
+                    err / sig < 1e-4,
+                    "{dtype:?} {m}x{n}x{k}: nmse {}",
+                    err / sig
+                );
+            }
+        }
+    }
 }

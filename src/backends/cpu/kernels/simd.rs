@@ -375,6 +375,22 @@ mod imp {
         pub fn shl(self, n: u32) -> Self {
             Self(i8x16_shl(self.0, n))
         }
+        /// `(byte << shift) & mask` for each byte.
+        #[inline(always)]
+        pub fn shl_bits(self, shift: u32, mask: u8) -> Self {
+            if (mask as u32) & ((1 << shift) - 1) == 0 {
+                // As in `bits`: the previous byte's top bits land below `shift`, which the
+                // mask drops.
+                Self(v128_and(u16x8_shl(self.0, shift), u8x16_splat(mask)))
+            } else {
+                Self(v128_and(i8x16_shl(self.0, shift), u8x16_splat(mask)))
+            }
+        }
+        /// All bytes `x`.
+        #[inline(always)]
+        pub fn splat(x: u8) -> Self {
+            Self(u8x16_splat(x))
+        }
         /// Bitwise or.
         #[inline(always)]
         pub fn or(self, o: Self) -> Self {
@@ -748,6 +764,16 @@ mod imp {
         #[inline(always)]
         pub fn shl(self, n: u32) -> Self {
             Self(self.0.map(|b| b << n))
+        }
+        /// `(byte << shift) & mask` for each byte.
+        #[inline(always)]
+        pub fn shl_bits(self, shift: u32, mask: u8) -> Self {
+            Self(self.0.map(|b| (b << shift) & mask))
+        }
+        /// All bytes `x`.
+        #[inline(always)]
+        pub fn splat(x: u8) -> Self {
+            Self([x; 16])
         }
         /// Bitwise or.
         #[inline(always)]
