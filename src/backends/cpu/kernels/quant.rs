@@ -689,6 +689,40 @@ impl Int8Panels {
         (self.m, self.k) == (a.ne[1], a.ne[0])
     }
 
+    /// Where group `g`'s values start (its blocks one after the other).
+    fn group_values(&self, g: usize) -> *const u8 {
+        debug_assert!(g < self.m.div_ceil(GROUP));
+        // In range: group `g` of the values array.
+        unsafe { self.values.add(g * (self.k / QK) * self.kind.group_block()) }
+    }
+
+    /// Q5_0 panels' group `g` with each block's values as bytes (0..=31) in Q8_0's layout
+    /// (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out` (`k / 32 · 128` bytes):
+    /// each vector's nibbles with their fifth bits, as [`int8_tile`]'s Q5_0 dots take them.
+    fn q5_bytes(&self, g: usize, out: &mut [u8]) {
+        debug_assert_eq!(self.kind, PanelKind::Q5);
+        let w = self.group_values(g);
+        for (b, blk) in out
+            .chunks_exact_mut(GROUP_BLOCK)
+            .enumerate()
+            .take(self.k / QK)
+        {
+            // In range: block `b` of group `g` (`GROUP_BLOCK_Q5` bytes), and 8 slices of
+            // `blk`.
+            unsafe {
+                let w = w.add(b * GROUP_BLOCK_Q5);
+                let plane = U8x16::load(w.add(GROUP_BLOCK_Q4));
+                for v in 0..4 {
+                    let raw = U8x16::load(w.add(v * 16));
+                    let lo = raw.bits(0, 0x0f).or(plane.shl_bits(4 - v as u32, 0x10));
+                    let hi = raw.bits(4, 0x0f).or(plane.bits(v as u32, 0x10));
+                    lo.store(blk.as_mut_ptr().add(v * 16));
+                    hi.store(blk.as_mut_ptr().add((4 + v) * 16));
+                }
+            }
+        }
+    }
+
     /// How the activations are encoded for these panels: plainly (see [`QuantRows`]) for the
     /// biased values (Q4_0's nibbles, Q5_0's 0..=31), which are relaxed SIMD's 7-bit operand.
     fn encoding(&self) -> Encoding {
@@ -762,24 +796,29 @@ impl PanelKind {
 /// Every output is computed by the same operations in the same order whatever `G` and `C`
 /// (the integer sums are exact, so splitting them is no change).
 ///
+/// The values of groups `gs` are read at `w` (each group's blocks one after the other,
+/// [`block_bytes`]`(K)` apart): the panels' own, or Q5_0's as bytes ([`KIND_Q5_BYTES`]).
+///
 /// # Safety
-/// Groups `gs` in `p`; activation rows `j0 .. j0 + C` in `xq`, encoded as
-/// [`Int8Panels::encoding`] says; dst rows `j0 .. j0 + C` hold `p.m` f32.
+/// Groups `gs` in `p`, their values at `w`; activation rows `j0 .. j0 + C` in `xq`, encoded
+/// as [`Int8Panels::encoding`] says; dst rows `j0 .. j0 + C` hold `p.m` f32.
 #[inline(always)]
 unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
     gs: [usize; G],
+    w: [*const u8; G],
     j0: usize,
 ) {
     let (k, nb) = (p.k, p.k / QK);
-    let (values, sums, scales) = (p.values as *const u8, p.sums, p.scales);
+    let (sums, scales) = (p.sums, p.scales);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
     for b in 0..nb {
         unsafe {
             let gb: [usize; G] = std::array::from_fn(|g| gs[g] * nb + b);
+            let w: [*const u8; G] = w.map(|w| w.add(b * block_bytes(K)));
             let x: [*const u8; C] = std::array::from_fn(|c| rows[c].add(b * QK / 4 * SLICE_BYTES));
             // The biased values' accumulators start at `-bias ·` the activation block's sum.
             let start = |bias: i32| -> [[I32x4; C]; G] {
@@ -792,22 +831,27 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                     let acc = std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
                     int8_slices(
                         acc,
-                        values,
-                        gb,
+                        w,
                         x,
                         |w| I8x16::load(w as *const i8),
                         |w, xs, a| w.dot4(xs, a),
                     )
                 }
+                // Q5_0's values as bytes (0..=31, the 7-bit operand).
+                KIND_Q5_BYTES => int8_slices(
+                    start(16),
+                    w,
+                    x,
+                    |w| U8x16::load(w),
+                    |w, xs, a| xs.dot4_u(w, a),
+                ),
                 _ => {
                     // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand): low and high
                     // nibbles in two accumulators for a lone activation row (the
                     // matrix-vector case), so that each is a chain of 4 dependent dots.
                     let q5 = K == KIND_Q5;
-                    let block = if q5 { GROUP_BLOCK_Q5 } else { GROUP_BLOCK_Q4 };
                     let mut acc = start(if q5 { 16 } else { 8 });
                     let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
-                    let w: [*const u8; G] = std::array::from_fn(|g| values.add(gb[g] * block));
                     // Q5_0's fifth bits (see `Int8Panels`).
                     let plane: [U8x16; G] = if q5 {
                         std::array::from_fn(|g| U8x16::load(w[g].add(GROUP_BLOCK_Q4)))
@@ -866,23 +910,21 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
 }
 
 /// The integer dots of one block of Q8_0-layout panels (16-byte slices of 4 rows × 4
-/// values): groups `gb` (block indices) × activation slices `x`, each weight slice loaded
-/// (`load`) once for the tile's columns and dotted (`dot`) into `acc`.
+/// values): groups' blocks `w` × activation slices `x`, each weight slice loaded (`load`)
+/// once for the tile's columns and dotted (`dot`) into `acc`.
 ///
 /// # Safety
-/// Each `gb[g]`'s block in `values`; each `x[c]` holds a block's slices.
+/// Each `w[g]` holds a block's slices; each `x[c]` an activation block's.
 #[inline(always)]
 unsafe fn int8_slices<W: Copy, const G: usize, const C: usize>(
     mut acc: [[I32x4; C]; G],
-    values: *const u8,
-    gb: [usize; G],
+    w: [*const u8; G],
     x: [*const u8; C],
     load: impl Fn(*const u8) -> W,
     dot: impl Fn(W, ActSlice, I32x4) -> I32x4,
 ) -> [[I32x4; C]; G] {
     for s in 0..QK / 4 {
-        let ws: [W; G] =
-            std::array::from_fn(|g| load(unsafe { values.add(gb[g] * GROUP_BLOCK + s * 16) }));
+        let ws: [W; G] = std::array::from_fn(|g| load(unsafe { w[g].add(s * 16) }));
         for c in 0..C {
             let xs = unsafe { ActSlice::load(x[c].add(s * SLICE_BYTES)) };
             for g in 0..G {
@@ -903,15 +945,16 @@ unsafe fn int8_tiles<const K: u8, const G: usize>(
     p: &Int8Panels,
     xq: &QuantRows,
     gs: [usize; G],
+    w: [*const u8; G],
     j0: usize,
     cols: usize,
 ) {
     unsafe {
         match cols {
-            4 => int8_tile::<K, G, 4>(out, p, xq, gs, j0),
-            3 => int8_tile::<K, G, 3>(out, p, xq, gs, j0),
-            2 => int8_tile::<K, G, 2>(out, p, xq, gs, j0),
-            _ => int8_tile::<K, G, 1>(out, p, xq, gs, j0),
+            4 => int8_tile::<K, G, 4>(out, p, xq, gs, w, j0),
+            3 => int8_tile::<K, G, 3>(out, p, xq, gs, w, j0),
+            2 => int8_tile::<K, G, 2>(out, p, xq, gs, w, j0),
+            _ => int8_tile::<K, G, 1>(out, p, xq, gs, w, j0),
         }
     }
 }
@@ -1005,6 +1048,17 @@ const GROUP_RUN: usize = 16;
 const KIND_Q8: u8 = 0;
 const KIND_Q5: u8 = 1;
 const KIND_Q4: u8 = 2;
+/// Q5_0 panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
+const KIND_Q5_BYTES: u8 = 3;
+
+/// Bytes of one group's block of values as the kernels of kind `K` read them.
+const fn block_bytes(k: u8) -> usize {
+    match k {
+        KIND_Q4 => GROUP_BLOCK_Q4,
+        KIND_Q5 => GROUP_BLOCK_Q5,
+        _ => GROUP_BLOCK,
+    }
+}
 
 /// Output rows `cols` × weight groups `groups`, the unit of work of [`int8_gemm`], by
 /// functions of one panel kind and shape each (a matrix-vector product, or tiles of 4
@@ -1059,14 +1113,18 @@ unsafe fn int8_gemv<const K: u8>(
 ) {
     let (g0, q) = (groups.start, groups.len() / 4);
     for t in g0..g0 + q {
-        unsafe { int8_tile::<K, 4, 1>(out, p, xq, [t, t + q, t + 2 * q, t + 3 * q], j) };
+        let gs = [t, t + q, t + 2 * q, t + 3 * q];
+        unsafe { int8_tile::<K, 4, 1>(out, p, xq, gs, gs.map(|g| p.group_values(g)), j) };
     }
     for g in g0 + 4 * q..groups.end {
-        unsafe { int8_tile::<K, 1, 1>(out, p, xq, [g], j) };
+        unsafe { int8_tile::<K, 1, 1>(out, p, xq, [g], [p.group_values(g)], j) };
     }
 }
 
-/// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows.
+/// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows. Q5_0's
+/// groups are first unpacked to bytes ([`Int8Panels::q5_bytes`]) for all the tiles of
+/// their columns: putting the fifth bits back costs as much as the dots of a tile's 4
+/// columns (the prompt's matmuls ran 1.7× slower than on byte panels).
 ///
 /// # Safety
 /// As for [`int8_block`].
@@ -1078,16 +1136,42 @@ unsafe fn int8_tiled<const K: u8>(
     groups: Range<usize>,
     cols: Range<usize>,
 ) {
+    let nb = p.k / QK;
+    let mut bytes = vec![
+        0u8;
+        if K == KIND_Q5 {
+            2 * nb * GROUP_BLOCK
+        } else {
+            0
+        }
+    ];
     let mut g = groups.start;
     while g < groups.end {
         let pair = g + 2 <= groups.end;
+        let w = if K == KIND_Q5 {
+            for (i, part) in bytes.chunks_exact_mut(nb * GROUP_BLOCK).enumerate() {
+                p.q5_bytes((g + i).min(groups.end - 1), part);
+            }
+            [bytes.as_ptr(), bytes[nb * GROUP_BLOCK..].as_ptr()]
+        } else {
+            [
+                p.group_values(g),
+                p.group_values((g + 1).min(groups.end - 1)),
+            ]
+        };
         for j in cols.clone().step_by(4) {
             let c = 4.min(cols.end - j);
             unsafe {
-                if pair {
-                    int8_tiles::<K, 2>(out, p, xq, [g, g + 1], j, c);
+                if K == KIND_Q5 {
+                    if pair {
+                        int8_tiles::<KIND_Q5_BYTES, 2>(out, p, xq, [g, g + 1], w, j, c);
+                    } else {
+                        int8_tiles::<KIND_Q5_BYTES, 1>(out, p, xq, [g], [w[0]], j, c);
+                    }
+                } else if pair {
+                    int8_tiles::<K, 2>(out, p, xq, [g, g + 1], w, j, c);
                 } else {
-                    int8_tiles::<K, 1>(out, p, xq, [g], j, c);
+                    int8_tiles::<K, 1>(out, p, xq, [g], [w[0]], j, c);
                 }
             }
         }
