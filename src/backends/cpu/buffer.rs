@@ -173,8 +173,8 @@ impl CpuBuffer {
     }
 
     /// Keeps weight `t` at `offset` as the int8 GEMM's panels from now on (what
-    /// [`CpuBufferType::packing`] sizes): its only copy, [`Int8Panels::size_for`] bytes,
-    /// its GGUF size (Q8_0: 6% more), where a copy made on first use would double it.
+    /// [`CpuBufferType::packing`] sizes): its only copy, [`Int8Panels::size_for`] bytes, a
+    /// tenth more than its GGUF bytes, where a copy made on first use would double them.
     /// Writes to `offset .. offset + t.nbytes()` must be whole rows; reads unpack them.
     pub fn store_packed(&self, offset: usize, t: &Tensor) -> Result<()> {
         let refuse = |why: &str| {

@@ -38,8 +38,8 @@ pub enum Prepacked {
     /// The f32 GEMM's panels: f32 weights, and quantized ones dequantized in builds without
     /// the int8 GEMM (4 bytes per weight).
     F32(gemm::PackedWeights),
-    /// Q8_0 / Q5_0 / Q4_0 weights regrouped for the int8 GEMM (1.125 / 0.6875 / 0.5625
-    /// bytes per weight).
+    /// Q8_0 / Q5_0 / Q4_0 weights regrouped for the int8 GEMM (1.25 / 0.75 / 0.625 bytes
+    /// per weight).
     Int8(Rc<quant::Int8Panels>),
 }
 

@@ -410,14 +410,14 @@ const COL_BLOCK: usize = 64;
 ///   Q4_0's and Q5_0's values stay non-negative and 7-bit (relaxed SIMD's dot takes them as
 ///   its 7-bit operand, with full-range activations from [`encode_act_plain`]); their bias
 ///   (8, 16) is `-bias ·` the activation block's sum, which starts the accumulator.
-/// - Q8_0 only: per `[group][block][row]` the row's block sum (an i16), whose
-///   `-ACT_OFFSET ·` starts that block's integer accumulator (undoing the activation
-///   encoding's offset for free).
-/// - per `[group][block][row]` the f16 scale as GGUF has it (4 made f32 at once by
-///   [`F32x4::load_f16`], a few instructions per 128 weights).
+/// - Q8_0 only: per `[group][block][row]` an i32, `-ACT_OFFSET ·` the row's block sum,
+///   which starts that block's integer accumulator (undoing the activation encoding's
+///   offset for free).
+/// - per `[group][block][row]` the f32 scale.
 ///
-/// Q8_0 takes 1.125 bytes per weight (GGUF 1.0625), Q5_0 0.6875 and Q4_0 0.5625 (GGUF's
-/// own sizes). The layout loses nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
+/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q5_0 0.75 (GGUF 0.69), Q4_0 0.625
+/// (GGUF 0.56). The layout loses
+/// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
 /// own (made from a weight on first use), or a weights buffer's, where the weight is stored
 /// in this layout from the start ([`Int8Panels::at`]).
 pub struct Int8Panels {
@@ -428,8 +428,8 @@ pub struct Int8Panels {
     /// The three arrays (values at the start, 16-byte aligned); `_owned` holds them when they
     /// are not a buffer's.
     values: *mut u8,
-    sums: *mut i16,
-    scales: *mut u16,
+    sums: *mut i32,
+    scales: *mut f32,
     _owned: Option<Vec<u128>>,
 }
 
@@ -447,7 +447,7 @@ impl Int8Panels {
         } else {
             0
         };
-        [blocks * kind.group_block(), sums, blocks * GROUP * 2]
+        [blocks * kind.group_block(), sums, blocks * GROUP * 4]
     }
 
     /// Bytes the panels of a weight of `dtype` and shape `ne` take; `None` when it has none
@@ -510,8 +510,8 @@ impl Int8Panels {
             k,
             kind,
             values: base,
-            sums: unsafe { base.add(v) } as *mut i16,
-            scales: unsafe { base.add(v + s) } as *mut u16,
+            sums: unsafe { base.add(v) } as *mut i32,
+            scales: unsafe { base.add(v + s) } as *mut f32,
             _owned: owned,
         }
     }
@@ -560,11 +560,10 @@ impl Int8Panels {
                 &blk[2..]
             };
             unsafe {
-                *self.scales.add(at) = u16::from_le_bytes([blk[0], blk[1]]);
+                *self.scales.add(at) = f16_at(blk.as_ptr());
                 if self.kind == PanelKind::Q8 {
-                    // |sum| <= 32 · 128.
                     let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
-                    *self.sums.add(at) = sum as i16;
+                    *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
                 }
                 let base = self.values.add((g * nb + b) * self.kind.group_block());
                 // Q8_0: slice `s` holds values `4s .. 4s + 4`; Q4_0 and Q5_0: vector `s` the
@@ -627,7 +626,7 @@ impl Int8Panels {
                     }
                 }
             }
-            (super::simd::f16_to_f32(*self.scales.add(at)), q)
+            (*self.scales.add(at), q)
         }
     }
 
@@ -829,10 +828,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
             };
             let acc: [[I32x4; C]; G] = match K {
                 KIND_Q8 => {
-                    let off = I32x4::splat(-(ACT_OFFSET as i32));
-                    let acc = std::array::from_fn(|g| {
-                        [I32x4::load_i16(sums.add(gb[g] * GROUP)).mul(off); C]
-                    });
+                    let acc = std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
                     int8_slices(
                         acc,
                         w,
@@ -895,7 +891,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                 }
             };
             for g in 0..G {
-                let dw = F32x4::load_f16(scales.add(gb[g] * GROUP) as *const u8);
+                let dw = F32x4::load(scales.add(gb[g] * GROUP));
                 for c in 0..C {
                     let s = dw * F32x4::splat(*xq.d.get_unchecked((j0 + c) * nb + b));
                     accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(acc[g][c]), s);

@@ -333,14 +333,6 @@ mod imp {
         pub unsafe fn load(p: *const i32) -> Self {
             Self(unsafe { v128_load(p as *const v128) })
         }
-        /// Loads 4 i16 from `p` (unaligned), each widened to i32.
-        ///
-        /// # Safety
-        /// `p` readable for 8 bytes.
-        #[inline(always)]
-        pub unsafe fn load_i16(p: *const i16) -> Self {
-            Self(unsafe { i32x4_load_extend_i16x4(p) })
-        }
     }
 
     /// 16 u8 values: unpacked K-quant weights (0..=63, so 7-bit non-negative: relaxed SIMD's
@@ -739,14 +731,6 @@ mod imp {
         #[inline(always)]
         pub unsafe fn load(p: *const i32) -> Self {
             Self(unsafe { (p as *const [i32; 4]).read_unaligned() })
-        }
-        /// Loads 4 i16 from `p` (unaligned), each widened to i32.
-        ///
-        /// # Safety
-        /// `p` readable for 8 bytes.
-        #[inline(always)]
-        pub unsafe fn load_i16(p: *const i16) -> Self {
-            Self(unsafe { (p as *const [i16; 4]).read_unaligned() }.map(|v| v as i32))
         }
     }
 
