@@ -100,6 +100,8 @@ trait KQuant {
     const PAIRED: bool;
     /// Whether mins are an offset of the values scaled like them (`dmin == d`: Q3_K, Q6_K).
     const SYMMETRIC: bool;
+    /// The symmetric types' offset (`mn_s = OFFSET · sc_s`).
+    const OFFSET: i32;
     /// Bytes of a super-block (a constant, so the unpacker's reads need no bounds checks).
     const BYTES: usize;
     /// Unpacks super-block `b` (its bytes) into `u`.
@@ -107,11 +109,12 @@ trait KQuant {
 }
 
 macro_rules! kquant {
-    ($name:ident, $f:ident, $paired:expr, $symmetric:expr, $bytes:expr) => {
+    ($name:ident, $f:ident, $paired:expr, $offset:expr, $bytes:expr) => {
         struct $name;
         impl KQuant for $name {
             const PAIRED: bool = $paired;
-            const SYMMETRIC: bool = $symmetric;
+            const SYMMETRIC: bool = $offset != 0;
+            const OFFSET: i32 = $offset;
             const BYTES: usize = $bytes;
             #[inline(always)]
             fn unpack(b: &[u8], u: &mut Unpacked) {
@@ -120,11 +123,11 @@ macro_rules! kquant {
         }
     };
 }
-kquant!(Q2K, unpack_q2_k, false, false, 84);
-kquant!(Q3K, unpack_q3_k, false, true, 110);
-kquant!(Q4K, unpack_q4_k, true, false, 144);
-kquant!(Q5K, unpack_q5_k, true, false, 176);
-kquant!(Q6K, unpack_q6_k, false, true, 210);
+kquant!(Q2K, unpack_q2_k, false, 0, 84);
+kquant!(Q3K, unpack_q3_k, false, 4, 110);
+kquant!(Q4K, unpack_q4_k, true, 0, 144);
+kquant!(Q5K, unpack_q5_k, true, 0, 176);
+kquant!(Q6K, unpack_q6_k, false, 32, 210);
 
 /// Q2_K (84 bytes: scales[16], qs[64], d, dmin): value `128h + 32s + l` is bits `2s..2s+2` of
 /// `qs[32h + l]`; group `g` has scale `scales[g] & 15`, min `scales[g] >> 4`.
@@ -400,6 +403,9 @@ const GROUP_SB: usize = GROUP * QK_K;
 /// - `sc`, `mn`: per `[group][super-block][16-value group]` the 4 rows' scales and mins;
 /// - `d`, `dmin`: per `[group][super-block]` the 4 rows' `d` and `dmin`.
 ///
+/// The symmetric types' `mn` and `dmin` are empty: their mins are `OFFSET ·` the scales,
+/// `dmin` is `d`.
+///
 /// Made per block of `M_BLOCK` rows per call (where the row dots unpacked each row's
 /// super-blocks alike), so K-quant weights keep their GGUF bytes for the matrix-vector
 /// product of decoding.
@@ -416,13 +422,14 @@ impl Panels {
     /// `rows` rows of `nb` super-blocks each, super-block `b` of row `r` at `blk(r, b)`.
     fn new<'a, T: KQuant>(rows: usize, nb: usize, blk: impl Fn(usize, usize) -> &'a [u8]) -> Self {
         let sbs = rows.div_ceil(GROUP) * nb;
+        let mins = if T::SYMMETRIC { 0 } else { sbs };
         let mut p = Self {
             nb,
             values: vec![0; sbs * GROUP_SB],
             sc: vec![0; sbs * GROUPS * GROUP],
-            mn: vec![0; sbs * GROUPS * GROUP],
+            mn: vec![0; mins * GROUPS * GROUP],
             d: vec![0.0; sbs * GROUP],
-            dmin: vec![0.0; sbs * GROUP],
+            dmin: vec![0.0; mins * GROUP],
         };
         let mut u = Unpacked::new();
         for row in 0..rows {
@@ -436,10 +443,14 @@ impl Panels {
                 }
                 for s in 0..GROUPS {
                     p.sc[(sb * GROUPS + s) * GROUP + r] = u.sc[s];
-                    p.mn[(sb * GROUPS + s) * GROUP + r] = u.mn[s];
+                    if !T::SYMMETRIC {
+                        p.mn[(sb * GROUPS + s) * GROUP + r] = u.mn[s];
+                    }
                 }
                 p.d[sb * GROUP + r] = u.d;
-                p.dmin[sb * GROUP + r] = u.dmin;
+                if !T::SYMMETRIC {
+                    p.dmin[sb * GROUP + r] = u.dmin;
+                }
             }
         }
         p
@@ -495,20 +506,27 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
                     acc[c] = acc[c] + t[c].mul(sc);
                 }
             }
+            // The symmetric types' `Σ sc · xsum`, times the offset below.
+            let mins = if T::SYMMETRIC { &p.sc } else { &p.mn };
             let mut m = [zero; C];
             for s in 0..GROUPS {
-                let mn = I32x4::load(p.mn.as_ptr().add((sb * GROUPS + s) * GROUP));
+                let mn = I32x4::load(mins.as_ptr().add((sb * GROUPS + s) * GROUP));
                 for (c, m) in m.iter_mut().enumerate() {
                     let xs = *xq.s.get_unchecked(((j0 + c) * nb + b) * GROUPS + s);
                     *m = *m + mn.mul(I32x4::splat(xs));
                 }
             }
             let d = F32x4::load(p.d.as_ptr().add(sb * GROUP));
-            let dmin = F32x4::load(p.dmin.as_ptr().add(sb * GROUP));
+            let dmin = if T::SYMMETRIC {
+                d
+            } else {
+                F32x4::load(p.dmin.as_ptr().add(sb * GROUP))
+            };
             for c in 0..C {
                 let dx = F32x4::splat(*xq.d.get_unchecked((j0 + c) * nb + b));
                 accf[c] = if T::SYMMETRIC {
-                    accf[c].mul_add(F32x4::from_i32(acc[c] - m[c]), d * dx)
+                    let m = m[c].mul(I32x4::splat(T::OFFSET));
+                    accf[c].mul_add(F32x4::from_i32(acc[c] - m), d * dx)
                 } else {
                     accf[c]
                         .mul_add(F32x4::from_i32(acc[c]), d * dx)
