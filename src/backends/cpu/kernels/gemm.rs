@@ -64,6 +64,19 @@ impl<'a> Rows<'a> {
         super::packed_f32(self.v)
     }
 
+    /// Row `r`'s first `k` elements in place, when rows are f32 with packed elements (no
+    /// copy needed); `None` otherwise.
+    #[inline]
+    pub fn f32_row(&self, r: usize, k: usize) -> Option<&'a [f32]> {
+        let p = self.ptr(r, 0);
+        let fits = self.v.dtype == DType::F32
+            && self.v.nb[0] == 4
+            && k <= self.v.ne[0]
+            && (p as usize).is_multiple_of(4);
+        // In range and aligned (checked): `k` f32 of row `r`, alive as long as the view.
+        fits.then(|| unsafe { std::slice::from_raw_parts(p as *const f32, k) })
+    }
+
     /// Elements `k0 .. k0 + out.len()` of row `r` as f32 (for quantized rows both ends are
     /// whole blocks).
     #[inline]

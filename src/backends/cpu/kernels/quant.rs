@@ -79,10 +79,19 @@ impl QuantRows {
             self.x.as_mut_ptr() as usize,
         );
         par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
-            let mut row = vec![0f32; k];
+            // A copy only for rows not packed f32 (made once per range).
+            let mut copy = Vec::new();
             for f in r {
                 let (j, i2, i3) = rows.at(f);
-                Rows::new(b, i2, i3).load(j, 0, &mut row);
+                let src = Rows::new(b, i2, i3);
+                let row = match src.f32_row(j, k) {
+                    Some(row) => row,
+                    None => {
+                        copy.resize(k, 0.0);
+                        src.load(j, 0, &mut copy);
+                        &copy[..]
+                    }
+                };
                 // In range: flat row `f` of `count` in each array, written by this range
                 // alone.
                 let (d, q, s) = unsafe {
@@ -92,7 +101,7 @@ impl QuantRows {
                         std::slice::from_raw_parts_mut((sp as *mut i32).add(f * ns), ns),
                     )
                 };
-                encode(&row, d, q, s);
+                encode(row, d, q, s);
                 if slices {
                     // In range: as above, row `f`'s slices.
                     let x = unsafe {
