@@ -35,7 +35,7 @@ mod native {
     use webtensor::backend::{Device, DeviceKind};
     use webtensor::backends::webgpu::{MatmulKernels, WebGpuOptions};
     use webtensor::backends::DeviceOptions;
-    use webtensor::bench::{minilm_embed_ms, minilm_texts, MatmulProblem, MINILM_CASES};
+    use webtensor::bench::{median, minilm_embed_ms, minilm_texts, MatmulProblem, MINILM_CASES};
     use webtensor::graph::DType;
     use webtensor::model::bert::SentenceEmbedder;
     use webtensor::runtime::DeviceChoice;
@@ -101,9 +101,13 @@ mod native {
         found
     }
 
-    /// Median prefill and decode tokens/s of one model on `choice` (BOS, then ids cycling
-    /// 1000..4000, as scripts/bench-decoder.sh gives both engines).
-    async fn generation(bytes: &[u8], choice: DeviceChoice) -> Result<(f64, f64), String> {
+    /// Median prefill and decode tokens/s of one model on `choice` over `reps` runs (BOS,
+    /// then ids cycling 1000..4000, as scripts/bench-decoder.sh gives both engines).
+    async fn generation(
+        bytes: &[u8],
+        choice: DeviceChoice,
+        reps: usize,
+    ) -> Result<(f64, f64), String> {
         use webtensor::model::decoder::{argmax, Decoder, DecoderOptions};
         let rt = webtensor::create_runtime(choice, false)
             .await
@@ -118,7 +122,7 @@ mod native {
             .chain((0..GEN_PROMPT as u32 - 1).map(|i| 1000 + i % 3001))
             .collect();
         let (mut prefill, mut decode) = (Vec::new(), Vec::new());
-        for _ in 0..env_or("DECODER_REPS", 3usize).max(1) {
+        for _ in 0..reps {
             dec.reset();
             let t = std::time::Instant::now();
             let logits = dec.prefill(&rt, &ids).await.map_err(|e| e.to_string())?;
@@ -130,11 +134,7 @@ mod native {
             }
             decode.push(GEN_STEPS as f64 / t.elapsed().as_secs_f64());
         }
-        let median = |mut v: Vec<f64>| {
-            v.sort_by(|a, b| a.total_cmp(b));
-            v[v.len() / 2]
-        };
-        Ok((median(prefill), median(decode)))
+        Ok((median(&mut prefill), median(&mut decode)))
     }
 
     pub async fn check() -> i32 {
@@ -345,6 +345,7 @@ mod native {
         }
 
         // 4. Text generation.
+        let reps = env_or("DECODER_REPS", 3usize).max(1);
         for path in decoder_models() {
             let name = path.rsplit('/').next().unwrap_or(&path).to_string();
             let bytes = match std::fs::read(&path) {
@@ -356,7 +357,7 @@ mod native {
             };
             let mut cells = Vec::new();
             for choice in [DeviceChoice::WebGpu, DeviceChoice::Cpu] {
-                match generation(&bytes, choice).await {
+                match generation(&bytes, choice, reps).await {
                     Ok((p, d)) => {
                         println!(
                             "decoder {name} {choice:?}: prefill {p:.1} tok/s, decode {d:.1} tok/s"
@@ -375,8 +376,7 @@ mod native {
                 cells[0].clone(),
                 cells[1].clone(),
                 format!(
-                    "{GEN_PROMPT}-token prompt, then {GEN_STEPS} greedy steps; median of {}",
-                    env_or("DECODER_REPS", 3usize)
+                    "{GEN_PROMPT}-token prompt, then {GEN_STEPS} greedy steps; median of {reps}"
                 ),
             ]);
         }
