@@ -174,38 +174,30 @@ fn unpack_q3_k(b: &[u8], u: &mut Unpacked) {
     (u.d, u.dmin) = (d, d);
 }
 
-/// Q4_K's and Q5_K's header: `d`, `dmin` and the 8 scale/min pairs (6 bits each, packed in
-/// 12 bytes as ggml's `get_scale_min_k4` reads them), each pair for 2 groups. Unpacked as
-/// ggml's SIMD dots do, a 32-bit word at a time: scales 0..4 and mins 0..4 are the low 6 bits
-/// of bytes 0..4 and 4..8; scales and mins 4..8 are the low and high nibbles of bytes 8..12
-/// with the top 2 bits of bytes 0..4 (scales) and 4..8 (mins) above them. Then one swizzle
-/// per 4 groups' scales or mins.
+/// Scale and min `j` (0..8) of Q4_K/Q5_K's 12 packed bytes (ggml's `get_scale_min_k4`).
+#[inline(always)]
+fn scale_min_k4(j: usize, q: &[u8]) -> (i32, i32) {
+    let (s, m) = if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    };
+    (s as i32, m as i32)
+}
+
+/// Q4_K's and Q5_K's header: `d`, `dmin` and the 8 scale/min pairs, each for 2 groups.
 #[inline(always)]
 fn q45_header(b: &[u8], u: &mut Unpacked) {
-    let word =
-        |i: usize| u32::from_le_bytes([b[4 + 4 * i], b[5 + 4 * i], b[6 + 4 * i], b[7 + 4 * i]]);
-    let (w0, w1, w2) = (word(0), word(1), word(2));
-    const LOW6: u32 = 0x3f3f_3f3f;
-    const NIBBLE: u32 = 0x0f0f_0f0f;
-    const TOP2: u32 = 0x0303_0303;
-    // Bytes 0..8: the scales, 8..16: the mins.
-    let v = U8x16::from_u32s([
-        w0 & LOW6,
-        (w2 & NIBBLE) | (((w0 >> 6) & TOP2) << 4),
-        w1 & LOW6,
-        ((w2 >> 4) & NIBBLE) | (((w1 >> 6) & TOP2) << 4),
-    ]);
-    let (sc, mn) = (u.sc.as_mut_ptr(), u.mn.as_mut_ptr());
-    // In range: 16 i32 each.
-    unsafe {
-        v.widen4::<0, 0, 1, 1>().store(sc);
-        v.widen4::<2, 2, 3, 3>().store(sc.add(4));
-        v.widen4::<4, 4, 5, 5>().store(sc.add(8));
-        v.widen4::<6, 6, 7, 7>().store(sc.add(12));
-        v.widen4::<8, 8, 9, 9>().store(mn);
-        v.widen4::<10, 10, 11, 11>().store(mn.add(4));
-        v.widen4::<12, 12, 13, 13>().store(mn.add(8));
-        v.widen4::<14, 14, 15, 15>().store(mn.add(12));
+    let scales = &b[4..16];
+    for j in 0..8 {
+        let (s, m) = scale_min_k4(j, scales);
+        u.sc[2 * j] = s;
+        u.sc[2 * j + 1] = s;
+        u.mn[2 * j] = m;
+        u.mn[2 * j + 1] = m;
     }
     (u.d, u.dmin) = (f16_le(b, 0), f16_le(b, 2));
 }
@@ -256,14 +248,9 @@ fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
             }
         }
     }
-    // The 16 scales (i8), and the mins: the offset 32 times them.
-    let off = I32x4::splat(32);
-    for (t, sc) in load16(b, 192).widen_i8().into_iter().enumerate() {
-        // In range: 16 i32 each.
-        unsafe {
-            sc.store(u.sc.as_mut_ptr().add(4 * t));
-            sc.mul(off).store(u.mn.as_mut_ptr().add(4 * t));
-        }
+    for (g, &s) in b[192..208].iter().enumerate() {
+        u.sc[g] = s as i8 as i32;
+        u.mn[g] = 32 * (s as i8 as i32);
     }
     let d = f16_le(b, 208);
     (u.d, u.dmin) = (d, d);

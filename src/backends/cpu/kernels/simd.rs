@@ -333,14 +333,6 @@ mod imp {
         pub unsafe fn load(p: *const i32) -> Self {
             Self(unsafe { v128_load(p as *const v128) })
         }
-        /// Stores 4 i32 to `p` (unaligned).
-        ///
-        /// # Safety
-        /// `p` writable for 16 bytes.
-        #[inline(always)]
-        pub unsafe fn store(self, p: *mut i32) {
-            unsafe { v128_store(p as *mut v128, self.0) }
-        }
     }
 
     /// 16 u8 values: unpacked K-quant weights (0..=63, so 7-bit non-negative: relaxed SIMD's
@@ -398,33 +390,6 @@ mod imp {
         #[inline(always)]
         pub fn splat(x: u8) -> Self {
             Self(u8x16_splat(x))
-        }
-        /// The 16 bytes of 4 little-endian u32.
-        #[inline(always)]
-        pub fn from_u32s(w: [u32; 4]) -> Self {
-            Self(u32x4(w[0], w[1], w[2], w[3]))
-        }
-        /// The 16 bytes as i8, sign-extended into 4 × 4 i32 lanes (in order).
-        #[inline(always)]
-        pub fn widen_i8(self) -> [I32x4; 4] {
-            let (lo, hi) = (
-                i16x8_extend_low_i8x16(self.0),
-                i16x8_extend_high_i8x16(self.0),
-            );
-            [
-                I32x4(i32x4_extend_low_i16x8(lo)),
-                I32x4(i32x4_extend_high_i16x8(lo)),
-                I32x4(i32x4_extend_low_i16x8(hi)),
-                I32x4(i32x4_extend_high_i16x8(hi)),
-            ]
-        }
-        /// Bytes `I0 .. I3` zero-extended into 4 i32 lanes (one swizzle).
-        #[inline(always)]
-        pub fn widen4<const I0: u8, const I1: u8, const I2: u8, const I3: u8>(self) -> I32x4 {
-            // Swizzle indices past 15 give zero bytes.
-            let z = 0x80;
-            let idx = u8x16(I0, z, z, z, I1, z, z, z, I2, z, z, z, I3, z, z, z);
-            I32x4(i8x16_swizzle(self.0, idx))
         }
         /// Bitwise or.
         #[inline(always)]
@@ -767,14 +732,6 @@ mod imp {
         pub unsafe fn load(p: *const i32) -> Self {
             Self(unsafe { (p as *const [i32; 4]).read_unaligned() })
         }
-        /// Stores 4 i32 to `p` (unaligned).
-        ///
-        /// # Safety
-        /// `p` writable for 16 bytes.
-        #[inline(always)]
-        pub unsafe fn store(self, p: *mut i32) {
-            unsafe { (p as *mut [i32; 4]).write_unaligned(self.0) }
-        }
     }
 
     /// 16 u8 values: unpacked K-quant weights (0..=63) or the packed bytes they come from.
@@ -817,21 +774,6 @@ mod imp {
         #[inline(always)]
         pub fn splat(x: u8) -> Self {
             Self([x; 16])
-        }
-        /// The 16 bytes of 4 little-endian u32.
-        #[inline(always)]
-        pub fn from_u32s(w: [u32; 4]) -> Self {
-            Self(std::array::from_fn(|i| w[i / 4].to_le_bytes()[i % 4]))
-        }
-        /// The 16 bytes as i8, sign-extended into 4 × 4 i32 lanes (in order).
-        #[inline(always)]
-        pub fn widen_i8(self) -> [I32x4; 4] {
-            std::array::from_fn(|t| I32x4(std::array::from_fn(|l| self.0[4 * t + l] as i8 as i32)))
-        }
-        /// Bytes `I0 .. I3` zero-extended into 4 i32 lanes.
-        #[inline(always)]
-        pub fn widen4<const I0: u8, const I1: u8, const I2: u8, const I3: u8>(self) -> I32x4 {
-            I32x4([I0, I1, I2, I3].map(|i| self.0[i as usize] as i32))
         }
         /// Bitwise or.
         #[inline(always)]
