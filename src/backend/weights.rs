@@ -4,12 +4,12 @@
 //! other than its home gets a copy there, made once and kept with the weight, never per run.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::{check_range, Buffer, BufferUsage, Device};
 use crate::error::{At, Error, ModelFile, Result};
-use crate::graph::{first_non_finite_scale, DType, Graph, Tensor};
+use crate::graph::{first_non_finite_scale, DType, Graph, Tensor, TensorId};
 
 /// Bytes copied from a [`ByteSource`] to a device at a time.
 const STORE_CHUNK: usize = 1 << 20;
@@ -61,22 +61,23 @@ pub struct WeightSpec {
     pub matrix_only: bool,
 }
 
-/// Whether `graph` reads weight `id` only as a matmul's weight (`src[0]`) or a get_rows
-/// table (its own bytes, never through a view), and reads it at all.
-pub fn matrix_only(graph: &Graph, id: crate::graph::TensorId) -> bool {
+/// The tensors (weights, for its callers) that `graph` reads only as a matmul's weight
+/// (`src[0]`) or a get_rows table (their own bytes, never through a view), and reads at all:
+/// one pass over the nodes.
+pub fn matrix_only(graph: &Graph) -> HashSet<TensorId> {
     use crate::graph::Op;
-    let mut read = false;
+    let (mut only, mut other) = (HashSet::new(), HashSet::new());
     for (_, t) in graph.iter() {
         for (i, &s) in t.src.iter().enumerate() {
-            if s == id {
-                if i != 0 || !matches!(t.op, Op::MatMul | Op::GetRows) {
-                    return false;
-                }
-                read = true;
+            if i == 0 && matches!(t.op, Op::MatMul | Op::GetRows) {
+                only.insert(s);
+            } else {
+                other.insert(s);
             }
         }
     }
-    read
+    only.retain(|s| !other.contains(s));
+    only
 }
 
 impl WeightSpec {
@@ -355,4 +356,34 @@ pub fn store_weights(
         })));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only the weights read as a matmul's weight or a get_rows table, and read at all.
+    #[test]
+    fn matrix_only_picks_weights_read_only_as_matrices() {
+        let mut g = Graph::new();
+        let w = |g: &mut Graph, n: &str| g.weight(n, DType::F32, &[4, 4]).unwrap();
+        let (mm, both, table, unused) = (
+            w(&mut g, "mm"),
+            w(&mut g, "both"),
+            w(&mut g, "t"),
+            w(&mut g, "u"),
+        );
+        let x = g.input("x", DType::F32, &[4, 2]).unwrap();
+        let idx = g.input("idx", DType::I32, &[2]).unwrap();
+        let y = g.matmul(mm, x).unwrap();
+        let z = g.matmul(both, y).unwrap();
+        let s = g.add(both, both).unwrap();
+        let e = g.get_rows(table, idx).unwrap();
+        for o in [z, s, e] {
+            g.set_output(o).unwrap();
+        }
+        let only = matrix_only(&g);
+        assert!(only.contains(&mm) && only.contains(&table));
+        assert!(!only.contains(&both) && !only.contains(&unused) && !only.contains(&x));
+    }
 }

@@ -316,6 +316,7 @@ impl SentenceEmbedder {
             false,
         )?;
         let homes = rt.weight_homes(probe.graph())?;
+        let matrix = matrix_only(probe.graph());
         let specs = weights
             .iter()
             .zip(&ids)
@@ -329,7 +330,7 @@ impl SentenceEmbedder {
                     dtype: w.dtype,
                     ne: w.ne.clone(),
                     ranges: w.ranges.clone(),
-                    matrix_only: matrix_only(probe.graph(), *id),
+                    matrix_only: matrix.contains(id),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

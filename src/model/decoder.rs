@@ -432,6 +432,7 @@ impl Decoder {
                 .copied()
                 .ok_or_else(|| Error::Graph(format!("weight {name} has no device to live on")))
         };
+        let matrix = matrix_only(probe.graph());
         let specs = infos
             .iter()
             .zip(&ids)
@@ -442,7 +443,7 @@ impl Decoder {
                     dtype: *dtype,
                     ne: ne.clone(),
                     ranges: vec![range.clone()],
-                    matrix_only: matrix_only(probe.graph(), id),
+                    matrix_only: matrix.contains(&id),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
