@@ -722,9 +722,7 @@ impl Int8Panels {
                 let w = w.add(b * GROUP_BLOCK_Q5);
                 let plane = U8x16::load(w.add(GROUP_BLOCK_Q4));
                 for v in 0..4 {
-                    let raw = U8x16::load(w.add(v * 16));
-                    let lo = raw.bits(0, 0x0f).or(plane.shl_bits(4 - v as u32, 0x10));
-                    let hi = raw.bits(4, 0x0f).or(plane.bits(v as u32, 0x10));
+                    let (lo, hi) = q5_halves(U8x16::load(w.add(v * 16)), plane, v);
                     lo.store(blk.as_mut_ptr().add(v * 16));
                     hi.store(blk.as_mut_ptr().add((4 + v) * 16));
                 }
@@ -745,13 +743,14 @@ impl Int8Panels {
 
 /// How a dtype's values are held in [`Int8Panels`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
 pub enum PanelKind {
     /// Q8_0: the i8 values as they are, with each row's block sums (the activation offset).
-    Q8,
+    Q8 = KIND_Q8,
     /// Q5_0: the values plus 16 (0..=31), as Q4_0's nibbles and a plane of fifth bits.
-    Q5,
+    Q5 = KIND_Q5,
     /// Q4_0: the nibble bytes as they are (the values plus 8).
-    Q4,
+    Q4 = KIND_Q4,
 }
 
 impl PanelKind {
@@ -792,11 +791,7 @@ impl PanelKind {
 
     /// Bytes of one group's block of values.
     fn group_block(self) -> usize {
-        match self {
-            Self::Q4 => GROUP_BLOCK_Q4,
-            Self::Q5 => GROUP_BLOCK_Q5,
-            Self::Q8 => GROUP_BLOCK,
-        }
+        block_bytes(self as u8)
     }
 }
 
@@ -874,8 +869,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                         let mut hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
                         if q5 {
                             for g in 0..G {
-                                lo[g] = lo[g].or(plane[g].shl_bits(4 - v as u32, 0x10));
-                                hi[g] = hi[g].or(plane[g].bits(v as u32, 0x10));
+                                (lo[g], hi[g]) = q5_halves(raw[g], plane[g], v);
                             }
                         }
                         for c in 0..C {
@@ -916,6 +910,16 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
             unsafe { store_lanes(v[c], o.add(r0), p.m - r0) };
         }
     }
+}
+
+/// Q5_0 panels' vector `v` of a block (`raw`, nibbles) with the block's plane of fifth
+/// bits: the values `4v ..` (low nibbles) and `16 + 4v ..` (high), 0..=31 each.
+#[inline(always)]
+fn q5_halves(raw: U8x16, plane: U8x16, v: usize) -> (U8x16, U8x16) {
+    (
+        raw.bits(0, 0x0f).or(plane.shl_bits(4 - v as u32, 0x10)),
+        raw.bits(4, 0x0f).or(plane.bits(v as u32, 0x10)),
+    )
 }
 
 /// The integer dots of one block of Q8_0-layout panels (16-byte slices of 4 rows × 4
@@ -1052,8 +1056,8 @@ fn int8_gemm(
 /// many calls.
 const GROUP_RUN: usize = 16;
 
-/// [`PanelKind`]s as const generic arguments: each kind's kernels are functions of their
-/// own (see [`int8_block`]).
+/// [`PanelKind`]s (their discriminants) as const generic arguments: each kind's kernels are
+/// functions of their own (see [`int8_block`]).
 const KIND_Q8: u8 = 0;
 const KIND_Q5: u8 = 1;
 const KIND_Q4: u8 = 2;
@@ -1158,8 +1162,9 @@ unsafe fn int8_tiled<const K: u8>(
     while g < groups.end {
         let pair = g + 2 <= groups.end;
         let w = if K == KIND_Q5 {
-            for (i, part) in bytes.chunks_exact_mut(nb * GROUP_BLOCK).enumerate() {
-                p.q5_bytes((g + i).min(groups.end - 1), part);
+            let n = if pair { 2 } else { 1 };
+            for (i, part) in bytes.chunks_exact_mut(nb * GROUP_BLOCK).take(n).enumerate() {
+                p.q5_bytes(g + i, part);
             }
             [bytes.as_ptr(), bytes[nb * GROUP_BLOCK..].as_ptr()]
         } else {
