@@ -216,6 +216,25 @@ fn an_f16_cache_keeps_the_tokens() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// The same f16 cache on WebGPU: its rows written a word (two halves) at a time in place
+/// (`set_rows_scatter_f16.wgsl`, no shader-f16 needed), read by the attention's f16 path.
+#[test]
+fn an_f16_cache_keeps_the_tokens_on_webgpu() {
+    let rt = match block_on(webtensor::create_runtime(DeviceChoice::WebGpu, false)) {
+        Ok(rt) => rt,
+        Err(e) => {
+            assert!(!webgpu_required(), "WebGPU required but: {e}");
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let mut bad = Vec::new();
+    for r in references().iter().filter(|r| r.name.ends_with("f32")) {
+        bad.extend(check(&rt, r, DType::F16, "WebGPU"));
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 #[test]
 fn decoders_match_llama_cpp_on_webgpu() {
     let rt = match block_on(webtensor::create_runtime(DeviceChoice::WebGpu, false)) {

@@ -21,6 +21,8 @@ pub(super) enum Kernel {
     SetRows,
     /// set_rows over a state, in place: one invocation per row element written.
     SetRowsScatter,
+    /// The same over an f16 state: one invocation per pair of elements (a u32 word).
+    SetRowsScatterF16,
     SoftMax(RowThreads),
     Norm(RowThreads),
     SumRows(RowThreads),
@@ -504,11 +506,22 @@ fn plan_node(
             ((Kernel::Unary, DType::F32), None, grid(ctx, n, false)?)
         }
         Op::SetRows => {
-            need(
-                srcs[0],
-                &[DType::F32],
-                "set_rows destination (f16 runs on the CPU)",
-            )?;
+            // An f16 destination: over a state only, rows written a word (two halves) at a
+            // time, so rows of even length at word-aligned strides (and the output starts on
+            // a word: the binding checks it).
+            let f16_words = srcs[0].dtype == DType::F16
+                && in_state
+                && srcs[1].ne[0].is_multiple_of(2)
+                && srcs[1].nb[0] == 4
+                && srcs[0].nb[0] == 2
+                && srcs[0].nb[1..].iter().all(|nb| nb.is_multiple_of(4));
+            if !f16_words {
+                need(
+                    srcs[0],
+                    &[DType::F32],
+                    "set_rows destination (f16: a state's rows of even length)",
+                )?;
+            }
             need(srcs[1], &[DType::F32], "set_rows rows")?;
             need(srcs[2], &[DType::I32], "set_rows indices")?;
             let ti = srcs[2];
@@ -519,7 +532,15 @@ fn plan_node(
             params.e[1] = to_u32(ti.ne[1], "index dim 1")?;
             params.e[2] = to_u32(ti.ne[2], "index dim 2")?;
             c = Some(t.src[2]);
-            if in_state {
+            if f16_words {
+                let pairs = srcs[1].numel() / 2;
+                params.u[1] = to_u32(pairs, "row element pairs")?;
+                (
+                    (Kernel::SetRowsScatterF16, DType::F16),
+                    Some(b),
+                    grid(ctx, pairs, false)?,
+                )
+            } else if in_state {
                 let rows = srcs[1].numel();
                 params.u[1] = to_u32(rows, "row element count")?;
                 (

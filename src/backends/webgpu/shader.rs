@@ -413,6 +413,8 @@ mod wgsl {
     pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
     pub const SET_ROWS: &str = include_str!("../../../shaders/set_rows.wgsl");
     pub const SET_ROWS_SCATTER: &str = include_str!("../../../shaders/set_rows_scatter.wgsl");
+    pub const SET_ROWS_SCATTER_F16: &str =
+        include_str!("../../../shaders/set_rows_scatter_f16.wgsl");
     pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
     pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
     pub const MATMUL_SMALL: &str = include_str!("../../../shaders/matmul_small.wgsl");
@@ -520,6 +522,11 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
             in_place: true,
             ..r(wgsl::SET_ROWS_SCATTER, element, "f32", Some("f32"))
         },
+        // In place into a's words (its own word_put: d_put stores f32).
+        Kernel::SetRowsScatterF16 => Recipe {
+            in_place: true,
+            ..r(wgsl::SET_ROWS_SCATTER_F16, element, "u32", Some("f32"))
+        },
         Kernel::MatMul => Recipe {
             epilogue: true,
             ..r(wgsl::MATMUL, None, "f32", Some("f32"))
@@ -602,7 +609,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     if let Kernel::MatMulReg(tile) = kernel {
         s.push_str(&tile.wgsl());
     }
-    if r.in_place {
+    if r.in_place && kernel != Kernel::SetRowsScatterF16 {
         s.push_str(wgsl::D_IN_PLACE);
     }
     if let Some(tpr) = kernel.row_threads() {
@@ -666,6 +673,7 @@ mod tests {
             Kernel::Unary,
             Kernel::SetRows,
             Kernel::SetRowsScatter,
+            Kernel::SetRowsScatterF16,
             Kernel::Rope,
             Kernel::Cpy,
             Kernel::CpyF16,
@@ -700,6 +708,7 @@ mod tests {
                 | Kernel::Unary
                 | Kernel::SetRows
                 | Kernel::SetRowsScatter
+                | Kernel::SetRowsScatterF16
                 | Kernel::SoftMax(_)
                 | Kernel::Norm(_)
                 | Kernel::SumRows(_)
@@ -752,6 +761,7 @@ mod tests {
                 ],
                 // f32 or f16 K/V.
                 Kernel::Attention => &[DType::F32, DType::F16],
+                Kernel::SetRowsScatterF16 => &[DType::F16],
                 _ => &[DType::F32],
             };
             keys.extend(dtypes.iter().map(|&dt| ((k, dt), Variant::Plain)));
@@ -787,11 +797,12 @@ mod tests {
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
         // kernels on 9 dtypes (f32, f16, q8_0, q4_0 and the 5 K-quants), 3 on i32, on f32 5
         // (set_rows' scatter among them) and 4 row kernels at 3 row widths; fused: every
-        // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16.
+        // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16; the f16
+        // state write on f16.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 2
+            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 2 + 1
         );
         for key in keys {
             let module = parse(key);
