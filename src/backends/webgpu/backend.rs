@@ -161,11 +161,7 @@ fn bind_node<'m>(
         _ => None,
     };
     let in_place = intersect(gd, od, nd, ga, oa, na);
-    let scatter = [
-        super::ops::Kernel::SetRowsScatter,
-        super::ops::Kernel::SetRowsScatterF16,
-    ];
-    if scatter.contains(&plan.key.0) && !in_place {
+    if super::shader::in_place_only(plan.key.0) && !in_place {
         // It writes only the rows named: the others must already be the destination's.
         return Err(bind_error(
             t,

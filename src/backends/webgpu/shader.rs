@@ -412,6 +412,7 @@ mod wgsl {
     pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
     pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
     pub const SET_ROWS: &str = include_str!("../../../shaders/set_rows.wgsl");
+    pub const SCATTER_ROW: &str = include_str!("../../../shaders/scatter_row.wgsl");
     pub const SET_ROWS_SCATTER: &str = include_str!("../../../shaders/set_rows_scatter.wgsl");
     pub const SET_ROWS_SCATTER_F16: &str =
         include_str!("../../../shaders/set_rows_scatter_f16.wgsl");
@@ -436,14 +437,28 @@ struct Recipe {
     d: &'static str,
     /// WGSL element type of operand `b` (binding 3), if the kernel reads one.
     b: Option<&'static str>,
-    /// May write over `a` (`d_put` / `d_read`).
-    in_place: bool,
+    /// Whether it writes over `a` (`d_put` / `d_read`).
+    in_place: InPlace,
+    /// Snippets the body calls, before it (beside the shared ones every recipe gets).
+    helpers: &'static [&'static str],
     /// Uses the row reductions `wg_sum` / `wg_max` / `wg_argmax` (row_reduce.wgsl, or
     /// row_reduce_one.wgsl for one thread per row).
     reductions: bool,
     /// Sends its results through `epilogue` / `store_d`, so nodes after it can be fused
     /// into it ([`Variant::Fused`]).
     epilogue: bool,
+}
+
+/// Whether a kernel computes into its first operand's memory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InPlace {
+    /// Never: its output has bindings of its own.
+    No,
+    /// Where the output is `a`'s memory (IN_PLACE), or into `d`.
+    May,
+    /// Only: it writes some of the output's elements (a state write's rows), the others
+    /// being `a`'s.
+    Only,
 }
 
 /// Which variant of a kernel's shader a pipeline runs.
@@ -468,7 +483,8 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         entry,
         d,
         b,
-        in_place: false,
+        in_place: InPlace::No,
+        helpers: &[],
         reductions: false,
         epilogue: false,
     };
@@ -476,21 +492,21 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
     let row = Some(wgsl::ENTRY_ROW);
     Some(match kernel {
         Kernel::Binary => Recipe {
-            in_place: true,
+            in_place: InPlace::May,
             ..r(wgsl::BINARY, element, "f32", Some("f32"))
         },
         Kernel::Unary => Recipe {
-            in_place: true,
+            in_place: InPlace::May,
             ..r(wgsl::UNARY, element, "f32", None)
         },
         Kernel::SoftMax(_) => Recipe {
-            in_place: true,
+            in_place: InPlace::May,
             reductions: true,
             ..r(wgsl::SOFTMAX, row, "f32", Some("f32"))
         },
         // b: the residual added before a fused norm (a dummy otherwise).
         Kernel::Norm(_) => Recipe {
-            in_place: true,
+            in_place: InPlace::May,
             reductions: true,
             epilogue: true,
             ..r(wgsl::NORM, row, "f32", Some("f32"))
@@ -504,7 +520,7 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
             ..r(wgsl::ARGMAX, row, "i32", None)
         },
         Kernel::Rope => Recipe {
-            in_place: true,
+            in_place: InPlace::May,
             ..r(wgsl::ROPE, element, "f32", Some("i32"))
         },
         Kernel::Cpy => r(wgsl::CPY, element, "f32", None),
@@ -515,16 +531,19 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         Kernel::GetRows => r(wgsl::GET_ROWS, element, "f32", Some("i32")),
         // c (binding 4): the i32 row indices, declared in set_rows.wgsl.
         Kernel::SetRows => Recipe {
-            in_place: true,
+            in_place: InPlace::May,
             ..r(wgsl::SET_ROWS, element, "f32", Some("f32"))
         },
+        // c (binding 4): the i32 row indices, declared in scatter_row.wgsl.
         Kernel::SetRowsScatter => Recipe {
-            in_place: true,
+            in_place: InPlace::Only,
+            helpers: &[wgsl::SCATTER_ROW],
             ..r(wgsl::SET_ROWS_SCATTER, element, "f32", Some("f32"))
         },
-        // In place into a's words (its own word_put: d_put stores f32).
+        // Into a's u32 words (two halves each).
         Kernel::SetRowsScatterF16 => Recipe {
-            in_place: true,
+            in_place: InPlace::Only,
+            helpers: &[wgsl::SCATTER_ROW],
             ..r(wgsl::SET_ROWS_SCATTER_F16, element, "u32", Some("f32"))
         },
         Kernel::MatMul => Recipe {
@@ -556,7 +575,13 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
 
 /// Whether a kernel can compute into its first operand's memory (`d_put` in its shader).
 pub(super) fn in_place_kernel(kernel: Kernel) -> bool {
-    recipe(kernel).is_some_and(|r| r.in_place)
+    recipe(kernel).is_some_and(|r| r.in_place != InPlace::No)
+}
+
+/// Whether a kernel computes only into its first operand's memory (it writes some of the
+/// output's elements, the others being `a`'s).
+pub(super) fn in_place_only(kernel: Kernel) -> bool {
+    recipe(kernel).is_some_and(|r| r.in_place == InPlace::Only)
 }
 
 /// Whether a kernel has an epilogue that nodes after it can be fused into.
@@ -609,7 +634,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     if let Kernel::MatMulReg(tile) = kernel {
         s.push_str(&tile.wgsl());
     }
-    if r.in_place && kernel != Kernel::SetRowsScatterF16 {
+    if r.in_place != InPlace::No {
         s.push_str(wgsl::D_IN_PLACE);
     }
     if let Some(tpr) = kernel.row_threads() {
@@ -654,6 +679,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
             DType::F32 | DType::F16 | DType::I32 => wgsl::DOT_PLAIN,
         });
     }
+    r.helpers.iter().for_each(|h| s.push_str(h));
     s.push_str(r.body);
     if let Some(entry) = r.entry {
         s.push_str(entry);

@@ -68,13 +68,9 @@ impl<'a> Rows<'a> {
     /// copy needed); `None` otherwise.
     #[inline]
     pub fn f32_row(&self, r: usize, k: usize) -> Option<&'a [f32]> {
-        let p = self.ptr(r, 0);
-        let fits = self.v.dtype == DType::F32
-            && self.v.nb[0] == 4
-            && k <= self.v.ne[0]
-            && (p as usize).is_multiple_of(4);
+        let fits = self.is_f32_packed() && k <= self.v.ne[0];
         // In range and aligned (checked): `k` f32 of row `r`, alive as long as the view.
-        fits.then(|| unsafe { std::slice::from_raw_parts(p as *const f32, k) })
+        fits.then(|| unsafe { std::slice::from_raw_parts(self.ptr(r, 0) as *const f32, k) })
     }
 
     /// Elements `k0 .. k0 + out.len()` of row `r` as f32 (for quantized rows both ends are

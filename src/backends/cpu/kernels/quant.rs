@@ -854,20 +854,19 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                     // nibbles in two accumulators for a lone activation row (the
                     // matrix-vector case), so that each is a chain of 4 dependent dots.
                     let q5 = K == KIND_Q5;
+                    // The GEMM (C > 1) reads Q5_0 as bytes (KIND_Q5_BYTES).
+                    debug_assert!(!q5 || C == 1);
                     let mut acc = start(if q5 { 16 } else { 8 });
                     let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
                     // Q5_0's fifth bits (see `Int8Panels`).
-                    let plane: [U8x16; G] = if q5 {
-                        std::array::from_fn(|g| U8x16::load(w[g].add(GROUP_BLOCK_Q4)))
-                    } else {
-                        [U8x16::splat(0); G]
-                    };
+                    let plane: Option<[U8x16; G]> =
+                        q5.then(|| std::array::from_fn(|g| U8x16::load(w[g].add(GROUP_BLOCK_Q4))));
                     for v in 0..4 {
                         let raw: [U8x16; G] =
                             std::array::from_fn(|g| U8x16::load(w[g].add(v * 16)));
                         let mut lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
                         let mut hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
-                        if q5 {
+                        if let Some(plane) = plane {
                             for g in 0..G {
                                 (lo[g], hi[g]) = q5_halves(raw[g], plane[g], v);
                             }

@@ -386,11 +386,6 @@ mod imp {
                 Self(v128_and(i8x16_shl(self.0, shift), u8x16_splat(mask)))
             }
         }
-        /// All bytes `x`.
-        #[inline(always)]
-        pub fn splat(x: u8) -> Self {
-            Self(u8x16_splat(x))
-        }
         /// Bitwise or.
         #[inline(always)]
         pub fn or(self, o: Self) -> Self {
@@ -769,11 +764,6 @@ mod imp {
         #[inline(always)]
         pub fn shl_bits(self, shift: u32, mask: u8) -> Self {
             Self(self.0.map(|b| (b << shift) & mask))
-        }
-        /// All bytes `x`.
-        #[inline(always)]
-        pub fn splat(x: u8) -> Self {
-            Self([x; 16])
         }
         /// Bitwise or.
         #[inline(always)]
