@@ -6,7 +6,10 @@
 //! integer dot of sub-block `s`'s 16 values (one relaxed-SIMD 8-bit dot instruction).
 //! Weights are read in GGUF's layout as they are: no copy, no packing at load (unpacking a
 //! super-block costs a few instructions per 16 values, shared by up to 4 activation rows in
-//! the GEMM's tiles).
+//! the GEMM's tiles). That is Q2_K's, Q3_K's and Q5_K's path, and 3-D weights'; 2-D Q4_K and
+//! Q6_K weights (the Q4_K_M mix's) take int8 panels (`quant::Int8Panels`, which decode and
+//! encode their super-blocks with [`decode`] / [`encode`]): their matrix-vector product ran
+//! about 3× this path's (Node, relaxed SIMD, 4096 × 4096: see the README).
 //!
 //! Every type is brought to one form, `w = d · sc_s · q − dmin · mn_s` with `q` in 0..=63
 //! per 16-value group `s`: Q4_K/Q5_K's 32-value scale/min pairs repeated, Q2_K's 4-bit
@@ -48,19 +51,19 @@ fn quantize_q8k(x: &[f32], q: &mut [i8], sums: &mut [i32]) -> f32 {
 
 /// One weight super-block in the common form (see the module comment).
 #[repr(C, align(16))]
-struct Unpacked {
+pub(super) struct Unpacked {
     /// 256 values, 0..=63.
-    q: [u8; QK_K],
+    pub q: [u8; QK_K],
     /// Scale of each 16 values.
-    sc: [i32; GROUPS],
+    pub sc: [i32; GROUPS],
     /// Min (or offset · scale) of each 16 values.
-    mn: [i32; GROUPS],
-    d: f32,
-    dmin: f32,
+    pub mn: [i32; GROUPS],
+    pub d: f32,
+    pub dmin: f32,
 }
 
 impl Unpacked {
-    fn new() -> Self {
+    pub fn new() -> Self {
         Self {
             q: [0; QK_K],
             sc: [0; GROUPS],
@@ -254,6 +257,65 @@ fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
     }
     let d = f16_le(b, 208);
     (u.d, u.dmin) = (d, d);
+}
+
+/// Super-block `b` (its GGUF bytes) of a Q4_K or Q6_K weight into `u`; `false` for other
+/// types. (The int8 panels hold these two types: `quant::Int8Panels`.)
+pub(super) fn decode(dtype: DType, b: &[u8], u: &mut Unpacked) -> bool {
+    match dtype {
+        DType::Q4_K => unpack_q4_k(b, u),
+        DType::Q6_K => unpack_q6_k(b, u),
+        _ => return false,
+    }
+    true
+}
+
+/// The GGUF bytes of a Q4_K or Q6_K super-block `u` (as [`decode`] gave it, so its scales
+/// fit the type's fields and `d`/`dmin` are f16 values) into `out`, the inverse of
+/// [`decode`]; `false` for other types.
+pub(super) fn encode(dtype: DType, u: &Unpacked, out: &mut [u8]) -> bool {
+    let f16 = |v: f32| half::f16::from_f32(v).to_le_bytes();
+    match dtype {
+        DType::Q4_K => {
+            out[0..2].copy_from_slice(&f16(u.d));
+            out[2..4].copy_from_slice(&f16(u.dmin));
+            // The inverse of `scale_min_k4`: pairs 0..4 in the low 6 bits of bytes 0..8,
+            // pairs 4..8 in the nibbles of bytes 8..12 and the top 2 bits of bytes 0..8.
+            let (sc, mn) = (|j: usize| u.sc[2 * j] as u8, |j: usize| u.mn[2 * j] as u8);
+            let q = &mut out[4..16];
+            for j in 0..4 {
+                q[j] = sc(j) | (sc(j + 4) >> 4) << 6;
+                q[j + 4] = mn(j) | (mn(j + 4) >> 4) << 6;
+                q[j + 8] = sc(j + 4) & 15 | (mn(j + 4) & 15) << 4;
+            }
+            for c in 0..4 {
+                for l in 0..32 {
+                    out[16 + 32 * c + l] = u.q[64 * c + l] | u.q[64 * c + 32 + l] << 4;
+                }
+            }
+        }
+        DType::Q6_K => {
+            out[..192].fill(0);
+            for h in 0..2 {
+                for n in 0..2 {
+                    for t in 0..4 {
+                        for i in 0..16 {
+                            let v = u.q[128 * h + 64 * n + 16 * t + i];
+                            out[64 * h + 16 * t + i] |= (v & 15) << (4 * n);
+                            out[128 + 32 * h + 16 * (t % 2) + i] |=
+                                (v >> 4 & 3) << (2 * (2 * n + t / 2));
+                        }
+                    }
+                }
+            }
+            for (o, &s) in out[192..208].iter_mut().zip(&u.sc) {
+                *o = s as i8 as u8;
+            }
+            out[208..210].copy_from_slice(&f16(u.d));
+        }
+        _ => return false,
+    }
+    true
 }
 
 /// Dot of one unpacked super-block with an activation super-block (values at `x`, 16 group

@@ -5,9 +5,10 @@
 //! - `gemm`: packed, register-tiled f32 GEMM (src0 f32 or f16; quantized rows dequantized,
 //!   the K-quants' fallback) and a GEMV for few rows.
 //! - `kquant`: K-quant (Q2_K … Q6_K) matmul on integer dots against activations quantized
-//!   to Q8_K, weights unpacked from their GGUF bytes as they are read.
-//! - `quant`: Q8_0 / Q4_0 matmul on integer dots against activations quantized to Q8_0,
-//!   for batches an int8 GEMM on weights regrouped once ([`Prepacked`]).
+//!   to Q8_K, weights unpacked from their GGUF bytes as they are read (Q2_K, Q3_K, Q5_K, and
+//!   weights without panels).
+//! - `quant`: Q8_0 / Q5_0 / Q4_0 / Q4_K / Q6_K matmul on integer dots against activations
+//!   quantized to Q8_0, on weights regrouped once into int8 panels ([`Prepacked`]).
 //! - `attention`: fused attention with an online softmax (no score matrix in memory).
 //! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
 //! - `rows`: rope, row sums/means, get_rows.
@@ -38,19 +39,15 @@ pub enum Prepacked {
     /// The f32 GEMM's panels: f32 weights, and quantized ones dequantized in builds without
     /// the int8 GEMM (4 bytes per weight).
     F32(gemm::PackedWeights),
-    /// Q8_0 / Q5_0 / Q4_0 weights regrouped for the int8 GEMM (1.25 / 0.75 / 0.625 bytes
-    /// per weight).
+    /// Q8_0 / Q6_K / Q5_0 / Q4_0 / Q4_K weights regrouped for the int8 kernels (1.25 / 0.83 /
+    /// 0.75 / 0.625 / 0.59 bytes per weight).
     Int8(Rc<quant::Int8Panels>),
 }
 
 impl Prepacked {
-    /// `a` (a 2-D F32, Q8_0, Q5_0 or Q4_0 weight) prepared; `None` for other tensors.
+    /// `a` (a 2-D F32, Q8_0, Q5_0, Q4_0, Q4_K or Q6_K weight) prepared; `None` for other
+    /// tensors.
     pub fn new(a: &TensorView) -> Option<Self> {
-        // K-quants are read as they are by the integer kernels (`kquant`), which unpack a
-        // super-block in a few instructions per 16 values: no copy at load.
-        if a.dtype.is_k_quant() {
-            return None;
-        }
         if a.dtype.is_quantized() {
             // Dims first: a 3-D/4-D weight is not cached, so packing it would be thrown away.
             if a.ne[2] != 1 || a.ne[3] != 1 {
@@ -63,7 +60,8 @@ impl Prepacked {
     }
 
     /// Bytes weights of `dtype` and shape `ne` take stored as panels, their only copy:
-    /// Q8_0 / Q4_0 / Q5_0 matrices, as the int8 GEMM reads them; `None` for others (f32 panels
+    /// Q8_0 / Q4_0 / Q5_0 / Q4_K / Q6_K matrices, as the int8 kernels read them; `None` for
+    /// others (f32 panels
     /// would be as large as the weight: those keep their bytes and a copy made on use).
     pub fn stored_size(dtype: DType, ne: &[usize]) -> Option<usize> {
         quant::Int8Panels::size_for(dtype, ne)
@@ -78,7 +76,7 @@ impl Prepacked {
     }
 
     /// Whether a matmul of a `dtype` weight by `n` activation rows runs faster on a prepared
-    /// weight: Q8_0 / Q4_0 ones with the int8 kernels always (the panels' matrix-vector
+    /// weight: those with int8 panels always (the panels' matrix-vector
     /// product is the fast one), others from a few rows on (fewer take the dot-product
     /// kernels, which read weights as they are).
     pub fn worth(dtype: DType, n: usize) -> bool {

@@ -1,6 +1,8 @@
-//! Q8_0 / Q4_0 matmul, as ggml does it: each activation row is quantized to Q8_0 on the fly,
-//! then every output is a sum over 32-element blocks of `d_w * d_x * (integer dot)`, the
-//! integer dots in i8x16/i16x8 lanes. Weights are read in GGUF's block layout as they are.
+//! Q8_0 / Q5_0 / Q4_0 and Q4_K / Q6_K matmul, as ggml does it: each activation row is
+//! quantized to Q8_0 on the fly, then every output is a sum over 32-element blocks of
+//! `d_w * d_x * (integer dot)`, the integer dots in i8x16/i16x8 lanes (the K-quants' `d_w`
+//! an integer scale of the block times the super-block's `d`, less their mins). Weights are
+//! read from int8 panels ([`Int8Panels`]), or as GGUF blocks by the row dots.
 
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
@@ -12,7 +14,7 @@ use super::simd::{
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::error::{Error, Result};
-use crate::graph::{q5_0_values, set_q5_0_values, DType, QK};
+use crate::graph::{q5_0_values, set_q5_0_values, DType, QK, QK_K};
 use std::ops::Range;
 
 /// Weight rows per block of the output loop (they stay in cache while every activation row
@@ -396,7 +398,12 @@ const GROUP_BLOCK: usize = GROUP * QK;
 const GROUP_BLOCK_Q4: usize = GROUP * QK / 2;
 /// Bytes of one group's block of Q5_0 values: Q4_0's nibbles, then a 16-byte plane of the
 /// values' fifth bits (see [`Int8Panels`]).
-const GROUP_BLOCK_Q5: usize = GROUP_BLOCK_Q4 + 16;
+const GROUP_BLOCK_Q5: usize = GROUP_BLOCK_Q4 + High::Fifth.bytes();
+/// Bytes of one group's block of Q6_K values: Q4_0's nibbles, then two 16-byte planes of
+/// their bits 4–5 (see [`High`]).
+const GROUP_BLOCK_Q6: usize = GROUP_BLOCK_Q4 + High::Crumbs.bytes();
+/// Bytes of one group's block of K-quant integer scales: two per row (see [`Int8Panels`]).
+const GROUP_KSCALES: usize = 2 * GROUP;
 /// Activation rows per block of the int8 GEMM's column loop (their quantized values,
 /// `k` bytes each, stay in cache while every weight group passes over them).
 const COL_BLOCK: usize = 64;
@@ -422,10 +429,20 @@ const COL_BLOCK: usize = 64;
 /// - Q8_0 only: per `[group][block][row]` an i32, `-ACT_OFFSET ·` the row's block sum,
 ///   which starts that block's integer accumulator (undoing the activation encoding's
 ///   offset for free).
-/// - per `[group][block][row]` the f32 scale.
+/// - per `[group][block][row]` the f32 scale; K-quants: per `[group][super-block]` the 4
+///   rows' f32 `d` (Q4_K: then their `dmin`).
+/// - K-quants only: per `[group][block]` 8 bytes, the 4 rows' integer scales of the block's
+///   values `0 .. 16` then `16 .. 32` (Q6_K, i8), or their scale then their min (Q4_K,
+///   0..=63).
 ///
-/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q5_0 0.75 (GGUF 0.69), Q4_0 0.625
-/// (GGUF 0.56). The layout loses
+/// Q4_K's values (0..=15) are held as Q4_0's nibbles, Q6_K's (0..=63, the weight's plus 32)
+/// as nibbles and two planes of their bits 4–5 ([`High::Crumbs`]): so a K-quant block
+/// of 32 values is dotted as Q4_0's and Q5_0's are, and finished with its integer scales
+/// (Q6_K's offset is `-32 ·` the activation sums of its halves, which start its two
+/// accumulators).
+///
+/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q6_K 0.83 (0.82), Q5_0 0.75 (0.69), Q4_0
+/// 0.625 (0.56), Q4_K 0.59 (0.56). The layout loses
 /// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
 /// own (made from a weight on first use), or a weights buffer's, where the weight is stored
 /// in this layout from the start ([`Int8Panels::at`]).
@@ -439,6 +456,7 @@ pub struct Int8Panels {
     values: *mut u8,
     sums: *mut i32,
     scales: *mut f32,
+    kscales: *mut u8,
     _owned: Option<Vec<u128>>,
 }
 
@@ -448,15 +466,21 @@ unsafe impl Send for Int8Panels {}
 unsafe impl Sync for Int8Panels {}
 
 impl Int8Panels {
-    /// Bytes of the values, the Q8_0 block sums and the scales of `m × k` panels of `kind`.
-    fn layout(kind: PanelKind, m: usize, k: usize) -> [usize; 3] {
-        let blocks = m.div_ceil(GROUP) * (k / QK);
+    /// Bytes of the values, the Q8_0 block sums, the f32 scales and the K-quants' integer
+    /// scales of `m × k` panels of `kind`.
+    fn layout(kind: PanelKind, m: usize, k: usize) -> [usize; 4] {
+        let groups = m.div_ceil(GROUP);
+        let blocks = groups * (k / QK);
         let sums = if kind == PanelKind::Q8 {
             blocks * GROUP * 4
         } else {
             0
         };
-        [blocks * kind.group_block(), sums, blocks * GROUP * 4]
+        let (scales, kscales) = match kind.d_per_row() {
+            0 => (blocks * GROUP * 4, 0),
+            n => (groups * (k / QK_K) * GROUP * n * 4, blocks * GROUP_KSCALES),
+        };
+        [blocks * kind.group_block(), sums, scales, kscales]
     }
 
     /// Bytes the panels of a weight of `dtype` and shape `ne` take; `None` when it has none
@@ -464,7 +488,7 @@ impl Int8Panels {
     pub fn size_for(dtype: DType, ne: &[usize]) -> Option<usize> {
         let kind = PanelKind::of(dtype)?;
         let (k, m) = (*ne.first()?, ne.get(1).copied().unwrap_or(1));
-        if ne.iter().skip(2).any(|&d| d != 1) || k == 0 || !k.is_multiple_of(QK) {
+        if ne.iter().skip(2).any(|&d| d != 1) || k == 0 || !k.is_multiple_of(dtype.block_size()) {
             return None;
         }
         Some(Self::layout(kind, m, k).iter().sum())
@@ -474,7 +498,11 @@ impl Int8Panels {
     /// own; `None` otherwise.
     pub fn new(a: &TensorView, a2: usize, a3: usize) -> Option<Self> {
         let kind = PanelKind::of(a.dtype)?;
-        if !a.rows_contiguous() || !a.ne[0].is_multiple_of(QK) || a2 >= a.ne[2] || a3 >= a.ne[3] {
+        if !a.rows_contiguous()
+            || !a.ne[0].is_multiple_of(a.dtype.block_size())
+            || a2 >= a.ne[2]
+            || a3 >= a.ne[3]
+        {
             return None;
         }
         let (m, k) = (a.ne[1], a.ne[0]);
@@ -513,7 +541,7 @@ impl Int8Panels {
         k: usize,
         owned: Option<Vec<u128>>,
     ) -> Self {
-        let [v, s, _] = Self::layout(kind, m, k);
+        let [v, s, f, _] = Self::layout(kind, m, k);
         Self {
             m,
             k,
@@ -521,6 +549,7 @@ impl Int8Panels {
             values: base,
             sums: unsafe { base.add(v) } as *mut i32,
             scales: unsafe { base.add(v + s) } as *mut f32,
+            kscales: unsafe { base.add(v + s + f) },
             _owned: owned,
         }
     }
@@ -532,7 +561,7 @@ impl Int8Panels {
 
     /// Bytes of one GGUF row.
     pub fn row_bytes(&self) -> usize {
-        self.k / QK * self.dtype().block_bytes()
+        self.k / self.dtype().block_size() * self.dtype().block_bytes()
     }
 
     /// Packs whole GGUF rows (`bytes`) in as rows `row0 ..`.
@@ -555,6 +584,9 @@ impl Int8Panels {
     /// # Safety
     /// `row < m`, `w` one GGUF row; nobody reads the panels meanwhile.
     unsafe fn pack_row(&self, row: usize, w: &[u8]) {
+        if self.kind.d_per_row() != 0 {
+            return unsafe { self.pack_k_row(row, w) };
+        }
         let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
         let block_bytes = self.dtype().block_bytes();
         for (b, blk) in w.chunks_exact(block_bytes).enumerate().take(nb) {
@@ -577,28 +609,52 @@ impl Int8Panels {
                 let base = self.values.add((g * nb + b) * self.kind.group_block());
                 // Q8_0: slice `s` holds values `4s .. 4s + 4`; Q4_0 and Q5_0: vector `s` the
                 // bytes `4s .. 4s + 4` of the block's nibbles, Q5_0's fifth bits in the plane.
-                let nibbles;
-                let vals = if self.kind == PanelKind::Q5 {
-                    let plane = std::slice::from_raw_parts_mut(base.add(GROUP_BLOCK_Q4), 16);
-                    for j in 0..4 {
-                        plane[slot(r, j)] = (0..4).fold(0, |acc, v| {
-                            acc | (vals[4 * v + j] >> 4) << v
-                                | (vals[16 + 4 * v + j] >> 4) << (4 + v)
-                        });
-                    }
-                    nibbles = std::array::from_fn::<u8, { QK / 2 }, _>(|j| {
-                        vals[j] & 0x0f | (vals[QK / 2 + j] & 0x0f) << 4
-                    });
-                    &nibbles[..]
+                if self.kind == PanelKind::Q5 {
+                    put_nibble_values(base, r, vals.try_into().unwrap_or(&[0; QK]), High::Fifth);
                 } else {
-                    vals
-                };
-                for (s, four) in vals.chunks_exact(4).enumerate() {
-                    put_slice_row(
-                        std::slice::from_raw_parts_mut(base.add(s * 16), 16),
-                        r,
-                        four,
-                    );
+                    for (s, four) in vals.chunks_exact(4).enumerate() {
+                        put_slice_row(
+                            std::slice::from_raw_parts_mut(base.add(s * 16), 16),
+                            r,
+                            four,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Int8Panels::pack_row`] for the K-quants: each super-block decoded (values 0..=63,
+    /// integer scales and mins, `d`, `dmin`), its values put as Q4_0's / Q5_0's are.
+    ///
+    /// # Safety
+    /// As for [`Int8Panels::pack_row`].
+    unsafe fn pack_k_row(&self, row: usize, w: &[u8]) {
+        let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
+        let (dtype, nd) = (self.dtype(), self.kind.d_per_row());
+        let high = self.kind.high();
+        let mut u = super::kquant::Unpacked::new();
+        for (sb, blk) in w.chunks_exact(dtype.block_bytes()).enumerate() {
+            super::kquant::decode(dtype, blk, &mut u);
+            unsafe {
+                let d = self.scales.add((g * (self.k / QK_K) + sb) * GROUP * nd);
+                *d.add(r) = u.d;
+                if nd == 2 {
+                    *d.add(GROUP + r) = u.dmin;
+                }
+                for i in 0..QK_K / QK {
+                    let b = g * nb + sb * (QK_K / QK) + i;
+                    let vals = u.q[i * QK..][..QK].try_into().unwrap_or(&[0; QK]);
+                    put_nibble_values(self.values.add(b * self.kind.group_block()), r, vals, high);
+                    // Q6_K: the scales of the block's halves; Q4_K: its scale and min.
+                    let (a, z) = if self.kind == PanelKind::Q6K {
+                        (u.sc[2 * i], u.sc[2 * i + 1])
+                    } else {
+                        (u.sc[2 * i], u.mn[2 * i])
+                    };
+                    let ks = self.kscales.add(b * GROUP_KSCALES);
+                    *ks.add(r) = a as i8 as u8;
+                    *ks.add(GROUP + r) = z as i8 as u8;
                 }
             }
         }
@@ -614,19 +670,8 @@ impl Int8Panels {
             let base = self.values.add((g * nb + b) * self.kind.group_block());
             let bias = self.kind.bias();
             if self.kind != PanelKind::Q8 {
-                for v in 0..4 {
-                    for j in 0..4 {
-                        let byte = *base.add(v * 16 + slot(r, j)) as i32;
-                        // Q5_0's fifth bits (none for Q4_0).
-                        let high = if self.kind == PanelKind::Q5 {
-                            *base.add(GROUP_BLOCK_Q4 + slot(r, j)) as i32
-                        } else {
-                            0
-                        };
-                        let (lo, hi) = ((high >> v & 1) << 4, (high >> (4 + v) & 1) << 4);
-                        q[4 * v + j] = ((byte & 0x0f | lo) - bias) as i8;
-                        q[QK / 2 + 4 * v + j] = ((byte >> 4 | hi) - bias) as i8;
-                    }
+                for (o, v) in q.iter_mut().zip(nibble_values(base, r, self.kind.high())) {
+                    *o = (v as i32 - bias) as i8;
                 }
             } else {
                 for s in 0..QK / 4 {
@@ -652,6 +697,10 @@ impl Int8Panels {
         }
         for (i, row) in out.chunks_exact_mut(rb).enumerate() {
             for (b, blk) in row.chunks_exact_mut(self.dtype().block_bytes()).enumerate() {
+                if self.kind.d_per_row() != 0 {
+                    super::kquant::encode(self.dtype(), &self.k_superblock(row0 + i, b), blk);
+                    continue;
+                }
                 let (d, q) = self.block(row0 + i, b);
                 // The scale came from an f16: converting back is exact.
                 blk[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
@@ -667,14 +716,59 @@ impl Int8Panels {
                             *o = v as u8;
                         }
                     }
+                    PanelKind::Q4K | PanelKind::Q6K => {}
                 }
             }
         }
         Ok(())
     }
 
+    /// Super-block `sb` of K-quant row `row` in the common form (`kquant::decode`'s).
+    fn k_superblock(&self, row: usize, sb: usize) -> super::kquant::Unpacked {
+        let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
+        let nd = self.kind.d_per_row();
+        let high = self.kind.high();
+        let mut u = super::kquant::Unpacked::new();
+        // In range: group `g`'s blocks of super-block `sb`, and its `d`s.
+        unsafe {
+            let d = self.scales.add((g * (self.k / QK_K) + sb) * GROUP * nd);
+            u.d = *d.add(r);
+            u.dmin = if nd == 2 { *d.add(GROUP + r) } else { u.d };
+            for i in 0..QK_K / QK {
+                let b = g * nb + sb * (QK_K / QK) + i;
+                let vals = nibble_values(self.values.add(b * self.kind.group_block()), r, high);
+                u.q[i * QK..][..QK].copy_from_slice(&vals);
+                let ks = self.kscales.add(b * GROUP_KSCALES);
+                let (a, z) = (*ks.add(r) as i8 as i32, *ks.add(GROUP + r) as i8 as i32);
+                if self.kind == PanelKind::Q6K {
+                    (u.sc[2 * i], u.sc[2 * i + 1]) = (a, z);
+                    (u.mn[2 * i], u.mn[2 * i + 1]) = (32 * a, 32 * z);
+                } else {
+                    (u.sc[2 * i], u.sc[2 * i + 1]) = (a, a);
+                    (u.mn[2 * i], u.mn[2 * i + 1]) = (z, z);
+                }
+            }
+        }
+        u
+    }
+
     /// Row `row` (`< m`) dequantized into `out` (`k` values), as GGUF's dequantization does.
     pub fn row_f32(&self, row: usize, out: &mut [f32]) {
+        if self.kind.d_per_row() != 0 {
+            for (sb, o) in out.chunks_exact_mut(QK_K).enumerate().take(self.k / QK_K) {
+                let u = self.k_superblock(row, sb);
+                // ggml's order: `(d · sc) · q - dmin · m`, Q6_K's `(d · sc) · (q - 32)`.
+                for (t, o) in o.iter_mut().enumerate() {
+                    let (sc, q) = (u.sc[t / 16] as f32, u.q[t] as i32);
+                    *o = if self.kind == PanelKind::Q6K {
+                        u.d * sc * (q - 32) as f32
+                    } else {
+                        u.d * sc * q as f32 - u.dmin * u.mn[t / 16] as f32
+                    };
+                }
+            }
+            return;
+        }
         for (b, o) in out.chunks_exact_mut(QK).enumerate().take(self.k / QK) {
             let (d, q) = self.block(row, b);
             for (o, &v) in o.iter_mut().zip(&q) {
@@ -705,24 +799,28 @@ impl Int8Panels {
         unsafe { self.values.add(g * (self.k / QK) * self.kind.group_block()) }
     }
 
-    /// Q5_0 panels' group `g` with each block's values as bytes (0..=31) in Q8_0's layout
-    /// (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out` (`k / 32 · 128` bytes):
-    /// each vector's nibbles with their fifth bits, as [`int8_tile`]'s Q5_0 dots take them.
-    fn q5_bytes(&self, g: usize, out: &mut [u8]) {
-        debug_assert_eq!(self.kind, PanelKind::Q5);
-        let w = self.group_values(g);
+    /// Q5_0 or Q6_K panels' group `g` with each block's values as bytes (0..=31 / 0..=63)
+    /// in Q8_0's layout (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out`
+    /// (`k / 32 · 128` bytes): each vector's nibbles with their higher bits, as
+    /// [`int8_tile`]'s byte dots take them.
+    fn value_bytes(&self, g: usize, out: &mut [u8]) {
+        debug_assert!(matches!(self.kind, PanelKind::Q5 | PanelKind::Q6K));
+        let (w, high) = (self.group_values(g), self.kind.high());
+        let bb = self.kind.group_block();
         for (b, blk) in out
             .chunks_exact_mut(GROUP_BLOCK)
             .enumerate()
             .take(self.k / QK)
         {
-            // In range: block `b` of group `g` (`GROUP_BLOCK_Q5` bytes), and 8 slices of
-            // `blk`.
+            // In range: block `b` of group `g` (`bb` bytes), and 8 slices of `blk`.
             unsafe {
-                let w = w.add(b * GROUP_BLOCK_Q5);
-                let plane = U8x16::load(w.add(GROUP_BLOCK_Q4));
+                let w = w.add(b * bb);
+                // Q5_0's one plane twice (nothing past the block is read).
+                let second = if high == High::Crumbs { 16 } else { 0 };
+                let planes = [0, second].map(|o| U8x16::load(w.add(GROUP_BLOCK_Q4 + o)));
                 for v in 0..4 {
-                    let (lo, hi) = q5_halves(U8x16::load(w.add(v * 16)), plane, v);
+                    let raw = U8x16::load(w.add(v * 16));
+                    let (lo, hi) = nibble_halves(raw, high, planes, v);
                     lo.store(blk.as_mut_ptr().add(v * 16));
                     hi.store(blk.as_mut_ptr().add((4 + v) * 16));
                 }
@@ -733,10 +831,10 @@ impl Int8Panels {
     /// How the activations are encoded for these panels: plainly (see [`QuantRows`]) for the
     /// biased values (Q4_0's nibbles, Q5_0's 0..=31), which are relaxed SIMD's 7-bit operand.
     fn encoding(&self) -> Encoding {
-        if self.kind.bias() != 0 {
-            Encoding::PanelsPlain
-        } else {
-            Encoding::Panels
+        match self.kind {
+            PanelKind::Q8 => Encoding::Panels,
+            PanelKind::Q5 | PanelKind::Q4 => Encoding::PanelsPlain { halves: false },
+            PanelKind::Q4K | PanelKind::Q6K => Encoding::PanelsPlain { halves: true },
         }
     }
 }
@@ -751,6 +849,12 @@ pub enum PanelKind {
     Q5 = KIND_Q5,
     /// Q4_0: the nibble bytes as they are (the values plus 8).
     Q4 = KIND_Q4,
+    /// Q4_K: the values (0..=15) as Q4_0's nibbles, integer scales and mins per block, `d`
+    /// and `dmin` per super-block.
+    Q4K = KIND_Q4K,
+    /// Q6_K: the values plus 32 (0..=63) as nibbles and two planes of bits 4–5, integer
+    /// scales per 16 values, `d` per super-block.
+    Q6K = KIND_Q6K,
 }
 
 impl PanelKind {
@@ -760,14 +864,9 @@ impl PanelKind {
             DType::Q8_0 => Some(Self::Q8),
             DType::Q5_0 => Some(Self::Q5),
             DType::Q4_0 => Some(Self::Q4),
-            DType::F32
-            | DType::F16
-            | DType::I32
-            | DType::Q2_K
-            | DType::Q3_K
-            | DType::Q4_K
-            | DType::Q5_K
-            | DType::Q6_K => None,
+            DType::Q4_K => Some(Self::Q4K),
+            DType::Q6_K => Some(Self::Q6K),
+            DType::F32 | DType::F16 | DType::I32 | DType::Q2_K | DType::Q3_K | DType::Q5_K => None,
         }
     }
 
@@ -777,15 +876,36 @@ impl PanelKind {
             Self::Q8 => DType::Q8_0,
             Self::Q5 => DType::Q5_0,
             Self::Q4 => DType::Q4_0,
+            Self::Q4K => DType::Q4_K,
+            Self::Q6K => DType::Q6_K,
         }
     }
 
-    /// What the stored values exceed the weight's by.
+    /// What the stored values exceed the weight's by (the K-quants' per block: none).
     fn bias(self) -> i32 {
         match self {
-            Self::Q8 => 0,
+            Self::Q8 | Self::Q4K | Self::Q6K => 0,
             Self::Q5 => 16,
             Self::Q4 => 8,
+        }
+    }
+
+    /// The f32 scales per row and super-block of the K-quants (`d`, Q4_K's `dmin`); 0 for
+    /// the others (an f32 scale per row and block).
+    fn d_per_row(self) -> usize {
+        match self {
+            Self::Q4K => 2,
+            Self::Q6K => 1,
+            Self::Q8 | Self::Q5 | Self::Q4 => 0,
+        }
+    }
+
+    /// How the values keep their bits above the nibbles (Q8_0: as bytes, `None`).
+    fn high(self) -> High {
+        match self {
+            Self::Q5 => High::Fifth,
+            Self::Q6K => High::Crumbs,
+            Self::Q8 | Self::Q4 | Self::Q4K => High::None,
         }
     }
 
@@ -815,6 +935,9 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     w: [*const u8; G],
     j0: usize,
 ) {
+    if matches!(K, KIND_Q4K | KIND_Q6K | KIND_Q6K_BYTES) {
+        return unsafe { ktile::<K, G, C>(out, p, xq, gs, w, j0) };
+    }
     let (k, nb) = (p.k, p.k / QK);
     let (sums, scales) = (p.sums, p.scales);
     let mut accf = [[F32x4::splat(0.0); C]; G];
@@ -837,6 +960,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                         acc,
                         w,
                         x,
+                        0..QK / 4,
                         |w| I8x16::load(w as *const i8),
                         |w, xs, a| w.dot4(xs, a),
                     )
@@ -846,6 +970,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                     start(16),
                     w,
                     x,
+                    0..QK / 4,
                     |w| U8x16::load(w),
                     |w, xs, a| xs.dot4_u(w, a),
                 ),
@@ -868,7 +993,8 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                         let mut hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
                         if let Some(plane) = plane {
                             for g in 0..G {
-                                (lo[g], hi[g]) = q5_halves(raw[g], plane[g], v);
+                                (lo[g], hi[g]) =
+                                    nibble_halves(raw[g], High::Fifth, [plane[g]; 2], v);
                             }
                         }
                         for c in 0..C {
@@ -901,6 +1027,21 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
             }
         }
     }
+    unsafe { store_tile(out, p, accf, gs, j0) };
+}
+
+/// A tile's outputs (`accf[g][c]`: group `gs[g]`'s rows, activation row `j0 + c`) stored.
+///
+/// # Safety
+/// As for [`int8_tile`].
+#[inline(always)]
+unsafe fn store_tile<const G: usize, const C: usize>(
+    out: &DstRows,
+    p: &Int8Panels,
+    accf: [[F32x4; C]; G],
+    gs: [usize; G],
+    j0: usize,
+) {
     for (c, row) in (j0..j0 + C).enumerate() {
         let o = out.row(row);
         for (g, v) in accf.iter().enumerate() {
@@ -911,19 +1052,233 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     }
 }
 
-/// Q5_0 panels' vector `v` of a block (`raw`, nibbles) with the block's plane of fifth
-/// bits: the values `4v ..` (low nibbles) and `16 + 4v ..` (high), 0..=31 each.
+/// [`int8_tile`] for the K-quant panels (`K`: Q4_K's or Q6_K's, or Q6_K's values as bytes,
+/// [`KIND_Q6K_BYTES`]): per block two integer accumulators an output, the dots of the
+/// block's halves (Q6_K's starting at `-32 ·` the activation halves' sums, its offset),
+/// finished by the rows' integer scales: Q6_K's `sc_lo · lo + sc_hi · hi` in integers,
+/// times `d · dx`; Q4_K's `(lo + hi) · d · sc · dx - dmin · m · dx · Σx`.
+///
+/// # Safety
+/// As for [`int8_tile`], the activations encoded with the sums of the blocks' halves.
 #[inline(always)]
-fn q5_halves(raw: U8x16, plane: U8x16, v: usize) -> (U8x16, U8x16) {
-    (
-        raw.bits(0, 0x0f).or(plane.shl_bits(4 - v as u32, 0x10)),
-        raw.bits(4, 0x0f).or(plane.bits(v as u32, 0x10)),
-    )
+unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    gs: [usize; G],
+    w: [*const u8; G],
+    j0: usize,
+) {
+    let (k, nb, nsb) = (p.k, p.k / QK, p.k / QK_K);
+    let q4k = K == KIND_Q4K;
+    let nd = if q4k { 2 } else { 1 };
+    let mut accf = [[F32x4::splat(0.0); C]; G];
+    let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
+    for b in 0..nb {
+        unsafe {
+            let w: [*const u8; G] = w.map(|w| w.add(b * block_bytes(K)));
+            let x: [*const u8; C] = std::array::from_fn(|c| rows[c].add(b * QK / 4 * SLICE_BYTES));
+            // The activation sums of the block's halves.
+            let xs: [[i32; 2]; C] = std::array::from_fn(|c| {
+                let at = 2 * ((j0 + c) * nb + b);
+                [*xq.s.get_unchecked(at), *xq.s.get_unchecked(at + 1)]
+            });
+            let start = |h: usize| -> [[I32x4; C]; G] {
+                [std::array::from_fn(|c| I32x4::splat(if q4k { 0 } else { -32 * xs[c][h] })); G]
+            };
+            let (lo, hi) = if K == KIND_Q6K_BYTES {
+                let load = |w| U8x16::load(w);
+                let dot = |w, xs: ActSlice, a| xs.dot4_u(w, a);
+                (
+                    int8_slices(start(0), w, x, 0..QK / 8, load, dot),
+                    int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot),
+                )
+            } else {
+                // Q4_K's nibbles, or Q6_K's with their two planes of higher bits.
+                let (mut lo, mut hi) = (start(0), start(1));
+                let planes: Option<[[U8x16; 2]; G]> = (!q4k).then(|| {
+                    std::array::from_fn(|g| {
+                        [0, 16].map(|o| U8x16::load(w[g].add(GROUP_BLOCK_Q4 + o)))
+                    })
+                });
+                for v in 0..4 {
+                    let vals: [(U8x16, U8x16); G] = std::array::from_fn(|g| {
+                        let raw = U8x16::load(w[g].add(v * 16));
+                        match planes {
+                            Some(pl) => nibble_halves(raw, High::Crumbs, pl[g], v),
+                            None => nibble_halves(raw, High::None, [raw; 2], v),
+                        }
+                    });
+                    for c in 0..C {
+                        let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
+                        let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
+                        for g in 0..G {
+                            lo[g][c] = xl.dot4_u(vals[g].0, lo[g][c]);
+                            // Q4_K's halves share a scale: one accumulator an output in the
+                            // GEMM's tiles (half the registers), two chains in the
+                            // matrix-vector product.
+                            if q4k && C > 1 {
+                                lo[g][c] = xh.dot4_u(vals[g].1, lo[g][c]);
+                            } else {
+                                hi[g][c] = xh.dot4_u(vals[g].1, hi[g][c]);
+                            }
+                        }
+                    }
+                }
+                (lo, hi)
+            };
+            for g in 0..G {
+                let ks = p.kscales.add((gs[g] * nb + b) * GROUP_KSCALES);
+                let (sa, sz) = (I32x4::load_i8x4(ks), I32x4::load_i8x4(ks.add(GROUP)));
+                let dp = p.scales.add((gs[g] * nsb + b / (QK_K / QK)) * GROUP * nd);
+                let d = F32x4::load(dp);
+                if q4k {
+                    let dsc = d * F32x4::from_i32(sa);
+                    let dmn = F32x4::load(dp.add(GROUP)) * F32x4::from_i32(sz);
+                    for c in 0..C {
+                        let dx = *xq.d.get_unchecked((j0 + c) * nb + b);
+                        let sum = (xs[c][0] + xs[c][1]) as f32;
+                        let acc = F32x4::from_i32(lo[g][c] + hi[g][c]);
+                        accf[g][c] = accf[g][c].mul_add(acc, dsc * F32x4::splat(dx));
+                        accf[g][c] = accf[g][c].mul_add(dmn, F32x4::splat(-dx * sum));
+                    }
+                } else {
+                    for c in 0..C {
+                        let dx = *xq.d.get_unchecked((j0 + c) * nb + b);
+                        let t = lo[g][c].mul(sa) + hi[g][c].mul(sz);
+                        accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(t), d * F32x4::splat(dx));
+                    }
+                }
+            }
+        }
+    }
+    unsafe { store_tile(out, p, accf, gs, j0) };
+}
+
+/// How a panel block's values keep their bits above the nibbles (after the nibbles).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum High {
+    /// Nowhere: values 0..=15 (Q4_0, Q4_K; 64 bytes a block).
+    None,
+    /// Q5_0's fifth bits: a 16-byte plane, its byte at `slot(r, j)` the fifth bits of row
+    /// `r`'s values `4v + j` (bit `v`) and `16 + 4v + j` (bit `4 + v`), `v` in 0..4.
+    Fifth,
+    /// Q6_K's bits 4–5: two 16-byte planes, for the values `4v + j`, then `16 + 4v + j`,
+    /// their byte at `slot(r, j)` holding the two bits of the value of vector `v` at bit `2v`.
+    Crumbs,
+}
+
+impl High {
+    /// Bytes of the planes.
+    const fn bytes(self) -> usize {
+        match self {
+            Self::None => 0,
+            Self::Fifth => 16,
+            Self::Crumbs => 32,
+        }
+    }
+
+    /// Where row `r`'s value `i` (0..32) of a block has its high bits: the plane's byte
+    /// (after the nibbles), the bit there, the value's bit it is first.
+    fn at(self, r: usize, i: usize) -> (usize, u32, u32) {
+        let (half, v, j) = (i / 16, (i % 16 / 4) as u32, slot(r, i % 4));
+        match self {
+            Self::None => (0, 0, 4),
+            Self::Fifth => (j, v + 4 * half as u32, 4),
+            Self::Crumbs => (16 * half + j, 2 * v, 4),
+        }
+    }
+}
+
+/// Vector `v` of a block of nibbles (`raw`): the values `4v ..` (low nibbles) and
+/// `16 + 4v ..` (high), with their bits above the nibbles from `planes` as `high` says
+/// (Q5_0's plane, or Q6_K's two; none: `planes` unread). Two shifts and masks a plane.
+#[inline(always)]
+fn nibble_halves(raw: U8x16, high: High, planes: [U8x16; 2], v: usize) -> (U8x16, U8x16) {
+    let (lo, hi) = (raw.bits(0, 0x0f), raw.bits(4, 0x0f));
+    let v = v as u32;
+    match high {
+        High::None => (lo, hi),
+        High::Fifth => (
+            lo.or(move_bits(planes[0], v, 4, 1)),
+            hi.or(move_bits(planes[0], 4 + v, 4, 1)),
+        ),
+        High::Crumbs => (
+            lo.or(move_bits(planes[0], 2 * v, 4, 2)),
+            hi.or(move_bits(planes[1], 2 * v, 4, 2)),
+        ),
+    }
+}
+
+/// Bits `from .. from + width` of each byte of `x` moved to `to ..`, the others cleared.
+#[inline(always)]
+fn move_bits(x: U8x16, from: u32, to: u32, width: u32) -> U8x16 {
+    let mask = (((1u32 << width) - 1) << to) as u8;
+    if from >= to {
+        x.bits(from - to, mask)
+    } else {
+        x.shl_bits(to - from, mask)
+    }
+}
+
+/// Puts row `r`'s 32 values of a block (`vals`) into a group's block at `base`: their low 4
+/// bits as Q4_0's nibbles (vector `v`: values `4v + j` low, `16 + 4v + j` high, at
+/// `slot(r, j)`), then their higher bits as `high` says: a row's bytes are its own.
+///
+/// # Safety
+/// `base` writable for `64 + high.bytes()` bytes, its planes zero where row `r`'s go.
+unsafe fn put_nibble_values(base: *mut u8, r: usize, vals: &[u8; QK], high: High) {
+    let nibbles: [u8; QK / 2] =
+        std::array::from_fn(|j| vals[j] & 0x0f | (vals[QK / 2 + j] & 0x0f) << 4);
+    for (v, four) in nibbles.chunks_exact(4).enumerate() {
+        // In range: vector `v` of the block.
+        put_slice_row(
+            unsafe { std::slice::from_raw_parts_mut(base.add(v * 16), 16) },
+            r,
+            four,
+        );
+    }
+    if high != High::None {
+        for i in 0..QK {
+            // In range: a byte of the block's planes, row `r`'s alone.
+            unsafe { *base.add(GROUP_BLOCK_Q4 + high.at(r, i).0) = 0 };
+        }
+        for (i, &x) in vals.iter().enumerate() {
+            let (byte, bit, first) = high.at(r, i);
+            // In range: a byte of the block's planes.
+            unsafe { *base.add(GROUP_BLOCK_Q4 + byte) |= (x >> first) << bit };
+        }
+    }
+}
+
+/// Row `r`'s 32 values of a group's block at `base`, as [`put_nibble_values`] put them.
+///
+/// # Safety
+/// `base` readable for `64 + high.bytes()` bytes.
+unsafe fn nibble_values(base: *const u8, r: usize, high: High) -> [u8; QK] {
+    let width = match high {
+        High::None => 0,
+        High::Fifth => 1,
+        High::Crumbs => 2,
+    };
+    std::array::from_fn(|i| {
+        let (v, j) = (i % 16 / 4, slot(r, i % 4));
+        // In range: vector `v` and the planes of the block.
+        let byte = unsafe { *base.add(v * 16 + j) };
+        let nibble = if i < 16 { byte & 0x0f } else { byte >> 4 };
+        let (at, bit, first) = high.at(r, i);
+        let plane = if width == 0 {
+            0
+        } else {
+            unsafe { *base.add(GROUP_BLOCK_Q4 + at) }
+        };
+        nibble | (plane >> bit & ((1 << width) - 1)) << first
+    })
 }
 
 /// The integer dots of one block of Q8_0-layout panels (16-byte slices of 4 rows × 4
-/// values): groups' blocks `w` × activation slices `x`, each weight slice loaded (`load`)
-/// once for the tile's columns and dotted (`dot`) into `acc`.
+/// values), over its slices `slices`: groups' blocks `w` × activation slices `x`, each
+/// weight slice loaded (`load`) once for the tile's columns and dotted (`dot`) into `acc`.
 ///
 /// # Safety
 /// Each `w[g]` holds a block's slices; each `x[c]` an activation block's.
@@ -932,10 +1287,11 @@ unsafe fn int8_slices<W: Copy, const G: usize, const C: usize>(
     mut acc: [[I32x4; C]; G],
     w: [*const u8; G],
     x: [*const u8; C],
+    slices: Range<usize>,
     load: impl Fn(*const u8) -> W,
     dot: impl Fn(W, ActSlice, I32x4) -> I32x4,
 ) -> [[I32x4; C]; G] {
-    for s in 0..QK / 4 {
+    for s in slices {
         let ws: [W; G] = std::array::from_fn(|g| load(unsafe { w[g].add(s * 16) }));
         for c in 0..C {
             let xs = unsafe { ActSlice::load(x[c].add(s * SLICE_BYTES)) };
@@ -978,8 +1334,9 @@ enum Encoding {
     RowDots,
     /// Q8_0 panels ([`encode_act`], and the slices the panels' dots read).
     Panels,
-    /// Q4_0 / Q5_0 panels ([`encode_act_plain`] with block sums, and the slices).
-    PanelsPlain,
+    /// Q4_0 / Q5_0 and K-quant panels ([`encode_act_plain`] with block sums, or with the
+    /// sums of each block's halves for the K-quants, and the slices).
+    PanelsPlain { halves: bool },
 }
 
 /// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) to Q8_0 as `enc`
@@ -995,8 +1352,9 @@ fn quantize_rows(
 ) {
     let nb = k / QK;
     let slices = enc != Encoding::RowDots;
-    if enc == Encoding::PanelsPlain {
-        xq.quantize(par, b, rows, count, k, [nb, nb], slices, |x, d, q, s| {
+    if let Encoding::PanelsPlain { halves } = enc {
+        let ns = if halves { 2 * nb } else { nb };
+        xq.quantize(par, b, rows, count, k, [nb, ns], slices, |x, d, q, s| {
             quantize_q8_plain(x, d, q, s)
         });
     } else {
@@ -1006,17 +1364,21 @@ fn quantize_rows(
     }
 }
 
-/// [`quantize_q8`] by [`encode_act_plain`], with each block's sum in `s`.
+/// [`quantize_q8`] by [`encode_act_plain`], with the sums of each block (or of each of its
+/// halves, as `s` has one or two a block) in `s`.
 #[inline(never)]
 fn quantize_q8_plain(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut [i32]) {
+    let per = s.len() / d.len().max(1);
     for (((blk, db), qb), sb) in x
         .chunks_exact(QK)
         .zip(d.iter_mut())
         .zip(q.chunks_exact_mut(QK))
-        .zip(s.iter_mut())
+        .zip(s.chunks_exact_mut(per.max(1)))
     {
         *db = encode_act_plain(blk, qb);
-        *sb = qb.iter().map(|&v| v as i32).sum();
+        for (o, part) in sb.iter_mut().zip(qb.chunks_exact(QK / per.max(1))) {
+            *o = part.iter().map(|&v| v as i32).sum();
+        }
     }
 }
 
@@ -1062,12 +1424,17 @@ const KIND_Q5: u8 = 1;
 const KIND_Q4: u8 = 2;
 /// Q5_0 panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
 const KIND_Q5_BYTES: u8 = 3;
+const KIND_Q4K: u8 = 4;
+const KIND_Q6K: u8 = 5;
+/// Q6_K panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
+const KIND_Q6K_BYTES: u8 = 6;
 
 /// Bytes of one group's block of values as the kernels of kind `K` read them.
 const fn block_bytes(k: u8) -> usize {
     match k {
-        KIND_Q4 => GROUP_BLOCK_Q4,
+        KIND_Q4 | KIND_Q4K => GROUP_BLOCK_Q4,
         KIND_Q5 => GROUP_BLOCK_Q5,
+        KIND_Q6K => GROUP_BLOCK_Q6,
         _ => GROUP_BLOCK,
     }
 }
@@ -1099,9 +1466,13 @@ unsafe fn int8_block(
             (PanelKind::Q8, true) => int8_gemv::<KIND_Q8>(out, p, xq, groups, cols.start),
             (PanelKind::Q5, true) => int8_gemv::<KIND_Q5>(out, p, xq, groups, cols.start),
             (PanelKind::Q4, true) => int8_gemv::<KIND_Q4>(out, p, xq, groups, cols.start),
+            (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K>(out, p, xq, groups, cols.start),
+            (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K>(out, p, xq, groups, cols.start),
             (PanelKind::Q8, false) => int8_tiled::<KIND_Q8>(out, p, xq, groups, cols),
             (PanelKind::Q5, false) => int8_tiled::<KIND_Q5>(out, p, xq, groups, cols),
             (PanelKind::Q4, false) => int8_tiled::<KIND_Q4>(out, p, xq, groups, cols),
+            (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K>(out, p, xq, groups, cols),
+            (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K>(out, p, xq, groups, cols),
         }
     }
 }
@@ -1149,21 +1520,16 @@ unsafe fn int8_tiled<const K: u8>(
     cols: Range<usize>,
 ) {
     let nb = p.k / QK;
-    let mut bytes = vec![
-        0u8;
-        if K == KIND_Q5 {
-            2 * nb * GROUP_BLOCK
-        } else {
-            0
-        }
-    ];
+    // Q5_0's and Q6_K's values with higher bits are unpacked to bytes.
+    let as_bytes = K == KIND_Q5 || K == KIND_Q6K;
+    let mut bytes = vec![0u8; if as_bytes { 2 * nb * GROUP_BLOCK } else { 0 }];
     let mut g = groups.start;
     while g < groups.end {
         let pair = g + 2 <= groups.end;
-        let w = if K == KIND_Q5 {
+        let w = if as_bytes {
             let n = if pair { 2 } else { 1 };
             for (i, part) in bytes.chunks_exact_mut(nb * GROUP_BLOCK).take(n).enumerate() {
-                p.q5_bytes(g + i, part);
+                p.value_bytes(g + i, part);
             }
             [bytes.as_ptr(), bytes[nb * GROUP_BLOCK..].as_ptr()]
         } else {
@@ -1180,6 +1546,12 @@ unsafe fn int8_tiled<const K: u8>(
                         int8_tiles::<KIND_Q5_BYTES, 2>(out, p, xq, [g, g + 1], w, j, c);
                     } else {
                         int8_tiles::<KIND_Q5_BYTES, 1>(out, p, xq, [g], [w[0]], j, c);
+                    }
+                } else if K == KIND_Q6K {
+                    if pair {
+                        int8_tiles::<KIND_Q6K_BYTES, 2>(out, p, xq, [g, g + 1], w, j, c);
+                    } else {
+                        int8_tiles::<KIND_Q6K_BYTES, 1>(out, p, xq, [g], [w[0]], j, c);
                     }
                 } else if pair {
                     int8_tiles::<K, 2>(out, p, xq, [g, g + 1], w, j, c);
@@ -1283,13 +1655,21 @@ mod tests {
     fn int8_panels_match_dequantized_weights() {
         let pool = Pool::new(Some(if cfg!(target_arch = "wasm32") { 1 } else { 2 })).unwrap();
         let mut rng = Rng::new(33);
-        for dtype in [DType::Q8_0, DType::Q5_0, DType::Q4_0] {
+        for dtype in [
+            DType::Q8_0,
+            DType::Q5_0,
+            DType::Q4_0,
+            DType::Q4_K,
+            DType::Q6_K,
+        ] {
+            // The K-quants' rows are whole super-blocks of 256 values.
+            let kk = dtype.block_size() / QK;
             for (m, n, k) in [
-                (37, 1, 96),
-                (5, 1, 32),
-                (18, 3, 64),
-                (37, 6, 160),
-                (9, 70, 64),
+                (37, 1, 96 * kk),
+                (5, 1, 32 * kk),
+                (18, 3, 64 * kk),
+                (37, 6, 160 * kk),
+                (9, 70, 64 * kk),
             ] {
                 let rb = dtype.row_bytes(k).unwrap();
                 let wf: Vec<f32> = (0..m * k).map(|_| rng.uniform(-1.0, 1.0)).collect();

@@ -404,6 +404,15 @@ mod imp {
         pub fn mul(self, s: Self) -> Self {
             Self(i32x4_mul(self.0, s.0))
         }
+        /// The 4 i8 at `p`, sign-extended (a K-quant panel's 4 rows' integer scales).
+        ///
+        /// # Safety
+        /// `p` readable for 4 bytes.
+        #[inline(always)]
+        pub unsafe fn load_i8x4(p: *const u8) -> Self {
+            let v = unsafe { v128_load32_zero(p as *const u32) };
+            Self(i32x4_extend_low_i16x8(i16x8_extend_low_i8x16(v)))
+        }
         /// Sum of the lanes (wrapping, as the lanes do).
         #[inline(always)]
         pub fn hsum(self) -> i32 {
@@ -782,6 +791,14 @@ mod imp {
         #[inline(always)]
         pub fn mul(self, s: Self) -> Self {
             Self(std::array::from_fn(|l| self.0[l].wrapping_mul(s.0[l])))
+        }
+        /// The 4 i8 at `p`, sign-extended (a K-quant panel's 4 rows' integer scales).
+        ///
+        /// # Safety
+        /// `p` readable for 4 bytes.
+        #[inline(always)]
+        pub unsafe fn load_i8x4(p: *const u8) -> Self {
+            Self(std::array::from_fn(|l| unsafe { *p.add(l) } as i8 as i32))
         }
         /// Sum of the lanes (wrapping, as wasm's).
         #[inline(always)]
