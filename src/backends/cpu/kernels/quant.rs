@@ -584,7 +584,7 @@ impl Int8Panels {
     /// # Safety
     /// `row < m`, `w` one GGUF row; nobody reads the panels meanwhile.
     unsafe fn pack_row(&self, row: usize, w: &[u8]) {
-        if self.kind.d_per_row() != 0 {
+        if self.kind.is_k_quant() {
             return unsafe { self.pack_k_row(row, w) };
         }
         let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
@@ -630,20 +630,20 @@ impl Int8Panels {
     /// # Safety
     /// As for [`Int8Panels::pack_row`].
     unsafe fn pack_k_row(&self, row: usize, w: &[u8]) {
-        let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
-        let (dtype, nd) = (self.dtype(), self.kind.d_per_row());
+        let (g, r) = (row / GROUP, row % GROUP);
+        let dtype = self.dtype();
         let high = self.kind.high();
         let mut u = super::kquant::Unpacked::new();
         for (sb, blk) in w.chunks_exact(dtype.block_bytes()).enumerate() {
             super::kquant::decode(dtype, blk, &mut u);
+            let (d, b0) = self.k_at(g, sb);
             unsafe {
-                let d = self.scales.add((g * (self.k / QK_K) + sb) * GROUP * nd);
                 *d.add(r) = u.d;
-                if nd == 2 {
+                if self.kind.d_per_row() == 2 {
                     *d.add(GROUP + r) = u.dmin;
                 }
                 for i in 0..QK_K / QK {
-                    let b = g * nb + sb * (QK_K / QK) + i;
+                    let b = b0 + i;
                     let vals = u.q[i * QK..][..QK].try_into().unwrap_or(&[0; QK]);
                     put_nibble_values(self.values.add(b * self.kind.group_block()), r, vals, high);
                     // Q6_K: the scales of the block's halves; Q4_K: its scale and min.
@@ -697,7 +697,7 @@ impl Int8Panels {
         }
         for (i, row) in out.chunks_exact_mut(rb).enumerate() {
             for (b, blk) in row.chunks_exact_mut(self.dtype().block_bytes()).enumerate() {
-                if self.kind.d_per_row() != 0 {
+                if self.kind.is_k_quant() {
                     super::kquant::encode(self.dtype(), &self.k_superblock(row0 + i, b), blk);
                     continue;
                 }
@@ -723,19 +723,32 @@ impl Int8Panels {
         Ok(())
     }
 
+    /// Where group `g`'s super-block `sb` keeps its rows' `d` (then Q4_K's `dmin`), and the
+    /// index of its first block (of 8): K-quant panels only.
+    fn k_at(&self, g: usize, sb: usize) -> (*mut f32, usize) {
+        let at = g * (self.k / QK_K) + sb;
+        debug_assert!(self.kind.is_k_quant() && at < self.m.div_ceil(GROUP) * (self.k / QK_K));
+        // In range: super-block `at` of the `d` array.
+        let d = unsafe { self.scales.add(at * GROUP * self.kind.d_per_row()) };
+        (d, at * (QK_K / QK))
+    }
+
     /// Super-block `sb` of K-quant row `row` in the common form (`kquant::decode`'s).
     fn k_superblock(&self, row: usize, sb: usize) -> super::kquant::Unpacked {
-        let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
-        let nd = self.kind.d_per_row();
+        let (g, r) = (row / GROUP, row % GROUP);
         let high = self.kind.high();
         let mut u = super::kquant::Unpacked::new();
+        let (d, b0) = self.k_at(g, sb);
         // In range: group `g`'s blocks of super-block `sb`, and its `d`s.
         unsafe {
-            let d = self.scales.add((g * (self.k / QK_K) + sb) * GROUP * nd);
             u.d = *d.add(r);
-            u.dmin = if nd == 2 { *d.add(GROUP + r) } else { u.d };
+            u.dmin = if self.kind.d_per_row() == 2 {
+                *d.add(GROUP + r)
+            } else {
+                u.d
+            };
             for i in 0..QK_K / QK {
-                let b = g * nb + sb * (QK_K / QK) + i;
+                let b = b0 + i;
                 let vals = nibble_values(self.values.add(b * self.kind.group_block()), r, high);
                 u.q[i * QK..][..QK].copy_from_slice(&vals);
                 let ks = self.kscales.add(b * GROUP_KSCALES);
@@ -754,7 +767,7 @@ impl Int8Panels {
 
     /// Row `row` (`< m`) dequantized into `out` (`k` values), as GGUF's dequantization does.
     pub fn row_f32(&self, row: usize, out: &mut [f32]) {
-        if self.kind.d_per_row() != 0 {
+        if self.kind.is_k_quant() {
             for (sb, o) in out.chunks_exact_mut(QK_K).enumerate().take(self.k / QK_K) {
                 let u = self.k_superblock(row, sb);
                 // ggml's order: `(d · sc) · q - dmin · m`, Q6_K's `(d · sc) · (q - 32)`.
@@ -829,7 +842,9 @@ impl Int8Panels {
     }
 
     /// How the activations are encoded for these panels: plainly (see [`QuantRows`]) for the
-    /// biased values (Q4_0's nibbles, Q5_0's 0..=31), which are relaxed SIMD's 7-bit operand.
+    /// non-negative values (Q4_0's and Q4_K's nibbles, Q5_0's 0..=31, Q6_K's 0..=63), which
+    /// are relaxed SIMD's 7-bit operand, with the sums of each block's halves for the
+    /// K-quants (their scales are per 16 values, their offsets from the sums).
     fn encoding(&self) -> Encoding {
         match self.kind {
             PanelKind::Q8 => Encoding::Panels,
@@ -888,6 +903,11 @@ impl PanelKind {
             Self::Q5 => 16,
             Self::Q4 => 8,
         }
+    }
+
+    /// Whether these are a K-quant's panels (integer scales, `d` per super-block).
+    fn is_k_quant(self) -> bool {
+        self.d_per_row() != 0
     }
 
     /// The f32 scales per row and super-block of the K-quants (`d`, Q4_K's `dmin`); 0 for
@@ -1071,6 +1091,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
 ) {
     let (k, nb, nsb) = (p.k, p.k / QK, p.k / QK_K);
     let q4k = K == KIND_Q4K;
+    // `d`s per row and super-block (`k_at`'s layout, a constant here).
     let nd = if q4k { 2 } else { 1 };
     let mut accf = [[F32x4::splat(0.0); C]; G];
     let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
@@ -1169,13 +1190,18 @@ enum High {
 }
 
 impl High {
-    /// Bytes of the planes.
-    const fn bytes(self) -> usize {
+    /// Bits a value keeps above its nibble (one 16-byte plane each).
+    const fn width(self) -> u32 {
         match self {
             Self::None => 0,
-            Self::Fifth => 16,
-            Self::Crumbs => 32,
+            Self::Fifth => 1,
+            Self::Crumbs => 2,
         }
+    }
+
+    /// Bytes of the planes.
+    const fn bytes(self) -> usize {
+        16 * self.width() as usize
     }
 
     /// Where row `r`'s value `i` (0..32) of a block has its high bits: the plane's byte
@@ -1256,11 +1282,7 @@ unsafe fn put_nibble_values(base: *mut u8, r: usize, vals: &[u8; QK], high: High
 /// # Safety
 /// `base` readable for `64 + high.bytes()` bytes.
 unsafe fn nibble_values(base: *const u8, r: usize, high: High) -> [u8; QK] {
-    let width = match high {
-        High::None => 0,
-        High::Fifth => 1,
-        High::Crumbs => 2,
-    };
+    let width = high.width();
     std::array::from_fn(|i| {
         let (v, j) = (i % 16 / 4, slot(r, i % 4));
         // In range: vector `v` and the planes of the block.
@@ -1368,15 +1390,15 @@ fn quantize_rows(
 /// halves, as `s` has one or two a block) in `s`.
 #[inline(never)]
 fn quantize_q8_plain(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut [i32]) {
-    let per = s.len() / d.len().max(1);
+    let per = (s.len() / d.len().max(1)).max(1);
     for (((blk, db), qb), sb) in x
         .chunks_exact(QK)
         .zip(d.iter_mut())
         .zip(q.chunks_exact_mut(QK))
-        .zip(s.chunks_exact_mut(per.max(1)))
+        .zip(s.chunks_exact_mut(per))
     {
         *db = encode_act_plain(blk, qb);
-        for (o, part) in sb.iter_mut().zip(qb.chunks_exact(QK / per.max(1))) {
+        for (o, part) in sb.iter_mut().zip(qb.chunks_exact(QK / per)) {
             *o = part.iter().map(|&v| v as i32).sum();
         }
     }
