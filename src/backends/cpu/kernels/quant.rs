@@ -8,8 +8,8 @@ use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
     act_slice_at, dot_i8x32, dot_q4x32, encode_act, encode_act_plain, encode_slices, f16_at,
-    put_slice_row, slot, store_lanes, ActSlice, F32x4, I32x4, I8x16, I8x32, U8x16, ACT_OFFSET,
-    PAIRED, SLICE_BYTES,
+    put_slice_row, slot, store_lanes, ActSlice, Dot16, F32x4, I32x4, I8x16, I8x32, U8x16,
+    ACT_OFFSET, PAIRED, SLICE_BYTES,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -1002,7 +1002,9 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                     // The GEMM (C > 1) reads Q5_0 as bytes (KIND_Q5_BYTES).
                     debug_assert!(!q5 || C == 1);
                     let mut acc = start(if q5 { 16 } else { 8 });
-                    let mut acc_hi: [[I32x4; C]; G] = [[I32x4::splat(0); C]; G];
+                    // A lone activation row's low and high halves in 16-bit lanes (4 dots
+                    // each, of values up to 31: `Dot16`'s bound), widened once a block.
+                    let mut d16 = [[Dot16::zero(); 2]; G];
                     // Q5_0's fifth bits (see `Int8Panels`).
                     let plane: Option<[U8x16; G]> =
                         q5.then(|| std::array::from_fn(|g| U8x16::load(w[g].add(GROUP_BLOCK_Q4))));
@@ -1021,10 +1023,11 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                             let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
                             let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
                             for g in 0..G {
-                                acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
                                 if C == 1 {
-                                    acc_hi[g][c] = xh.dot4_u(hi[g], acc_hi[g][c]);
+                                    d16[g][0] = xl.dot4_u16(lo[g], d16[g][0]);
+                                    d16[g][1] = xh.dot4_u16(hi[g], d16[g][1]);
                                 } else {
+                                    acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
                                     acc[g][c] = xh.dot4_u(hi[g], acc[g][c]);
                                 }
                             }
@@ -1032,7 +1035,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                     }
                     if C == 1 {
                         for g in 0..G {
-                            acc[g][0] = acc[g][0] + acc_hi[g][0];
+                            acc[g][0] = d16[g][1].widen(d16[g][0].widen(acc[g][0]));
                         }
                     }
                     acc
@@ -1117,6 +1120,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
             } else {
                 // Q4_K's nibbles, or Q6_K's with their two planes of higher bits.
                 let (mut lo, mut hi) = (start(0), start(1));
+                let mut d16 = [[Dot16::zero(); 2]; G];
                 let planes: Option<[[U8x16; 2]; G]> = (!q4k).then(|| {
                     std::array::from_fn(|g| {
                         [0, 16].map(|o| U8x16::load(w[g].add(GROUP_BLOCK_Q4 + o)))
@@ -1134,16 +1138,26 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
                         let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
                         let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
                         for g in 0..G {
-                            lo[g][c] = xl.dot4_u(vals[g].0, lo[g][c]);
                             // Q4_K's halves share a scale: one accumulator an output in the
-                            // GEMM's tiles (half the registers), two chains in the
-                            // matrix-vector product.
-                            if q4k && C > 1 {
+                            // GEMM's tiles (half the registers); in the matrix-vector
+                            // product two in 16-bit lanes (4 dots of values up to 15 each).
+                            if q4k && C == 1 {
+                                d16[g][0] = xl.dot4_u16(vals[g].0, d16[g][0]);
+                                d16[g][1] = xh.dot4_u16(vals[g].1, d16[g][1]);
+                            } else if q4k {
+                                lo[g][c] = xl.dot4_u(vals[g].0, lo[g][c]);
                                 lo[g][c] = xh.dot4_u(vals[g].1, lo[g][c]);
                             } else {
+                                lo[g][c] = xl.dot4_u(vals[g].0, lo[g][c]);
                                 hi[g][c] = xh.dot4_u(vals[g].1, hi[g][c]);
                             }
                         }
+                    }
+                }
+                if q4k && C == 1 {
+                    for g in 0..G {
+                        lo[g][0] = d16[g][0].widen(lo[g][0]);
+                        hi[g][0] = d16[g][1].widen(hi[g][0]);
                     }
                 }
                 (lo, hi)

@@ -322,6 +322,47 @@ mod imp {
                 I32x4(i32x4_add(i32x4_add(acc.0, lo), hi))
             }
         }
+        /// [`ActSlice::dot4_u`] into [`Dot16`]'s lanes: with relaxed SIMD its 8-bit dot into
+        /// 16-bit lanes (one x86 instruction; the 32-bit form takes three). Exact while a
+        /// lane's sum fits i16: a dot adds at most `2 · 127 · w`, so 8 dots of weights up to
+        /// 15 or 4 up to 31.
+        #[inline(always)]
+        pub fn dot4_u16(self, w: U8x16, acc: Dot16) -> Dot16 {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                Dot16(i16x8_add(acc.0, i16x8_relaxed_dot_i8x16_i7x16(self.0, w.0)))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                Dot16(self.dot4_u(w, I32x4(acc.0)).0)
+            }
+        }
+    }
+
+    /// Partial dots of activation slices with small weights ([`ActSlice::dot4_u16`]), summed
+    /// in 16-bit lanes with relaxed SIMD (row `r`'s in lanes `2r`, `2r + 1`) and widened once;
+    /// 32-bit lanes in other builds.
+    #[derive(Clone, Copy)]
+    pub struct Dot16(v128);
+
+    impl Dot16 {
+        /// No dots yet.
+        #[inline(always)]
+        pub fn zero() -> Self {
+            Self(i32x4_splat(0))
+        }
+        /// `acc` plus these dots, in its 4 row lanes.
+        #[inline(always)]
+        pub fn widen(self, acc: I32x4) -> I32x4 {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                I32x4(i32x4_add(acc.0, i32x4_dot_i16x8(self.0, i16x8_splat(1))))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                I32x4(i32x4_add(acc.0, self.0))
+            }
+        }
     }
 
     impl I32x4 {
@@ -689,6 +730,24 @@ mod imp {
         }
     }
 
+    /// Partial dots of activation slices ([`ActSlice::dot4_u16`]): 32-bit lanes in this
+    /// build.
+    #[derive(Clone, Copy)]
+    pub struct Dot16(I32x4);
+
+    impl Dot16 {
+        /// No dots yet.
+        #[inline(always)]
+        pub fn zero() -> Self {
+            Self(I32x4::splat(0))
+        }
+        /// `acc` plus these dots.
+        #[inline(always)]
+        pub fn widen(self, acc: I32x4) -> I32x4 {
+            acc + self.0
+        }
+    }
+
     /// One activation slice (4 values) as SIMD128's 16-bit dots take it: `x0 x1 x2 x3` and
     /// `x2 x3 x0 x1` as i16 (each repeated in the wasm build's vectors).
     #[derive(Clone, Copy)]
@@ -708,6 +767,11 @@ mod imp {
         #[inline(always)]
         pub fn dot4_u(self, w: U8x16, acc: I32x4) -> I32x4 {
             self.dot_pairs(|i| w.0[i] as i32, acc)
+        }
+        /// [`ActSlice::dot4_u`] into [`Dot16`] (32-bit lanes in this build).
+        #[inline(always)]
+        pub fn dot4_u16(self, w: U8x16, acc: Dot16) -> Dot16 {
+            Dot16(self.dot4_u(w, acc.0))
         }
         /// What `i32x4.dot_i16x8_s` gives for the widened low half of 16 weight bytes (`w(i)`,
         /// byte `i`) with `x0 x1 x2 x3 x0 x1 x2 x3`, plus the high half with
