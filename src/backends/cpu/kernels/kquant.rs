@@ -260,21 +260,22 @@ fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
     (u.d, u.dmin) = (d, d);
 }
 
-/// Super-block `b` (its GGUF bytes) of a Q4_K or Q6_K weight into `u`; `false` for other
-/// types. (The int8 panels hold these two types: `quant::Int8Panels`.)
-pub(super) fn decode(dtype: DType, b: &[u8], u: &mut Unpacked) -> bool {
-    match dtype {
-        DType::Q4_K => unpack_q4_k(b, u),
-        DType::Q6_K => unpack_q6_k(b, u),
-        _ => return false,
+/// Super-block `b` (its GGUF bytes) of a Q4_K or Q6_K weight into `u`. (The int8 panels
+/// hold these two types, `quant::Int8Panels`, and call this only for them.)
+pub(super) fn decode(dtype: DType, b: &[u8], u: &mut Unpacked) {
+    debug_assert!(matches!(dtype, DType::Q4_K | DType::Q6_K), "{dtype:?}");
+    if dtype == DType::Q6_K {
+        <Q6K as KQuant>::unpack(b, u)
+    } else {
+        <Q4K as KQuant>::unpack(b, u)
     }
-    true
 }
 
 /// The GGUF bytes of a Q4_K or Q6_K super-block `u` (as [`decode`] gave it, so its scales
 /// fit the type's fields and `d`/`dmin` are f16 values) into `out`, the inverse of
-/// [`decode`]; `false` for other types.
-pub(super) fn encode(dtype: DType, u: &Unpacked, out: &mut [u8]) -> bool {
+/// [`decode`]. Only for those two types, as [`decode`].
+pub(super) fn encode(dtype: DType, u: &Unpacked, out: &mut [u8]) {
+    debug_assert!(matches!(dtype, DType::Q4_K | DType::Q6_K), "{dtype:?}");
     let f16 = |v: f32| half::f16::from_f32(v).to_le_bytes();
     match dtype {
         DType::Q4_K => {
@@ -314,9 +315,8 @@ pub(super) fn encode(dtype: DType, u: &Unpacked, out: &mut [u8]) -> bool {
             }
             out[208..210].copy_from_slice(&f16(u.d));
         }
-        _ => return false,
+        _ => {}
     }
-    true
 }
 
 /// Dot of one unpacked super-block with an activation super-block (values at `x`, 16 group

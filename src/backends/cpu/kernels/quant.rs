@@ -898,11 +898,7 @@ impl PanelKind {
 
     /// What the stored values exceed the weight's by (the K-quants' per block: none).
     fn bias(self) -> i32 {
-        match self {
-            Self::Q8 | Self::Q4K | Self::Q6K => 0,
-            Self::Q5 => 16,
-            Self::Q4 => 8,
-        }
+        kind_bias(self as u8)
     }
 
     /// Whether these are a K-quant's panels (integer scales, `d` per super-block).
@@ -913,20 +909,12 @@ impl PanelKind {
     /// The f32 scales per row and super-block of the K-quants (`d`, Q4_K's `dmin`); 0 for
     /// the others (an f32 scale per row and block).
     fn d_per_row(self) -> usize {
-        match self {
-            Self::Q4K => 2,
-            Self::Q6K => 1,
-            Self::Q8 | Self::Q5 | Self::Q4 => 0,
-        }
+        kind_d_per_row(self as u8)
     }
 
     /// How the values keep their bits above the nibbles (Q8_0: as bytes, `None`).
     fn high(self) -> High {
-        match self {
-            Self::Q5 => High::Fifth,
-            Self::Q6K => High::Crumbs,
-            Self::Q8 | Self::Q4 | Self::Q4K => High::None,
-        }
+        kind_high(self as u8)
     }
 
     /// Bytes of one group's block of values.
@@ -1095,7 +1083,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
     let (k, nb, nsb) = (p.k, p.k / QK, p.k / QK_K);
     let q4k = K == KIND_Q4K;
     // `d`s per row and super-block (`k_at`'s layout, a constant here).
-    let nd = if q4k { 2 } else { 1 };
+    let nd = kind_d_per_row(K);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
     for b in 0..nb {
@@ -1464,6 +1452,36 @@ const KIND_Q4K: u8 = 4;
 const KIND_Q6K: u8 = 5;
 /// Q6_K panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
 const KIND_Q6K_BYTES: u8 = 6;
+
+// The per-kind properties are `const fn`s of the kind byte, so a kernel's const generic
+// argument folds them to constants and `PanelKind`'s methods read the same table.
+
+/// [`PanelKind::bias`] of kind `k`.
+const fn kind_bias(k: u8) -> i32 {
+    match k {
+        KIND_Q5 => 16,
+        KIND_Q4 => 8,
+        _ => 0,
+    }
+}
+
+/// [`PanelKind::d_per_row`] of kind `k` (Q6_K's as bytes too).
+const fn kind_d_per_row(k: u8) -> usize {
+    match k {
+        KIND_Q4K => 2,
+        KIND_Q6K | KIND_Q6K_BYTES => 1,
+        _ => 0,
+    }
+}
+
+/// [`PanelKind::high`] of kind `k`.
+const fn kind_high(k: u8) -> High {
+    match k {
+        KIND_Q5 => High::Fifth,
+        KIND_Q6K => High::Crumbs,
+        _ => High::None,
+    }
+}
 
 /// Bytes of one group's block of values as the kernels of kind `K` read them.
 const fn block_bytes(k: u8) -> usize {
