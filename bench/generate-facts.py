@@ -14,7 +14,8 @@ make invalid text: a string of whole-UTF-8 tokens is whole UTF-8.
     part of a multi-byte character) is banned.
 Weight bytes per decode token: every 2-d weight but token_embd, of which a step reads one row,
 unless the output is tied to it (no output.weight): then all of it (KV cache reads not counted).
-Output: {"model", "vocab", "n_vocab", "ban": [ids...], "weightBytes", "fileBytes"}.
+Multiply-adds per prompt token: the elements of every 2-d weight of the layers (blk.*).
+Output: {"model", "vocab", "n_vocab", "ban": [ids...], "weightBytes", "prefillMacs", "fileBytes"}.
 """
 import json
 import os
@@ -72,8 +73,11 @@ def banned(path):
     names = {t.name for t in r.tensors}
     wb = sum(int(t.n_bytes) for t in r.tensors if len(t.shape) == 2
              and (t.name != "token_embd.weight" or "output.weight" not in names))
+    # Multiply-adds per prompt token in the layers' matmuls (the output projection runs for
+    # the last token only; attention's at a 128-token prompt is under 3% of it: left out).
+    macs = sum(int(t.n_elements) for t in r.tensors if len(t.shape) == 2 and t.name.startswith("blk."))
     return {"model": os.path.basename(path), "vocab": model, "n_vocab": len(tokens), "ban": ids,
-            "weightBytes": wb, "fileBytes": os.path.getsize(path)}
+            "weightBytes": wb, "prefillMacs": macs, "fileBytes": os.path.getsize(path)}
 
 
 def main():

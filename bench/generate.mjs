@@ -2,8 +2,9 @@
 // scripts/serve.mjs, so both engines can run 2 threads), one fresh browser context per run, and
 // prints one markdown table: per model and engine, load time, prefill tokens/s and time to
 // first token on a 128-token prompt, decode tokens/s at context 128 and ~1024, peak wasm
-// memory, and decode's weight bytes per token × tokens/s against the streaming-read bandwidth
-// measured in the same browser (engine=probe).
+// memory, decode's weight bytes per token × tokens/s against the streaming-read bandwidth, and
+// prefill's multiply-adds per second against the int8 dot's peak, both measured in the same
+// browser (engine=probe).
 //   node bench/generate.mjs [out.json]
 // GEN_RUNS="engine:model:threads[:device[:cases[:reps[:decode]]]],..." picks the runs (engine
 // webtensor, webtensor+X (the package in bench/.pkg-X, e.g. an older commit's) or wllama, either
@@ -55,7 +56,7 @@ const t0 = Date.now();
 const results = [];
 let probe;
 try {
-  console.log('probe: streaming-read bandwidth');
+  console.log('probe: streaming-read bandwidth, int8 dot peak');
   probe = await runPage({ engine: 'probe' });
   for (const r of runs) {
     console.log(`${r.engine} ${r.model} ${r.threads} thread(s) ${r.device} ${r.cases.join('+')} ×${r.reps}, ${r.decode} decode steps`);
@@ -79,16 +80,17 @@ try {
 const minutes = ((Date.now() - t0) / 60000).toFixed(1);
 
 const bw = probe?.readGBs;
+const peak = probe?.int8GMacs;
 const mib = (b) => (b == null ? '-' : (b / 1048576).toFixed(0));
 const f = (x, d = 1) => (x == null ? '-' : x.toFixed(d));
 const row = (r, c) => r.rows?.find((x) => x.case === c);
 const label = (m) => m.replace('bench-', '').replace('stories15m', 'stories15M').replace('qwen2-0.5b', 'Qwen2.5-0.5B');
 const peer = (r) => results.find((x) => x.engine === 'wllama' && x.model === r.model && x.threads === r.threads && !x.error);
 console.log(`\nText generation, headless Chromium ${browser.version()}, random weights, greedy; ` +
-  `streaming read ${f(bw)} GB/s (1 thread, best of 5); ${minutes} min`);
+  `streaming read ${f(bw)} GB/s, int8 dot ${f(peak)} G multiply-adds/s (1 thread, best of 5); ${minutes} min`);
 console.log('');
-console.log('| model | engine | threads | device | load ms | prefill tok/s (128) | TTFT ms (128) | decode tok/s (ctx 128) | decode tok/s (ctx 1024) | vs wllama (decode 128 / prefill) | peak wasm MiB | file MiB | decode weights GB/s (% of read bw) | reps × decode steps |');
-console.log('|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log('| model | engine | threads | device | load ms | prefill tok/s (128) | TTFT ms (128) | decode tok/s (ctx 128) | decode tok/s (ctx 1024) | vs wllama (decode 128 / prefill) | peak wasm MiB | file MiB | decode weights GB/s (% of read bw) | prefill G multiply-adds/s (% of int8 peak × threads) | reps × decode steps |');
+console.log('|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of results) {
   const head = `| ${label(r.model)} | ${r.engine} | ${r.threads} | ${r.device}`;
   if (r.error) { console.log(`${head} | failed: ${r.error} |`); continue; }
@@ -98,12 +100,15 @@ for (const r of results) {
   const vs = ps && s ? `${(s.decodeTokensPerS / ps.decodeTokensPerS).toFixed(2)}× / ${(s.prefillTokensPerS / ps.prefillTokensPerS).toFixed(2)}×` : '';
   const gbs = s ? (r.weightBytes * s.decodeTokensPerS) / 1e9 : null;
   const share = gbs != null && bw ? ` (${((100 * gbs) / bw).toFixed(0)}%)` : '';
+  const macs = s && r.prefillMacs ? (r.prefillMacs * s.prefillTokensPerS) / 1e9 : null;
+  const ofPeak = macs != null && peak ? ` (${((100 * macs) / (peak * r.threads)).toFixed(0)}%)` : '';
   console.log(`${head} | ${r.loadMs} | ${f(s?.prefillTokensPerS)} | ${f(s?.ttftMs, 0)} | ${f(s?.decodeTokensPerS)} | ` +
-    `${f(l?.decodeTokensPerS)} | ${vs} | ${mib(r.wasmBytes)} | ${mib(r.fileBytes)} | ${f(gbs, 2)}${share} | ${r.reps} × ${r.decode} |`);
+    `${f(l?.decodeTokensPerS)} | ${vs} | ${mib(r.wasmBytes)} | ${mib(r.fileBytes)} | ${f(gbs, 2)}${share} | ${f(macs)}${ofPeak} | ${r.reps} × ${r.decode} |`);
 }
 console.log('\nprefill and TTFT: 128-token prompt; decode: greedy steps after a 128-token (ctx 128) or ' +
   '900-token (ctx 1024) prompt; decode weights GB/s = matmul weight bytes read per decode token × decode tok/s ' +
-  '(ctx 128); wllama bans the non-UTF-8 tokens (logit_bias) and EOS, webtensor runs without stop tokens: ' +
+  '(ctx 128); prefill multiply-adds = the layers\' matmul weights × prefill tok/s (the int8 peak is ' +
+  'one thread\'s, times the run\'s threads); wllama bans the non-UTF-8 tokens (logit_bias) and EOS, webtensor runs without stop tokens: ' +
   'both make the same token counts.');
 const out = process.argv[2];
 if (out) {

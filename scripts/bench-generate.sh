@@ -9,7 +9,8 @@
 # wllama at n_threads 1 and 2. Per run: load time, prefill tokens/s and time to first token on
 # a 128-token prompt, decode tokens/s over 64 greedy steps at context 128 and ~1024 (a
 # 900-token prompt), peak wasm memory, and decode's weight bytes per token × tokens/s as a
-# share of the streaming-read bandwidth measured in the same browser (bench/bandwidth.wat).
+# share of the streaming-read bandwidth measured in the same browser (bench/bandwidth.wat), and
+# prefill's multiply-adds per second as a share of the int8 dot's peak there (bench/int8peak.wat).
 # Prints a markdown table; writes target/bench/generate-chromium.json.
 #   GEN_RUNS="webtensor:bench-stories15m-q4_0:2,wllama:bench-stories15m-q4_0:2"   other runs
 #       (engine:model:threads[:device[:cases[:reps[:decode]]]], cases "short+long"; see bench/generate.mjs)
@@ -38,6 +39,7 @@ fi
 python3 bench/generate-facts.py "${MODELS[@]}"
 mkdir -p target/bench
 wat2wasm bench/bandwidth.wat -o target/bench/bandwidth.wasm
+wat2wasm --enable-relaxed-simd bench/int8peak.wat -o target/bench/int8peak.wasm
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
 ( cd bench && { [ -d node_modules/@wllama/wllama ] || npm ci --no-audit --no-fund; } )
 # One build: threads-relaxed (1 and 2 threads, and WebGPU).
