@@ -18,6 +18,11 @@ export const CASES = [
   { name: 'q8_0 gemm 1536×128×384', w: 'q8_0', m: 1536, n: 128, k: 384 },
   { name: 'f32 gemm 1536×512×384', w: 'f32', m: 1536, n: 512, k: 384 },
   { name: 'q8_0 gemm 1536×512×384', w: 'q8_0', m: 1536, n: 512, k: 384 },
+  // A decoder's prompt: Qwen2.5-0.5B's feed-forward up / gate projection (4864 outputs, k 896)
+  // and down projection (896 outputs, k 4864: Q4_K / Q6_K in a Q4_K_M file) on a 64-token
+  // prefill batch.
+  ...['q8_0', 'q4_0'].map((w) => ({ name: `${w} gemm 4864×64×896`, w, m: 4864, n: 64, k: 896 })),
+  ...['q8_0', 'q4_0', 'q4_k', 'q6_k'].map((w) => ({ name: `${w} gemm 896×64×4864`, w, m: 896, n: 64, k: 4864 })),
   { name: 'q8_0 matvec 4096×4096', w: 'q8_0', m: 4096, n: 1, k: 4096 },
   { name: 'q4_0 matvec 4096×4096', w: 'q4_0', m: 4096, n: 1, k: 4096 },
   { name: 'f32 matvec 4096×4096', w: 'f32', m: 4096, n: 1, k: 4096 },
