@@ -1,9 +1,10 @@
 // End-to-end: the WebGPU device lost in the middle of a run, in headless Chromium (WebGPU on
-// SwiftShader), on the built package (pkg/, scripts/build-web.sh) loaded into a blank page
-// with load({ worker: false }) — the engine in the page itself, where the hook can reach its
-// device. The hook (tests/e2e/gpu_hook.mjs) destroys the page's GPUDevice right after the
-// n-th submit of an embed (the browser's own loss: `lost` resolves, mapAsync rejects, later
-// work is dropped), for the first and the last submit of a run. Each time:
+// SwiftShader) and in headless Firefox (WebGPU on lavapipe, over WebDriver), on the built package
+// (pkg/, scripts/build-web.sh) loaded into a blank page with load({ worker: false }) — the engine
+// in the page itself, where the hook can reach its device. The hook (tests/e2e/gpu_hook.mjs)
+// destroys the page's GPUDevice right after the n-th submit of an embed (the browser's own loss:
+// `lost` resolves, mapAsync rejects, later work is dropped), for the first and the last submit of a
+// run. Each time:
 //   - that embed rejects, in bounded time, with an Error whose message is clean text naming
 //     the loss, and so do later calls on the same model and runtime (no hang, no panic);
 //   - the CPU keeps working in that page (a CPU model embeds the same vectors as before);
@@ -19,6 +20,7 @@ import path from 'node:path';
 import { launchChromium } from '../../scripts/chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 import { installGpuHook } from './gpu_hook.mjs';
+import { engineSkip, launchEngine } from '../../scripts/webdriver.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const PKG = process.env.E2E_PKG || 'pkg';
@@ -56,96 +58,99 @@ const UNCLEAN = /JsValue|\n\s+at |^Error: /;
 // The loss and the browser's words, no symptom of it appended (a readback that failed to map).
 const LOST = /^device error on WebGPU: device lost \(destroyed\)(: [^()]*)?$/;
 
-test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the next model gets a fresh device', async (t) => {
-  const { page, errors, close } = await open();
-  const out = await page.evaluate(async ([loader, model]) => {
-    const { load } = await import(loader);
-    const wt = await load({ worker: false });
-    const hook = globalThis.__gpuHook;
-    const SENTENCES = ['A man is playing a guitar.', 'Someone plays an acoustic guitar.', 'The stock market fell sharply today.'];
-    const cos = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
-    const minCos = (got, want) => Math.min(...got.map((g, i) => cos(g, want[i])));
-    // On WebGPU one sentence (SwiftShader takes seconds per embed), against the CPU's vector.
-    const ONE = SENTENCES.slice(0, 1);
-    // Every await is bounded: a hang is a failure with a name, not a stuck test.
-    const settle = async (what, promise, ms = 120_000) => {
-      let timer;
-      const t0 = performance.now();
-      try {
-        const value = await Promise.race([promise, new Promise((_, reject) => {
-          timer = setTimeout(() => reject(Object.assign(new Error(`${what}: no answer in ${ms} ms`), { hung: true })), ms);
-        })]);
-        return { ok: true, value, ms: performance.now() - t0 };
-      } catch (e) {
-        return { ok: false, hung: !!e?.hung, isError: e instanceof Error, message: String(e?.message ?? e), ms: performance.now() - t0 };
-      } finally {
-        clearTimeout(timer);
-      }
-    };
-    const sumGraph = () => {
-      const g = new wt.Graph();
-      const x = g.input('x', 'f32', [4]);
-      const y = g.add(x, x);
-      g.setName(y, 'y');
-      g.output(y);
-      return g;
-    };
-    const X = new Float32Array([1, 2, 3, 4.5]);
-    const sums = (r) => (r.ok ? Array.from(r.value.y) : r.message);
+// The three checks as page functions (run in Chromium with page.evaluate, in Firefox over
+// WebDriver; `globalThis.__gpuHook` installed first) and the assertions on what they return.
 
-    const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
-    const cpu = await wt.SentenceEmbedder.load(file, { devices: 'cpu' });
-    const want = await cpu.embed(SENTENCES);
-    // How many submits one embed makes on WebGPU: the loss goes after the first and the last.
-    const probe = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
-    await probe.embed(ONE);
-    const s0 = hook.submits;
-    await probe.embed(ONE);
-    const submitsPerEmbed = hook.submits - s0;
-    probe.dispose();
-
-    const cases = [];
-    for (const after of [...new Set([1, submitsPerEmbed])]) {
-      const c = { after };
-      const devices = hook.devices.length;
-      const gpu = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
-      c.devicesOfModel = gpu.devices;
-      const t0 = performance.now();
-      c.before = minCos(await gpu.embed(ONE), want);
-      c.embedMs = performance.now() - t0;
-      const rt = await wt.Runtime.create({ devices: 'webgpu', costModel: false });
-      const g = sumGraph();
-      c.rtBefore = sums(await settle('run before', rt.run(g, { x: X })));
-      hook.loseAfterSubmits(after);
-      c.lostRun = await settle('the embed during the loss', gpu.embed(ONE));
-      c.lostAgain = await settle('a later embed on that model', gpu.embed(ONE));
-      c.lostRuntime = await settle('a run on a runtime of the lost device', rt.run(g, { x: X }));
-      c.browserLost = hook.lost.slice();
-      // The CPU in the same page.
-      const cpuAfter = await settle('CPU embed after the loss', cpu.embed(SENTENCES));
-      c.cpuAfter = cpuAfter.ok ? Math.max(...cpuAfter.value.flatMap((e, i) => Array.from(e, (v, j) => Math.abs(v - want[i][j])))) : cpuAfter.message;
-      const cpuRt = await wt.Runtime.create({ devices: 'cpu', costModel: false });
-      c.cpuRuntime = sums(await settle('CPU run after the loss', cpuRt.run(sumGraph(), { x: X })));
-      // The next model and runtime: a fresh device, right answers.
-      const fresh = await settle('load after the loss', wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false }));
-      if (fresh.ok) {
-        c.freshDevices = fresh.value.devices;
-        const e = await settle('embed on the fresh device', fresh.value.embed(ONE));
-        c.fresh = e.ok ? minCos(e.value, want) : e.message;
-        fresh.value.dispose();
-      } else {
-        c.fresh = fresh.message;
-      }
-      const rt2 = await settle('Runtime.create after the loss', wt.Runtime.create({ devices: 'webgpu', costModel: false }));
-      c.freshRuntime = rt2.ok ? sums(await settle('run on the fresh device', rt2.value.run(sumGraph(), { x: X }))) : rt2.message;
-      c.newDevices = hook.devices.length - devices;
-      gpu.dispose();
-      rt.dispose();
-      cases.push(c);
+/** A model on WebGPU lost after the first and the last submit of an embed. */
+async function lossInPage([loader, model]) {
+  const { load } = await import(loader);
+  const wt = await load({ worker: false });
+  const hook = globalThis.__gpuHook;
+  const SENTENCES = ['A man is playing a guitar.', 'Someone plays an acoustic guitar.', 'The stock market fell sharply today.'];
+  const cos = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
+  const minCos = (got, want) => Math.min(...got.map((g, i) => cos(g, want[i])));
+  // On WebGPU one sentence (SwiftShader takes seconds per embed), against the CPU's vector.
+  const ONE = SENTENCES.slice(0, 1);
+  // Every await is bounded: a hang is a failure with a name, not a stuck test.
+  const settle = async (what, promise, ms = 120_000) => {
+    let timer;
+    const t0 = performance.now();
+    try {
+      const value = await Promise.race([promise, new Promise((_, reject) => {
+        timer = setTimeout(() => reject(Object.assign(new Error(`${what}: no answer in ${ms} ms`), { hung: true })), ms);
+      })]);
+      return { ok: true, value, ms: performance.now() - t0 };
+    } catch (e) {
+      return { ok: false, hung: !!e?.hung, isError: e instanceof Error, message: String(e?.message ?? e), ms: performance.now() - t0 };
+    } finally {
+      clearTimeout(timer);
     }
-    return { submitsPerEmbed, cases, devices: hook.devices.length, lost: hook.lost };
-  }, [LOADER, MODEL]);
+  };
+  const sumGraph = () => {
+    const g = new wt.Graph();
+    const x = g.input('x', 'f32', [4]);
+    const y = g.add(x, x);
+    g.setName(y, 'y');
+    g.output(y);
+    return g;
+  };
+  const X = new Float32Array([1, 2, 3, 4.5]);
+  const sums = (r) => (r.ok ? Array.from(r.value.y) : r.message);
 
+  const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
+  const cpu = await wt.SentenceEmbedder.load(file, { devices: 'cpu' });
+  const want = await cpu.embed(SENTENCES);
+  // How many submits one embed makes on WebGPU: the loss goes after the first and the last.
+  const probe = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
+  await probe.embed(ONE);
+  const s0 = hook.submits;
+  await probe.embed(ONE);
+  const submitsPerEmbed = hook.submits - s0;
+  probe.dispose();
+
+  const cases = [];
+  for (const after of [...new Set([1, submitsPerEmbed])]) {
+    const c = { after };
+    const devices = hook.devices.length;
+    const gpu = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
+    c.devicesOfModel = gpu.devices;
+    const t0 = performance.now();
+    c.before = minCos(await gpu.embed(ONE), want);
+    c.embedMs = performance.now() - t0;
+    const rt = await wt.Runtime.create({ devices: 'webgpu', costModel: false });
+    const g = sumGraph();
+    c.rtBefore = sums(await settle('run before', rt.run(g, { x: X })));
+    hook.loseAfterSubmits(after);
+    c.lostRun = await settle('the embed during the loss', gpu.embed(ONE));
+    c.lostAgain = await settle('a later embed on that model', gpu.embed(ONE));
+    c.lostRuntime = await settle('a run on a runtime of the lost device', rt.run(g, { x: X }));
+    c.browserLost = hook.lost.slice();
+    // The CPU in the same page.
+    const cpuAfter = await settle('CPU embed after the loss', cpu.embed(SENTENCES));
+    c.cpuAfter = cpuAfter.ok ? Math.max(...cpuAfter.value.flatMap((e, i) => Array.from(e, (v, j) => Math.abs(v - want[i][j])))) : cpuAfter.message;
+    const cpuRt = await wt.Runtime.create({ devices: 'cpu', costModel: false });
+    c.cpuRuntime = sums(await settle('CPU run after the loss', cpuRt.run(sumGraph(), { x: X })));
+    // The next model and runtime: a fresh device, right answers.
+    const fresh = await settle('load after the loss', wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false }));
+    if (fresh.ok) {
+      c.freshDevices = fresh.value.devices;
+      const e = await settle('embed on the fresh device', fresh.value.embed(ONE));
+      c.fresh = e.ok ? minCos(e.value, want) : e.message;
+      fresh.value.dispose();
+    } else {
+      c.fresh = fresh.message;
+    }
+    const rt2 = await settle('Runtime.create after the loss', wt.Runtime.create({ devices: 'webgpu', costModel: false }));
+    c.freshRuntime = rt2.ok ? sums(await settle('run on the fresh device', rt2.value.run(sumGraph(), { x: X }))) : rt2.message;
+    c.newDevices = hook.devices.length - devices;
+    gpu.dispose();
+    rt.dispose();
+    cases.push(c);
+  }
+  return { submitsPerEmbed, cases, devices: hook.devices.length, lost: hook.lost };
+}
+
+function checkLoss(t, out) {
   t.diagnostic(`${out.submitsPerEmbed} submits per embed; ${out.devices} devices requested, ${out.lost.length} lost`);
   assert.ok(out.submitsPerEmbed >= 1, 'an embed on WebGPU made no submit');
   for (const c of out.cases) {
@@ -173,30 +178,29 @@ test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the
     assert.ok(c.fresh > 0.99, `${at}: the fresh device's embeddings are off: ${c.fresh}`);
     assert.deepEqual(c.freshRuntime, [2, 4, 6, 9], `${at}: the next runtime`);
   }
-  assert.deepEqual(errors, [], 'page errors or panics');
-  await close();
-});
+}
 
-test('dispose() destroys the model\'s GPU buffers (live counts back to where they were)', async (t) => {
-  const { page, errors, close } = await open();
-  const out = await page.evaluate(async ([loader, model]) => {
-    const { load } = await import(loader);
-    const wt = await load({ worker: false });
-    const hook = globalThis.__gpuHook;
-    const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
-    const cycle = async () => {
-      const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
-      await m.embed(['A man is playing a guitar.']);
-      const loaded = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
-      m.dispose();
-      return loaded;
-    };
-    await cycle(); // the device, its pipelines and readback pool: made once
-    const start = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
-    const loaded = await cycle();
-    const end = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
-    return { start, loaded, end };
-  }, [LOADER, MODEL]);
+/** A model loaded, run and disposed twice: GPU buffers before and after. */
+async function disposeInPage([loader, model]) {
+  const { load } = await import(loader);
+  const wt = await load({ worker: false });
+  const hook = globalThis.__gpuHook;
+  const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
+  const cycle = async () => {
+    const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
+    await m.embed(['A man is playing a guitar.']);
+    const loaded = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
+    m.dispose();
+    return loaded;
+  };
+  await cycle(); // the device, its pipelines and readback pool: made once
+  const start = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
+  const loaded = await cycle();
+  const end = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
+  return { start, loaded, end };
+}
+
+function checkDispose(t, out) {
   const { start, loaded, end } = out;
   t.diagnostic(`live GPU buffers: ${start.engine.live} → ${loaded.engine.live} loaded → ${end.engine.live} disposed; ` +
     `undestroyed in the browser: ${start.browser.count} → ${end.browser.count} (${end.browser.bytes} bytes)`);
@@ -206,57 +210,52 @@ test('dispose() destroys the model\'s GPU buffers (live counts back to where the
   // What the browser sees: every buffer the cycle made was destroyed, none left to the GC.
   assert.equal(end.browser.count, start.browser.count, 'GPUBuffers left undestroyed after dispose()');
   assert.equal(end.browser.count, end.engine.live, 'the engine\'s live count and the browser\'s disagree');
-  assert.deepEqual(errors, []);
-  await close();
-});
+}
 
-// Text generation: the device lost in the middle of a stream (after a few pieces) rejects that
-// stream's next pull with the loss as the reason, promptly; later calls on that model reject
-// too; a CPU generator in the same page gives llama.cpp's tokens before and after.
-test('WebGPU lost mid-generation: the stream rejects naming the loss, a CPU generator goes on', async (t) => {
-  const { page, errors, close } = await open();
-  const ref = JSON.parse(fs.readFileSync(path.join(ROOT, 'tests/reference/decoder/llama-f32.json'), 'utf8')).cases[0];
-  const out = await page.evaluate(async ([loader, url, prompt, n]) => {
-    const { load } = await import(loader);
-    const wt = await load({ worker: false });
-    const hook = globalThis.__gpuHook;
-    const file = new Uint8Array(await (await fetch(url)).arrayBuffer());
-    const greedy = { temperature: 0, maxTokens: n, stopTokens: [] };
-    const tokens = async (gen) => {
-      const s = gen.generate(prompt, greedy);
-      for await (const piece of s) void piece;
-      return Array.from((await s.result()).tokens);
-    };
-    const failure = async (fn) => {
-      const t0 = performance.now();
-      let timer;
-      const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no answer in 60000 ms')), 60_000); });
-      try { await Promise.race([fn(), hang]); return { ok: true }; } catch (e) {
-        return { ok: false, isError: e instanceof Error, message: String(e?.message ?? e), ms: performance.now() - t0 };
-      } finally {
-        clearTimeout(timer);
-      }
-    };
-    const cpu = await wt.TextGenerator.load(file, { devices: 'cpu', kvType: 'f32' });
-    const gpu = await wt.TextGenerator.load(file, { devices: 'webgpu', costModel: false });
-    const o = { before: await tokens(cpu), gpuBefore: await tokens(gpu) };
-    let pieces = 0;
-    let lostAt = 0;
-    o.lost = await failure(async () => {
-      for await (const piece of gpu.generate(prompt, greedy)) {
-        void piece;
-        if (++pieces === 3) { hook.loseAfterSubmits(1); lostAt = performance.now(); }
-      }
-    });
-    o.lostMs = performance.now() - lostAt;
-    o.pieces = pieces;
-    o.later = await failure(() => tokens(gpu));
-    o.after = await tokens(cpu);
-    o.browserLost = hook.lost.slice();
-    await gpu.dispose();
-    await cpu.dispose();
-    return o;
-  }, [LOADER, '/models/decoder/llama-f32.gguf', ref.prompt, ref.greedy.length]);
+/** A TextGenerator's stream on WebGPU lost after 3 pieces, a CPU generator beside it. */
+async function streamLossInPage([loader, url, prompt, n]) {
+  const { load } = await import(loader);
+  const wt = await load({ worker: false });
+  const hook = globalThis.__gpuHook;
+  const file = new Uint8Array(await (await fetch(url)).arrayBuffer());
+  const greedy = { temperature: 0, maxTokens: n, stopTokens: [] };
+  const tokens = async (gen) => {
+    const s = gen.generate(prompt, greedy);
+    for await (const piece of s) void piece;
+    return Array.from((await s.result()).tokens);
+  };
+  const failure = async (fn) => {
+    const t0 = performance.now();
+    let timer;
+    const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no answer in 60000 ms')), 60_000); });
+    try { await Promise.race([fn(), hang]); return { ok: true }; } catch (e) {
+      return { ok: false, isError: e instanceof Error, message: String(e?.message ?? e), ms: performance.now() - t0 };
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  const cpu = await wt.TextGenerator.load(file, { devices: 'cpu', kvType: 'f32' });
+  const gpu = await wt.TextGenerator.load(file, { devices: 'webgpu', costModel: false });
+  const o = { before: await tokens(cpu), gpuBefore: await tokens(gpu) };
+  let pieces = 0;
+  let lostAt = 0;
+  o.lost = await failure(async () => {
+    for await (const piece of gpu.generate(prompt, greedy)) {
+      void piece;
+      if (++pieces === 3) { hook.loseAfterSubmits(1); lostAt = performance.now(); }
+    }
+  });
+  o.lostMs = performance.now() - lostAt;
+  o.pieces = pieces;
+  o.later = await failure(() => tokens(gpu));
+  o.after = await tokens(cpu);
+  o.browserLost = hook.lost.slice();
+  await gpu.dispose();
+  await cpu.dispose();
+  return o;
+}
+
+function checkStreamLoss(t, out, ref) {
   assert.deepEqual(out.before, ref.greedy, 'CPU before');
   assert.deepEqual(out.gpuBefore, ref.greedy, 'WebGPU before');
   for (const [name, r] of [['the stream during the loss', out.lost], ['a later generation', out.later]]) {
@@ -270,6 +269,63 @@ test('WebGPU lost mid-generation: the stream rejects naming the loss, a CPU gene
   assert.equal(out.browserLost.at(-1)?.reason, 'destroyed');
   assert.deepEqual(out.after, ref.greedy, 'CPU after the loss');
   t.diagnostic(`lost after ${out.pieces} pieces: "${out.lost.message}" ${Math.round(out.lostMs)} ms after it`);
+}
+
+const REF = () => JSON.parse(fs.readFileSync(path.join(ROOT, 'tests/reference/decoder/llama-f32.json'), 'utf8')).cases[0];
+const STREAM_ARGS = (ref) => [LOADER, '/models/decoder/llama-f32.gguf', ref.prompt, ref.greedy.length];
+
+test('WebGPU lost mid-run: the run rejects naming the loss, the CPU goes on, the next model gets a fresh device', async (t) => {
+  const { page, errors, close } = await open();
+  checkLoss(t, await page.evaluate(lossInPage, [LOADER, MODEL]));
   assert.deepEqual(errors, [], 'page errors or panics');
   await close();
+});
+
+test('dispose() destroys the model\'s GPU buffers (live counts back to where they were)', async (t) => {
+  const { page, errors, close } = await open();
+  checkDispose(t, await page.evaluate(disposeInPage, [LOADER, MODEL]));
+  assert.deepEqual(errors, []);
+  await close();
+});
+
+
+// Text generation: the device lost in the middle of a stream (after a few pieces) rejects that
+// stream's next pull with the loss as the reason, promptly; later calls on that model reject
+// too; a CPU generator in the same page gives llama.cpp's tokens before and after.
+test('WebGPU lost mid-generation: the stream rejects naming the loss, a CPU generator goes on', async (t) => {
+  const { page, errors, close } = await open();
+  const ref = REF();
+  checkStreamLoss(t, await page.evaluate(streamLossInPage, STREAM_ARGS(ref)), ref);
+  assert.deepEqual(errors, [], 'page errors or panics');
+  await close();
+});
+
+// The same three checks in Firefox (WebGPU on Mesa's lavapipe there), over WebDriver: each on a
+// fresh load of the page, the hook installed before the check's page function runs, by a
+// <script> element (WebDriver's scripts run in a scope of their own, whose globals and
+// prototype patches the page does not see). (No console here: a panic shows as a rejected
+// call, which the checks catch.)
+test('firefox: WebGPU lost mid-run and mid-generation, dispose()', { skip: engineSkip('firefox'), timeout: 900_000 }, async (t) => {
+  const b = await launchEngine('firefox');
+  const ref = REF();
+  const hook = async (src) => {
+    const script = document.createElement('script');
+    script.textContent = `(${src})();`;
+    document.head.append(script);
+    if (!window.__gpuHook) throw new Error('the hook did not install');
+  };
+  try {
+    for (const [name, fn, args, check] of [
+      ['lost mid-run', lossInPage, [LOADER, MODEL], (out) => checkLoss(t, out)],
+      ['dispose()', disposeInPage, [LOADER, MODEL], (out) => checkDispose(t, out)],
+      ['lost mid-generation', streamLossInPage, STREAM_ARGS(ref), (out) => checkStreamLoss(t, out, ref)],
+    ]) {
+      await b.goto(`${base}tests/e2e/engine.html`);
+      await b.evaluate(hook, installGpuHook.toString());
+      t.diagnostic(`${b.version}: ${name}`);
+      check(await b.evaluate(fn, args, { timeoutMs: 600_000 }));
+    }
+  } finally {
+    await b.close();
+  }
 });
