@@ -943,7 +943,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     w: [*const u8; G],
     j0: usize,
 ) {
-    if matches!(K, KIND_Q4K | KIND_Q6K | KIND_Q6K_BYTES) {
+    if kind_d_per_row(K) != 0 {
         return unsafe { ktile::<K, G, C>(out, p, xq, gs, w, j0) };
     }
     let (k, nb) = (p.k, p.k / QK);
@@ -975,7 +975,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                 }
                 // Q5_0's values as bytes (0..=31, the 7-bit operand).
                 KIND_Q5_BYTES => int8_slices(
-                    start(16),
+                    start(kind_bias(K)),
                     w,
                     x,
                     0..QK / 4,
@@ -989,7 +989,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                     let q5 = K == KIND_Q5;
                     // The GEMM (C > 1) reads Q5_0 as bytes (KIND_Q5_BYTES).
                     debug_assert!(!q5 || C == 1);
-                    let mut acc = start(if q5 { 16 } else { 8 });
+                    let mut acc = start(kind_bias(K));
                     // A lone activation row's low and high halves in 16-bit lanes (4 dots
                     // each, of values up to 31: `Dot16`'s bound), widened once a block.
                     let mut d16 = [[Dot16::zero(); 2]; G];
@@ -1456,16 +1456,16 @@ const KIND_Q6K_BYTES: u8 = 6;
 // The per-kind properties are `const fn`s of the kind byte, so a kernel's const generic
 // argument folds them to constants and `PanelKind`'s methods read the same table.
 
-/// [`PanelKind::bias`] of kind `k`.
+/// [`PanelKind::bias`] of kind `k` (Q5_0's as bytes too).
 const fn kind_bias(k: u8) -> i32 {
     match k {
-        KIND_Q5 => 16,
+        KIND_Q5 | KIND_Q5_BYTES => 16,
         KIND_Q4 => 8,
         _ => 0,
     }
 }
 
-/// [`PanelKind::d_per_row`] of kind `k` (Q6_K's as bytes too).
+/// [`PanelKind::d_per_row`] of kind `k` (Q6_K's as bytes too): not 0 for the K-quants.
 const fn kind_d_per_row(k: u8) -> usize {
     match k {
         KIND_Q4K => 2,
