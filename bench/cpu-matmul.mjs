@@ -38,7 +38,12 @@ const WEIGHT_BYTES = {
   f32: 4, f16: 2, q8_0: 34 / 32, q4_0: 18 / 32,
   q2_k: 84 / 256, q3_k: 110 / 256, q4_k: 144 / 256, q5_k: 176 / 256, q6_k: 210 / 256,
 };
-/** Bytes the streaming-read probe reads (past the caches, as a 4096² weight is). */
+/**
+ * Bytes the streaming-read probe reads: past the caches of most machines, as a 4096² weight
+ * is. Not on every one: the 2-core VM this was measured on has a 260 MiB L3, which can hold
+ * both this probe's bytes and the weights; read both figures there as the cache's, not
+ * memory's (bench/generate.html's probe reads 256 MiB: 10–12 GB/s there).
+ */
 const STREAM_BYTES = 64 << 20;
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
