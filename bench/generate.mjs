@@ -11,9 +11,15 @@
 // webtensor with @BUILD to force one of its builds (default threads-relaxed); model a name in models/decoder/ without .gguf; cases "short+long"; decode
 // steps, default 64); the default is DEFAULT_RUNS below. GEN_REPS overrides every run's repetitions.
 // GEN_PROFILE=1 also prints, per case, a profile of one more run (webtensor: time per op and shapes).
+// GEN_ENGINE=firefox or webkit runs the same page in headless Firefox ESR or WebKitGTK's
+// MiniBrowser (over WebDriver, scripts/webdriver.mjs: a fresh browser per run, no page console)
+// instead of Chromium; webtensor's default build there is the loader's pick for that engine
+// (threads-relaxed in Firefox, simd128 in WebKit: no relaxed SIMD, no shared memory, so give
+// WebKit runs of 1 thread in GEN_RUNS).
 import fs from 'node:fs';
 import path from 'node:path';
 import { launchChromium } from '../scripts/chromium.mjs';
+import { launchEngine } from '../scripts/webdriver.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
 const STORIES = ['bench-stories15m-f32', 'bench-stories15m-q8_0', 'bench-stories15m-q4_0', 'bench-stories15m-q4_k_m'];
@@ -37,9 +43,28 @@ const runs = (process.env.GEN_RUNS || DEFAULT_RUNS).split(',').map((s) => {
 });
 
 const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
-const browser = await launchChromium({ args: process.env.GEN_CHROMIUM_ARGS ? process.env.GEN_CHROMIUM_ARGS.split(" ") : [] });
+const ENGINE = process.env.GEN_ENGINE || 'chromium';
+const DEFAULT_BUILD = { chromium: 'threads-relaxed', firefox: 'threads-relaxed', webkit: 'simd128' }[ENGINE];
+if (!DEFAULT_BUILD) throw new Error(`GEN_ENGINE=${ENGINE}: chromium, firefox or webkit`);
+const browser = ENGINE === 'chromium'
+  ? await launchChromium({ args: process.env.GEN_CHROMIUM_ARGS ? process.env.GEN_CHROMIUM_ARGS.split(' ') : [] })
+  : null;
+let engineVersion = browser ? `Chromium ${browser.version()}` : ENGINE;
 const base = `http://127.0.0.1:${server.address().port}/bench/generate.html`;
 async function runPage(params) {
+  if (!browser) {
+    const b = await launchEngine(ENGINE);
+    engineVersion = b.version;
+    try {
+      await b.goto(`${base}?${new URLSearchParams(params)}`);
+      return await b.evaluate(async () => {
+        while (!window.benchResult) await new Promise((r) => setTimeout(r, 500));
+        return window.benchResult;
+      }, null, { timeoutMs: 900_000 });
+    } finally {
+      await b.close();
+    }
+  }
   const context = await browser.newContext();
   const page = await context.newPage();
   page.on('console', (m) => console.log(`  ${m.text()}`));
@@ -67,14 +92,14 @@ try {
     const [engine, pkg] = name.split('+');
     const params = { engine, model: r.model, threads: r.threads, device: r.device, cases: r.cases.join(','), reps: r.reps, decode: r.decode };
     if (pkg) params.pkgdir = `.pkg-${pkg}`;
-    if (build) params.build = build;
+    if (engine === 'webtensor') params.build = build || DEFAULT_BUILD;
     if (process.env.GEN_PROFILE) params.profile = '1';
     const res = await runPage(params);
     if (res.error) console.log(`  failed: ${res.error}`);
     results.push({ ...res, ...r });
   }
 } finally {
-  await browser.close();
+  await browser?.close();
   server.close();
 }
 const minutes = ((Date.now() - t0) / 60000).toFixed(1);
@@ -86,7 +111,7 @@ const f = (x, d = 1) => (x == null ? '-' : x.toFixed(d));
 const row = (r, c) => r.rows?.find((x) => x.case === c);
 const label = (m) => m.replace('bench-', '').replace('stories15m', 'stories15M').replace('qwen2-0.5b', 'Qwen2.5-0.5B');
 const peer = (r) => results.find((x) => x.engine === 'wllama' && x.model === r.model && x.threads === r.threads && !x.error);
-console.log(`\nText generation, headless Chromium ${browser.version()}, random weights, greedy; ` +
+console.log(`\nText generation, headless ${engineVersion}, random weights, greedy; ` +
   `streaming read ${f(bw)} GB/s, int8 dot ${f(peak)} G multiply-adds/s (1 thread, best of 5); ${minutes} min`);
 console.log('');
 console.log('| model | engine | threads | device | load ms | prefill tok/s (128) | TTFT ms (128) | decode tok/s (ctx 128) | decode tok/s (ctx 1024) | vs wllama (decode 128 / prefill) | peak wasm MiB | file MiB | decode weights GB/s (% of read bw) | prefill G multiply-adds/s (% of int8 peak × threads) | reps × decode steps |');
@@ -95,7 +120,7 @@ for (const r of results) {
   const head = `| ${label(r.model)} | ${r.engine} | ${r.threads} | ${r.device}`;
   if (r.error) { console.log(`${head} | failed: ${r.error} |`); continue; }
   const s = row(r, 'short'), l = row(r, 'long');
-  const p = r.engine === 'webtensor' && r.device === 'cpu' ? peer(r) : null;
+  const p = r.engine.startsWith('webtensor') && r.device === 'cpu' ? peer(r) : null;
   const ps = p && row(p, 'short');
   const vs = ps && s ? `${(s.decodeTokensPerS / ps.decodeTokensPerS).toFixed(2)}× / ${(s.prefillTokensPerS / ps.prefillTokensPerS).toFixed(2)}×` : '';
   const gbs = s ? (r.weightBytes * s.decodeTokensPerS) / 1e9 : null;
@@ -113,6 +138,6 @@ console.log('\nprefill and TTFT: 128-token prompt; decode: greedy steps after a 
 const out = process.argv[2];
 if (out) {
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, JSON.stringify({ env: `chromium ${browser.version()}`, minutes: +minutes, probe, results }, null, 2));
+  fs.writeFileSync(out, JSON.stringify({ env: engineVersion, minutes: +minutes, probe, results }, null, 2));
   console.log(`wrote ${out}`);
 }
