@@ -8,7 +8,7 @@
 //   node bench/generate.mjs [out.json]
 // GEN_RUNS="engine:model:threads[:device[:cases[:reps[:decode]]]],..." picks the runs (engine
 // webtensor, webtensor+X (the package in bench/.pkg-X, e.g. an older commit's) or wllama, either
-// webtensor with @BUILD to force one of its builds (default threads-relaxed); model a name in models/decoder/ without .gguf; cases "short+long"; decode
+// webtensor with @BUILD to force one of its builds (default: DEFAULT_BUILD, per GEN_ENGINE); model a name in models/decoder/ without .gguf; cases "short+long"; decode
 // steps, default 64); the default is DEFAULT_RUNS below. GEN_REPS overrides every run's repetitions.
 // GEN_PROFILE=1 also prints, per case, a profile of one more run (webtensor: time per op and shapes).
 // GEN_ENGINE=firefox or webkit runs the same page in headless Firefox ESR or WebKitGTK's
@@ -86,7 +86,7 @@ try {
   for (const r of runs) {
     console.log(`${r.engine} ${r.model} ${r.threads} thread(s) ${r.device} ${r.cases.join('+')} ×${r.reps}, ${r.decode} decode steps`);
     // "webtensor+X": the package in bench/.pkg-X (an older commit's, for same-run before/after).
-    // "webtensor+X@BUILD" (or "webtensor@BUILD"): that build of it (default threads-relaxed),
+    // "webtensor+X@BUILD" (or "webtensor@BUILD"): that build of it (default DEFAULT_BUILD: threads-relaxed, simd128 in WebKit),
     // e.g. simd128, the one WebKit/Safari runs.
     const [name, build] = r.engine.split('@');
     const [engine, pkg] = name.split('+');
