@@ -224,7 +224,7 @@ pub fn attention(
                 if m > f32::NEG_INFINITY {
                     for s in 0..splits {
                         let p = part(s);
-                        let c = (p[0] - m).exp();
+                        let c = exp1(p[0] - m);
                         l += p[1] * c;
                         for (a, &x) in acc.iter_mut().zip(&p[2..]) {
                             *a += x * c;
@@ -299,15 +299,17 @@ unsafe fn run_block(
             for e in 0..d {
                 w.kt[e * TILE + tile..(e + 1) * TILE].fill(0.0);
             }
-            for r in 0..n_rows {
-                unsafe {
-                    scores_row(
-                        w.q.as_ptr().add(r * d),
-                        w.kt.as_ptr(),
-                        d,
-                        w.s.as_mut_ptr().add(r * TILE),
-                    )
-                };
+            // Rows in pairs: each key vector loaded serves two rows.
+            let (q, kt, sp) = (w.q.as_ptr(), w.kt.as_ptr(), w.s.as_mut_ptr());
+            let mut r = 0;
+            unsafe {
+                while r + 2 <= n_rows {
+                    scores_rows::<2>(q.add(r * d), kt, d, sp.add(r * TILE));
+                    r += 2;
+                }
+                if r < n_rows {
+                    scores_rows::<1>(q.add(r * d), kt, d, sp.add(r * TILE));
+                }
             }
         } else {
             for j in 0..tile {
@@ -320,22 +322,14 @@ unsafe fn run_block(
         // Online softmax: scale and mask, new max, rescale what was summed, tile weights.
         for (r, mask) in masks.iter().enumerate().take(n_rows) {
             let s = &mut w.s[r * TILE..r * TILE + tile];
-            match mask {
-                Some(m) => {
-                    for (j, x) in s.iter_mut().enumerate() {
-                        *x = *x * scale + unsafe { *m.add(j0 + j) };
-                    }
-                }
-                None => s.iter_mut().for_each(|x| *x *= scale),
-            }
-            let tile_max = s.iter().fold(f32::NEG_INFINITY, |a, &x| a.max(x));
+            let tile_max = unsafe { scale_mask_max(s, scale, mask.map(|m| m.add(j0))) };
             let m_new = w.m[r].max(tile_max);
             if m_new == f32::NEG_INFINITY {
                 // Every key so far masked: weights 0.
                 s.fill(0.0);
                 continue;
             }
-            let c = (w.m[r] - m_new).exp();
+            let c = exp1(w.m[r] - m_new);
             w.m[r] = m_new;
             if c != 1.0 {
                 w.l[r] *= c;
@@ -367,7 +361,7 @@ unsafe fn run_block(
             }
             let mut l = sum.hsum();
             for x in &mut s[j..] {
-                *x = (*x - m_new).exp();
+                *x = exp1(*x - m_new);
                 l += *x;
             }
             w.l[r] += l;
@@ -387,84 +381,153 @@ unsafe fn run_block(
                 unsafe { f16_row(vp, &mut w.vt[j * d_v..(j + 1) * d_v]) };
             }
         }
-        for r in 0..n_rows {
-            unsafe {
-                weigh_values(
-                    w.acc.as_mut_ptr().add(r * d_v),
-                    w.s.as_ptr().add(r * TILE),
-                    w.vt.as_ptr(),
-                    tile,
-                    d_v,
-                )
-            };
+        let (acc, sp, vt) = (w.acc.as_mut_ptr(), w.s.as_ptr(), w.vt.as_ptr());
+        let mut r = 0;
+        unsafe {
+            while r + 2 <= n_rows {
+                weigh_values::<2>(acc.add(r * d_v), sp.add(r * TILE), vt, tile, d_v);
+                r += 2;
+            }
+            if r < n_rows {
+                weigh_values::<1>(acc.add(r * d_v), sp.add(r * TILE), vt, tile, d_v);
+            }
         }
         j0 += tile;
     }
 }
 
-/// `s[j] = q · kt[.., j]` for the [`TILE`] keys of a transposed tile (`kt[e * TILE + j]`).
+/// `e^x` for one `x <= 0` by the vector [`exp_nonpos`] (the tiles' weights use it too): a
+/// tile's rescale takes one per row, where libm's `exp` costs as much as a row's weights.
+#[inline(always)]
+fn exp1(x: f32) -> f32 {
+    let mut o = [0f32; 4];
+    unsafe { exp_nonpos(F32x4::splat(x)).store(o.as_mut_ptr()) };
+    o[0]
+}
+
+/// `s[j] = s[j] * scale + mask[j]` (no mask: `s[j] * scale`), four at a time; returns the
+/// largest (wasm's `pmax` order, as [`F32x4::max`]).
 ///
 /// # Safety
-/// `q` readable for `d` f32, `kt` for `d * TILE`, `s` writable for `TILE`.
+/// `mask`, when given, readable for `s.len()` f32.
 #[inline(always)]
-unsafe fn scores_row(q: *const f32, kt: *const f32, d: usize, s: *mut f32) {
-    const V: usize = TILE / 4;
-    let mut acc = [F32x4::splat(0.0); V];
-    for e in 0..d {
-        let qe = F32x4::splat(unsafe { *q.add(e) });
-        let row = unsafe { kt.add(e * TILE) };
-        for (i, a) in acc.iter_mut().enumerate() {
-            *a = a.mul_add(qe, unsafe { F32x4::load(row.add(4 * i)) });
+unsafe fn scale_mask_max(s: &mut [f32], scale: f32, mask: Option<*const f32>) -> f32 {
+    let (n, p) = (s.len(), s.as_mut_ptr());
+    let vs = F32x4::splat(scale);
+    let mut vmax = F32x4::splat(f32::NEG_INFINITY);
+    let mut j = 0;
+    unsafe {
+        while j + 4 <= n {
+            let mut x = F32x4::load(p.add(j)) * vs;
+            if let Some(m) = mask {
+                x = x + F32x4::load(m.add(j));
+            }
+            x.store(p.add(j));
+            vmax = vmax.max(x);
+            j += 4;
         }
-    }
-    for (i, a) in acc.iter().enumerate() {
-        unsafe { a.store(s.add(4 * i)) };
+        let mut max = vmax.hmax();
+        for j in j..n {
+            let mut x = *p.add(j) * scale;
+            if let Some(m) = mask {
+                x += *m.add(j);
+            }
+            *p.add(j) = x;
+            max = if max < x { x } else { max };
+        }
+        max
     }
 }
 
-/// `acc[e] += Σ_j p[j] * vt[j * d_v + e]` over `tile` rows, 16 of `d_v` at a time in
-/// registers.
+/// `s_r[j] = q_r · kt[.., j]` for `R` rows (`q` rows `d` apart, `s` rows [`TILE`] apart) and
+/// the [`TILE`] keys of a transposed tile (`kt[e * TILE + j]`): each half of the keys in
+/// `R` × `TILE / 8` vector accumulators, one broadcast query element per row and step, so
+/// each key vector loaded serves `R` rows. Every score is the same sum in the same order
+/// whatever `R`.
 ///
 /// # Safety
-/// `acc` writable for `d_v` f32, `p` readable for `tile`, `vt` for `tile * d_v`.
+/// `q` readable for `R * d` f32, `kt` for `d * TILE`, `s` writable for `R` rows of `TILE`.
 #[inline(always)]
-unsafe fn weigh_values(acc: *mut f32, p: *const f32, vt: *const f32, tile: usize, d_v: usize) {
+unsafe fn scores_rows<const R: usize>(q: *const f32, kt: *const f32, d: usize, s: *mut f32) {
+    const V: usize = TILE / 8;
+    for half in 0..2 {
+        let mut acc = [[F32x4::splat(0.0); V]; R];
+        for e in 0..d {
+            let row = unsafe { kt.add(e * TILE + half * TILE / 2) };
+            let kv: [F32x4; V] = std::array::from_fn(|i| unsafe { F32x4::load(row.add(4 * i)) });
+            for (r, a) in acc.iter_mut().enumerate() {
+                let qe = F32x4::splat(unsafe { *q.add(r * d + e) });
+                for (a, &k) in a.iter_mut().zip(&kv) {
+                    *a = a.mul_add(qe, k);
+                }
+            }
+        }
+        for (r, a) in acc.iter().enumerate() {
+            for (i, a) in a.iter().enumerate() {
+                unsafe { a.store(s.add(r * TILE + half * TILE / 2 + 4 * i)) };
+            }
+        }
+    }
+}
+
+/// `acc_r[e] += Σ_j p_r[j] * vt[j * d_v + e]` over `tile` rows of `vt`, for `R` rows (`acc`
+/// rows `d_v` apart, `p` rows [`TILE`] apart): 16 of `d_v` at a time in `R` × 4 vector
+/// accumulators, each value vector loaded serving `R` rows; the rest of `d_v` row by row.
+/// Every sum is the same in the same order whatever `R`.
+///
+/// # Safety
+/// `acc` writable for `R` rows of `d_v` f32, `p` readable for `R` rows of `tile`, `vt` for
+/// `tile * d_v`.
+#[inline(always)]
+unsafe fn weigh_values<const R: usize>(
+    acc: *mut f32,
+    p: *const f32,
+    vt: *const f32,
+    tile: usize,
+    d_v: usize,
+) {
     let mut e = 0;
     unsafe {
         while e + 16 <= d_v {
-            let mut a = [
-                F32x4::load(acc.add(e)),
-                F32x4::load(acc.add(e + 4)),
-                F32x4::load(acc.add(e + 8)),
-                F32x4::load(acc.add(e + 12)),
-            ];
+            let mut a: [[F32x4; 4]; R] = std::array::from_fn(|r| {
+                std::array::from_fn(|i| F32x4::load(acc.add(r * d_v + e + 4 * i)))
+            });
             for j in 0..tile {
-                let pj = F32x4::splat(*p.add(j));
                 let row = vt.add(j * d_v + e);
-                for (i, x) in a.iter_mut().enumerate() {
-                    *x = x.mul_add(pj, F32x4::load(row.add(4 * i)));
+                let vv: [F32x4; 4] = std::array::from_fn(|i| F32x4::load(row.add(4 * i)));
+                for (r, a) in a.iter_mut().enumerate() {
+                    let pj = F32x4::splat(*p.add(r * TILE + j));
+                    for (x, &v) in a.iter_mut().zip(&vv) {
+                        *x = x.mul_add(pj, v);
+                    }
                 }
             }
-            for (i, x) in a.iter().enumerate() {
-                x.store(acc.add(e + 4 * i));
+            for (r, a) in a.iter().enumerate() {
+                for (i, x) in a.iter().enumerate() {
+                    x.store(acc.add(r * d_v + e + 4 * i));
+                }
             }
             e += 16;
         }
-        while e + 4 <= d_v {
-            let mut a = F32x4::load(acc.add(e));
-            for j in 0..tile {
-                a = a.mul_add(F32x4::splat(*p.add(j)), F32x4::load(vt.add(j * d_v + e)));
+        for r in 0..R {
+            let (acc, p) = (acc.add(r * d_v), p.add(r * TILE));
+            let mut e = e;
+            while e + 4 <= d_v {
+                let mut a = F32x4::load(acc.add(e));
+                for j in 0..tile {
+                    a = a.mul_add(F32x4::splat(*p.add(j)), F32x4::load(vt.add(j * d_v + e)));
+                }
+                a.store(acc.add(e));
+                e += 4;
             }
-            a.store(acc.add(e));
-            e += 4;
-        }
-        while e < d_v {
-            let mut a = *acc.add(e);
-            for j in 0..tile {
-                a += *p.add(j) * *vt.add(j * d_v + e);
+            while e < d_v {
+                let mut a = *acc.add(e);
+                for j in 0..tile {
+                    a += *p.add(j) * *vt.add(j * d_v + e);
+                }
+                *acc.add(e) = a;
+                e += 1;
             }
-            *acc.add(e) = a;
-            e += 1;
         }
     }
 }
