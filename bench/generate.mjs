@@ -106,15 +106,21 @@ const minutes = ((Date.now() - t0) / 60000).toFixed(1);
 
 const bw = probe?.readGBs;
 const peak = probe?.int8GMacs;
+// A run's limits at its thread count: the probe's 2-thread figures (both threads at once) where
+// it measured them, else one thread's times the threads.
+const limits = (threads) => threads === 2 && probe?.readGBs2 != null && probe?.int8GMacs2 != null
+  ? { bw: probe.readGBs2, peak: probe.int8GMacs2 }
+  : { bw: bw && bw * threads, peak: peak && peak * threads };
 const mib = (b) => (b == null ? '-' : (b / 1048576).toFixed(0));
 const f = (x, d = 1) => (x == null ? '-' : x.toFixed(d));
 const row = (r, c) => r.rows?.find((x) => x.case === c);
 const label = (m) => m.replace('bench-', '').replace('stories15m', 'stories15M').replace('qwen2-0.5b', 'Qwen2.5-0.5B');
 const peer = (r) => results.find((x) => x.engine === 'wllama' && x.model === r.model && x.threads === r.threads && !x.error);
 console.log(`\nText generation, headless ${engineVersion}, random weights, greedy; ` +
-  `streaming read ${f(bw)} GB/s, int8 dot ${f(peak)} G multiply-adds/s (1 thread, best of 5); ${minutes} min`);
+  `streaming read ${f(bw)} GB/s, int8 dot ${f(peak)} G multiply-adds/s (1 thread, best of 5); ` +
+  `2 threads at once: ${f(probe?.readGBs2)} GB/s, ${f(probe?.int8GMacs2)} G multiply-adds/s; ${minutes} min`);
 console.log('');
-console.log('| model | engine | threads | device | load ms | prefill tok/s (128) | TTFT ms (128) | decode tok/s (ctx 128) | decode tok/s (ctx 1024) | vs wllama (decode 128 / prefill) | peak wasm MiB | file MiB | decode weights GB/s (% of read bw) | prefill G multiply-adds/s (% of int8 peak × threads) | reps × decode steps |');
+console.log('| model | engine | threads | device | load ms | prefill tok/s (128) | TTFT ms (128) | decode tok/s (ctx 128) | decode tok/s (ctx 1024) | vs wllama (decode 128 / prefill) | peak wasm MiB | file MiB | decode weights GB/s (% of read bw at the run\'s threads) | prefill G multiply-adds/s (% of int8 peak at the run\'s threads) | reps × decode steps |');
 console.log('|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of results) {
   const head = `| ${label(r.model)} | ${r.engine} | ${r.threads} | ${r.device}`;
@@ -124,16 +130,17 @@ for (const r of results) {
   const ps = p && row(p, 'short');
   const vs = ps && s ? `${(s.decodeTokensPerS / ps.decodeTokensPerS).toFixed(2)}× / ${(s.prefillTokensPerS / ps.prefillTokensPerS).toFixed(2)}×` : '';
   const gbs = s ? (r.weightBytes * s.decodeTokensPerS) / 1e9 : null;
-  const share = gbs != null && bw ? ` (${((100 * gbs) / bw).toFixed(0)}%)` : '';
+  const lim = limits(r.threads);
+  const share = gbs != null && lim.bw ? ` (${((100 * gbs) / lim.bw).toFixed(0)}%)` : '';
   const macs = s && r.prefillMacs ? (r.prefillMacs * s.prefillTokensPerS) / 1e9 : null;
-  const ofPeak = macs != null && peak ? ` (${((100 * macs) / (peak * r.threads)).toFixed(0)}%)` : '';
+  const ofPeak = macs != null && lim.peak ? ` (${((100 * macs) / lim.peak).toFixed(0)}%)` : '';
   console.log(`${head} | ${r.loadMs} | ${f(s?.prefillTokensPerS)} | ${f(s?.ttftMs, 0)} | ${f(s?.decodeTokensPerS)} | ` +
     `${f(l?.decodeTokensPerS)} | ${vs} | ${mib(r.wasmBytes)} | ${mib(r.fileBytes)} | ${f(gbs, 2)}${share} | ${f(macs)}${ofPeak} | ${r.reps} × ${r.decode} |`);
 }
 console.log('\nprefill and TTFT: 128-token prompt; decode: greedy steps after a 128-token (ctx 128) or ' +
   '900-token (ctx 1024) prompt; decode weights GB/s = matmul weight bytes read per decode token × decode tok/s ' +
-  '(ctx 128); prefill multiply-adds = the layers\' matmul weights × prefill tok/s (the int8 peak is ' +
-  'one thread\'s, times the run\'s threads); wllama bans the non-UTF-8 tokens (logit_bias) and EOS, webtensor runs without stop tokens: ' +
+  '(ctx 128); prefill multiply-adds = the layers\' matmul weights × prefill tok/s (both limits at 2 threads are ' +
+  'the probes run on 2 threads at once); wllama bans the non-UTF-8 tokens (logit_bias) and EOS, webtensor runs without stop tokens: ' +
   'both make the same token counts.');
 const out = process.argv[2];
 if (out) {
