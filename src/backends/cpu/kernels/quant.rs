@@ -1422,11 +1422,13 @@ fn int8_gemm(
     // A matrix-vector product takes a thread's groups in one call (see `int8_gemv`).
     let run = if n == 1 { groups } else { GROUP_RUN };
     par.for_ranges(groups, min_groups, 4, |r| {
+        // The tiles' unpacked values (Q5_0, Q6_K), reused by every call of this range.
+        let mut bytes = Vec::new();
         for jc in (0..n).step_by(COL_BLOCK) {
             for g in (r.start..r.end).step_by(run.max(1)) {
                 let (groups, cols) = (g..r.end.min(g + run), jc..n.min(jc + COL_BLOCK));
                 // In range: groups and activation rows as checked by the callers.
-                unsafe { int8_block(out, p, xq, groups.clone(), cols.clone()) };
+                unsafe { int8_block(out, p, xq, groups.clone(), cols.clone(), &mut bytes) };
                 if let Some(ep) = ep {
                     let ms = groups.start * GROUP..p.m.min(groups.end * GROUP);
                     ep.apply_rows(out, ms, cols);
@@ -1514,6 +1516,7 @@ unsafe fn int8_block(
     xq: &QuantRows,
     groups: Range<usize>,
     cols: Range<usize>,
+    bytes: &mut Vec<u8>,
 ) {
     unsafe {
         match (p.kind, cols.len() == 1) {
@@ -1522,11 +1525,11 @@ unsafe fn int8_block(
             (PanelKind::Q4, true) => int8_gemv::<KIND_Q4>(out, p, xq, groups, cols.start),
             (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K>(out, p, xq, groups, cols.start),
             (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K>(out, p, xq, groups, cols.start),
-            (PanelKind::Q8, false) => int8_tiled::<KIND_Q8>(out, p, xq, groups, cols),
-            (PanelKind::Q5, false) => int8_tiled::<KIND_Q5>(out, p, xq, groups, cols),
-            (PanelKind::Q4, false) => int8_tiled::<KIND_Q4>(out, p, xq, groups, cols),
-            (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K>(out, p, xq, groups, cols),
-            (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K>(out, p, xq, groups, cols),
+            (PanelKind::Q8, false) => int8_tiled::<KIND_Q8>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q5, false) => int8_tiled::<KIND_Q5>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q4, false) => int8_tiled::<KIND_Q4>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K>(out, p, xq, groups, cols, bytes),
         }
     }
 }
@@ -1572,11 +1575,15 @@ unsafe fn int8_tiled<const K: u8>(
     xq: &QuantRows,
     groups: Range<usize>,
     cols: Range<usize>,
+    bytes: &mut Vec<u8>,
 ) {
     let nb = p.k / QK;
-    // Q5_0's and Q6_K's values with higher bits are unpacked to bytes.
+    // Q5_0's and Q6_K's values with higher bits are unpacked to bytes (`value_bytes` writes
+    // every byte of a part).
     let as_bytes = K == KIND_Q5 || K == KIND_Q6K;
-    let mut bytes = vec![0u8; if as_bytes { 2 * nb * GROUP_BLOCK } else { 0 }];
+    if as_bytes {
+        bytes.resize(2 * nb * GROUP_BLOCK, 0);
+    }
     let mut g = groups.start;
     while g < groups.end {
         let pair = g + 2 <= groups.end;
