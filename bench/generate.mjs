@@ -56,11 +56,7 @@ async function runPage(params) {
     const b = await launchEngine(ENGINE);
     engineVersion = b.version;
     try {
-      await b.goto(`${base}?${new URLSearchParams(params)}`);
-      return await b.evaluate(async () => {
-        while (!window.benchResult) await new Promise((r) => setTimeout(r, 500));
-        return window.benchResult;
-      }, null, { timeoutMs: 900_000 });
+      return await b.benchResult(`${base}?${new URLSearchParams(params)}`);
     } finally {
       await b.close();
     }

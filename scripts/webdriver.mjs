@@ -140,6 +140,17 @@ export async function launchEngine(engine) {
       if (r && 'error' in r) throw new Error(`in ${engine}: ${r.error}\n${r.stack}`);
       return r?.value;
     },
+    /**
+     * Opens `url` and waits for the page's `window.benchResult` (how the bench pages hand
+     * over their figures), polling every `pollMs`; returns it.
+     */
+    async benchResult(url, { timeoutMs = 900_000, pollMs = 200 } = {}) {
+      await this.goto(url);
+      return this.evaluate(async (ms) => {
+        while (!window.benchResult) await new Promise((r) => setTimeout(r, ms));
+        return window.benchResult;
+      }, pollMs, { timeoutMs });
+    },
     async close() {
       try { await call('DELETE', `/session/${id}`); } catch { /* the browser may be gone */ }
       kill();

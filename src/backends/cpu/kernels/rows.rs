@@ -19,10 +19,15 @@ pub fn rope(
         return None;
     }
     let ne0 = a.ne[0];
+    // The reference's formulas, in f64: each pair's frequency once per call (a `powf` costs
+    // as much as a `sin_cos`), shared by the threads.
+    let freqs: Vec<f64> = (0..p.n_dims / 2)
+        .map(|i| (p.freq_base as f64).powf(-2.0 * i as f64 / p.n_dims as f64))
+        .collect();
     // Positions are cut over threads (each makes its own sin/cos table per position).
     let per_position = (ne0 * a.ne[1] * a.ne[3] * COST_ROPE).max(1);
     par.for_ranges(a.ne[2], MIN_PAR_ELEMS.div_ceil(per_position), 1, |r| {
-        rope_positions(dst, a, pos, p, r)
+        rope_positions(dst, a, pos, p, &freqs, r)
     });
     Some(())
 }
@@ -32,25 +37,22 @@ pub fn rope(
 const COST_ROPE: usize = 4;
 const COST_CONVERT: usize = 2;
 
-/// RoPE of positions (dim 2) `r`.
+/// RoPE of positions (dim 2) `r`, with each pair's frequency in `freqs` (`n_dims / 2`): the
+/// angles once per position instead of per row.
 fn rope_positions(
     dst: &TensorView,
     a: &TensorView,
     pos: &TensorView,
     p: RopeParams,
+    freqs: &[f64],
     r: std::ops::Range<usize>,
 ) {
     let half = p.n_dims / 2;
     let ne0 = a.ne[0];
-    // The reference's formulas, in f64: each pair's frequency once per call (a `powf` costs
-    // as much as the `sin_cos`), the angles once per position instead of per row.
-    let freqs: Vec<f64> = (0..half)
-        .map(|i| (p.freq_base as f64).powf(-2.0 * i as f64 / p.n_dims as f64))
-        .collect();
     let mut cs = vec![(0f64, 0f64); half];
     for i2 in r {
         let position = pos.get_i32([i2, 0, 0, 0]) as f64 * p.freq_scale as f64;
-        for (c, &f) in cs.iter_mut().zip(&freqs) {
+        for (c, &f) in cs.iter_mut().zip(freqs) {
             *c = (position * f).sin_cos();
         }
         for i3 in 0..a.ne[3] {
