@@ -13,6 +13,7 @@
 //! combined at the end in order, so two threads help even at batch 1. The cut depends on
 //! the shape only: any thread count gives the same bits.
 
+use super::elementwise::scale_mask_max;
 use super::simd::{exp_nonpos, f16_at, F32x4};
 use super::{aligned_f32, gemm::dot_f32, MIN_PAR_ELEMS};
 use crate::backends::cpu::pool::Par;
@@ -322,7 +323,8 @@ unsafe fn run_block(
         // Online softmax: scale and mask, new max, rescale what was summed, tile weights.
         for (r, mask) in masks.iter().enumerate().take(n_rows) {
             let s = &mut w.s[r * TILE..r * TILE + tile];
-            let tile_max = unsafe { scale_mask_max(s, scale, mask.map(|m| m.add(j0))) };
+            let sp = s.as_mut_ptr();
+            let tile_max = unsafe { scale_mask_max(sp, sp, tile, scale, mask.map(|m| m.add(j0))) };
             let m_new = w.m[r].max(tile_max);
             if m_new == f32::NEG_INFINITY {
                 // Every key so far masked: weights 0.
@@ -403,40 +405,6 @@ fn exp1(x: f32) -> f32 {
     let mut o = [0f32; 4];
     unsafe { exp_nonpos(F32x4::splat(x)).store(o.as_mut_ptr()) };
     o[0]
-}
-
-/// `s[j] = s[j] * scale + mask[j]` (no mask: `s[j] * scale`), four at a time; returns the
-/// largest (wasm's `pmax` order, as [`F32x4::max`]).
-///
-/// # Safety
-/// `mask`, when given, readable for `s.len()` f32.
-#[inline(always)]
-unsafe fn scale_mask_max(s: &mut [f32], scale: f32, mask: Option<*const f32>) -> f32 {
-    let (n, p) = (s.len(), s.as_mut_ptr());
-    let vs = F32x4::splat(scale);
-    let mut vmax = F32x4::splat(f32::NEG_INFINITY);
-    let mut j = 0;
-    unsafe {
-        while j + 4 <= n {
-            let mut x = F32x4::load(p.add(j)) * vs;
-            if let Some(m) = mask {
-                x = x + F32x4::load(m.add(j));
-            }
-            x.store(p.add(j));
-            vmax = vmax.max(x);
-            j += 4;
-        }
-        let mut max = vmax.hmax();
-        for j in j..n {
-            let mut x = *p.add(j) * scale;
-            if let Some(m) = mask {
-                x += *m.add(j);
-            }
-            *p.add(j) = x;
-            max = if max < x { x } else { max };
-        }
-        max
-    }
 }
 
 /// `s_r[j] = q_r · kt[.., j]` for `R` rows (`q` rows `d` apart, `s` rows [`TILE`] apart) and

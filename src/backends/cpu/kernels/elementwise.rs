@@ -346,31 +346,13 @@ pub fn softmax(
         return false;
     }
     let n = a.ne[0];
-    let vs = F32x4::splat(scale);
     let scratch = || vec![0f32; n];
     for_rows_with(par, a, COST_SOFTMAX, scratch, |w, i1, i2, i3| {
         let pa = row_ptr(a, i1, i2, i3);
         let pm = mask.map(|m| row_ptr(m, i1 % m.ne[1], i2 % m.ne[2], i3 % m.ne[3]));
         let wp = w.as_mut_ptr();
         // Pass 1: w = a * scale + mask, and its max.
-        let mut vmax = F32x4::splat(f32::NEG_INFINITY);
-        let mut i = 0;
-        unsafe {
-            while i + 4 <= n {
-                let mut x = F32x4::load(pa.add(i)) * vs;
-                if let Some(pm) = pm {
-                    x = x + F32x4::load(pm.add(i));
-                }
-                x.store(wp.add(i));
-                vmax = vmax.max(x);
-                i += 4;
-            }
-        }
-        let mut max = vmax.hmax();
-        for (j, v) in w.iter_mut().enumerate().skip(i) {
-            *v = unsafe { *pa.add(j) * scale + pm.map_or(0.0, |pm| *pm.add(j)) };
-            max = max.max(*v);
-        }
+        let max = unsafe { scale_mask_max(pa, wp, n, scale, pm.map(|m| m as *const f32)) };
         // Pass 2: e^(w - max) (arguments ≤ 0) and their sum; pass 3: normalize into dst.
         let vmax = F32x4::splat(max);
         let mut vsum = F32x4::splat(0.0);
@@ -393,6 +375,46 @@ pub fn softmax(
         unsafe { map_row(row_ptr(dst, i1, i2, i3), wp, n, |x| x * vi, |x| x * inv) };
     });
     true
+}
+
+/// `dst[j] = src[j] * scale + mask[j]` (no mask: `src[j] * scale`) for `n` values, four at
+/// a time, and the largest of them (wasm's `pmax` order, as [`F32x4::max`]): a softmax row's
+/// first pass, [`softmax`]'s and the fused attention's tiles'. `dst` may be `src`.
+///
+/// # Safety
+/// `src` readable, `dst` writable for `n` f32; `mask`, when given, readable for `n` f32.
+#[inline(always)]
+pub(super) unsafe fn scale_mask_max(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    scale: f32,
+    mask: Option<*const f32>,
+) -> f32 {
+    let vs = F32x4::splat(scale);
+    let mut vmax = F32x4::splat(f32::NEG_INFINITY);
+    let mut j = 0;
+    unsafe {
+        while j + 4 <= n {
+            let mut x = F32x4::load(src.add(j)) * vs;
+            if let Some(m) = mask {
+                x = x + F32x4::load(m.add(j));
+            }
+            x.store(dst.add(j));
+            vmax = vmax.max(x);
+            j += 4;
+        }
+        let mut max = vmax.hmax();
+        for j in j..n {
+            let mut x = *src.add(j) * scale;
+            if let Some(m) = mask {
+                x += *m.add(j);
+            }
+            *dst.add(j) = x;
+            max = if max < x { x } else { max };
+        }
+        max
+    }
 }
 
 /// Layer norm (`rms == false`) or RMS norm over packed rows.
