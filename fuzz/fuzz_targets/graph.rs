@@ -105,7 +105,7 @@ fuzz_target!(|data: &[u8]| {
         let pick = |b: &mut Bytes| ids[b.below(ids.len())];
         let (x, y) = (pick(&mut b), pick(&mut b));
         let g = p.graph_mut();
-        let r = match b.below(21) {
+        let r = match b.below(20) {
             // Every element-wise op of the tables (graph/op.rs).
             0 => g.binary(BinaryOp::ALL[b.below(BinaryOp::ALL.len())], x, y),
             1 => g.unary(UnaryOp::ALL[b.below(UnaryOp::ALL.len())], x),
@@ -142,11 +142,6 @@ fuzz_target!(|data: &[u8]| {
                 let shape = b.shape();
                 let strides: Vec<usize> = (0..b.below(5)).map(|_| b.size()).collect();
                 g.view(x, &shape, &strides, b.size())
-            }
-            19 => {
-                let v = pick(&mut b);
-                let mask = (b.u8() & 1 == 0).then(|| pick(&mut b));
-                g.attention(x, y, v, mask, b.f32())
             }
             _ => {
                 let mut axes = [0, 1, 2, 3];
