@@ -4,8 +4,13 @@
 // v is `c` (binding 4, k's dtype: C_F16 compiled in; strides c_nb, offset e.x; q and v may
 // come through a's binding instead, SHARED_B / SHARED_C), the optional
 // mask is `mk` (binding 5, f32; shape m_ne, strides m_nb, offset e.y; e.z: 1 if bound).
-// u.y: the row count n_q * heads * batch. Head h reads KV head h / (heads / kv_heads), batch
+// u.y: the row count n_q * heads * batch; u.z, u.w: the key splits (below). Head h reads KV head h / (heads / kv_heads), batch
 // entry b KV entry b / (batch / kv_batch).
+//
+// Split keys (u.z: splits > 1, u.w: keys per split): one workgroup per output row and split,
+// writing the split's unnormalized sums, its running maximum and its weight sum to `d` (then
+// a scratch buffer: [d_v sums, m, l] per row and split, the row's splits side by side) for
+// attention_combine.wgsl to merge: a decode step's few rows spread over the GPU.
 //
 // One workgroup of ATT_WG threads per output row. Keys go by tiles of ATT_WG: thread t scores
 // key j0 + t (q from workgroup memory), then every thread reads the tile's scores, takes the
@@ -44,10 +49,13 @@ fn v_at(h: u32) -> f32 {
 @compute @workgroup_size(ATT_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let row = wid.x + wid.y * nwg.x;
-    if (row >= p.u.y) {
+    let splits = max(p.u.z, 1u);
+    let item = wid.x + wid.y * nwg.x;
+    if (item >= p.u.y * splits) {
         return;
     }
+    let row = item / splits;
+    let part = item % splits;
     let dk = p.b_ne.x;
     let heads = p.b_ne.z;
     let h = row % heads;
@@ -56,7 +64,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let bn = r / p.b_ne.y;
     let kh = h / (heads / p.a_ne.z);
     let kb = bn / (p.b_ne.w / p.a_ne.w);
-    let n_kv = p.a_ne.y;
+    // This workgroup's keys: all of them, or its split's.
+    let j_begin = select(0u, part * p.u.w, splits > 1u);
+    let j_end = select(p.a_ne.y, min(p.a_ne.y, j_begin + p.u.w), splits > 1u);
     let d_v = p.d_ne.x;
     let has_mask = p.e.z != 0u;
     let m_base = p.e.y + (i % p.m_ne.y) * p.m_nb.y + (h % p.m_ne.z) * p.m_nb.z
@@ -79,9 +89,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var m = -FLT_MAX;
     var l = 0.0;
 
-    for (var j0 = 0u; j0 < n_kv; j0 += ATT_WG) {
+    for (var j0 = j_begin; j0 < j_end; j0 += ATT_WG) {
         let j = j0 + t;
-        if (j < n_kv) {
+        if (j < j_end) {
             let kr = a_row(vec4<u32>(0u, j, kh, kb));
             var s = 0.0;
             for (var e = 0u; e < dk; e++) {
@@ -94,7 +104,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             sc[t] = s;
         }
         workgroupBarrier();
-        let n = min(ATT_WG, n_kv - j0);
+        let n = min(ATT_WG, j_end - j0);
         var mt = m;
         for (var x = 0u; x < n; x++) {
             mt = max(mt, sc[x]);
@@ -121,9 +131,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         workgroupBarrier();
     }
 
+    let e = vec4<u32>(t, t + ATT_WG, t + 2u * ATT_WG, t + 3u * ATT_WG);
+    if (splits > 1u) {
+        let s_base = item * (d_v + 2u);
+        for (var r4 = 0u; r4 < 4u; r4++) {
+            if (e[r4] < d_v) {
+                d[s_base + e[r4]] = acc[r4];
+            }
+        }
+        if (t == 0u) {
+            d[s_base + d_v] = m;
+            d[s_base + d_v + 1u] = l;
+        }
+        return;
+    }
     let out = select(acc / l, vec4<f32>(0.0), l == 0.0);
     let o_base = p.offs.x + h * p.d_nb.y + i * p.d_nb.z + bn * p.d_nb.w;
-    let e = vec4<u32>(t, t + ATT_WG, t + 2u * ATT_WG, t + 3u * ATT_WG);
     for (var r4 = 0u; r4 < 4u; r4++) {
         if (e[r4] < d_v) {
             d[o_base + e[r4] * p.d_nb.x] = out[r4];

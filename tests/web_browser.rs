@@ -326,6 +326,35 @@ async fn row_kernels_pass_at_gpu_row_widths() {
     }
 }
 
+/// The attention cases with the keys split into runs (what a GPU gets for few query rows;
+/// SwiftShader otherwise never splits), merged by a second dispatch: the WGSL of both in this
+/// browser's compiler.
+#[wasm_bindgen_test]
+async fn attention_passes_with_split_keys() {
+    if !has_webgpu("attention_passes_with_split_keys") {
+        return;
+    }
+    use webtensor::backends::cpu::{CpuDevice, KernelSet};
+    use webtensor::backends::webgpu::WebGpuOptions;
+    for splits in [3, 16] {
+        let gpu = webgpu_with(WebGpuOptions {
+            kv_splits: Some(splits),
+            ..WebGpuOptions::default()
+        })
+        .await;
+        let report = webtensor::testing::run_suite(
+            gpu,
+            std::rc::Rc::new(CpuDevice::new(KernelSet::Reference)),
+            Some("attention"),
+        )
+        .await;
+        assert!(report.passed >= 10, "{splits} runs: {report}");
+        if let Err(e) = report.check() {
+            panic!("keys in {splits} runs: {e}");
+        }
+    }
+}
+
 /// Random graphs scheduled over WebGPU (some ops turned off) and the CPU equal the reference.
 #[wasm_bindgen_test]
 async fn scheduler_splits_between_webgpu_and_cpu() {

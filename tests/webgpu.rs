@@ -89,6 +89,30 @@ fn row_kernels_pass_at_every_row_width() {
     }
 }
 
+/// The op suite's attention cases with the keys split into runs merged by a second dispatch
+/// (what a GPU gets for few query rows; a software adapter never splits by itself): 2 and 3
+/// runs, and 16, more than some cases have keys (one key a run), so that runs whose every
+/// key is masked are merged too.
+#[test]
+fn attention_cases_pass_with_split_keys() {
+    let Some(dev) = gpu() else { return };
+    for splits in [2, 3, 16] {
+        let forced = dev.with_options(WebGpuOptions {
+            kv_splits: Some(splits),
+            ..WebGpuOptions::default()
+        });
+        let report = block_on(webtensor::testing::run_suite(
+            forced,
+            Rc::new(CpuDevice::new(KernelSet::Reference)),
+            Some("attention"),
+        ));
+        assert!(report.passed >= 10, "{splits} runs: {report}");
+        if let Err(e) = report.check() {
+            panic!("keys in {splits} runs: {e}");
+        }
+    }
+}
+
 /// Calibration measures the adapter's per-dispatch and per-submission cost (a chain of tiny
 /// kernels against a single one); the CPU has neither.
 #[test]
@@ -475,6 +499,75 @@ fn prepared_session_runs_create_no_gpu_objects() {
     session.set_prepared(true).unwrap();
     let other = block_on(session.run(&input(0.3))).unwrap();
     assert_ne!(other, prepared);
+}
+
+/// An attention with its keys split is two dispatches (the runs, then their merge) over a
+/// scratch buffer made when the session is prepared: a steady-state run creates nothing, and
+/// its output equals the unsplit kernel's within rounding.
+#[test]
+fn split_attention_is_two_dispatches_made_once() {
+    let Some(dev) = gpu() else { return };
+    let session = |dev: Rc<WebGpuDevice>| {
+        let mut g = Graph::new();
+        let q = g.input("q", DType::F32, &[32, 1, 4]).unwrap();
+        let k = g.input("k", DType::F32, &[32, 300, 2]).unwrap();
+        let v = g.input("v", DType::F32, &[32, 300, 2]).unwrap();
+        let y = g.attention(q, k, v, None, 0.2).unwrap();
+        g.set_output(y).unwrap();
+        let sched = Scheduler::new(vec![dev as Rc<dyn Device>]).unwrap();
+        let plan = sched.plan(&g, &PlanOptions::default()).unwrap();
+        let s = Session::new(&sched, &g, plan, &HashMap::new()).unwrap();
+        let bytes = |n: usize, k: f32| -> Vec<u8> {
+            (0..n)
+                .flat_map(|i| (((i * 7) % 19) as f32 * k - 0.5).to_le_bytes())
+                .collect()
+        };
+        let inputs = HashMap::from([
+            (q, bytes(32 * 4, 0.05)),
+            (k, bytes(32 * 300 * 2, 0.03)),
+            (v, bytes(32 * 300 * 2, 0.07)),
+        ]);
+        (s, inputs)
+    };
+    let split = dev.with_options(WebGpuOptions {
+        kv_splits: Some(4),
+        ..WebGpuOptions::default()
+    });
+    let (mut s, inputs) = session(split.clone());
+    block_on(s.run(&inputs)).unwrap();
+    let before = split.created_objects();
+    let out = block_on(s.run(&inputs)).unwrap();
+    let steady = split.created_objects();
+    let objects = |c: ObjectCounts| (c.pipelines, c.bind_groups, c.buffers);
+    assert_eq!(
+        objects(steady),
+        objects(before),
+        "a split run created GPU objects"
+    );
+    s.set_prepared(false).unwrap();
+    let direct = block_on(s.run(&inputs)).unwrap();
+    let after = split.created_objects();
+    assert_eq!(direct, out);
+    // Two bind groups (the runs, the merge) and two buffers (parameters, scratch) a build.
+    assert_eq!(after.bind_groups - steady.bind_groups, 2);
+    assert_eq!(after.buffers - steady.buffers, 2);
+    let one = dev.with_options(WebGpuOptions {
+        kv_splits: Some(1),
+        ..WebGpuOptions::default()
+    });
+    let (whole, inputs) = session(one);
+    let whole = block_on(whole.run(&inputs)).unwrap();
+    let f = |b: &[u8]| -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    let (a, b) = (f(&out[0]), f(&whole[0]));
+    assert_eq!(a.len(), 32 * 4);
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{x} vs {y}");
+    }
+    assert_ne!(a, vec![0.0; a.len()]);
 }
 
 /// The device lost in the middle of a run (after its compute was submitted, or after the

@@ -32,6 +32,7 @@ impl WebGpuBackend {
 }
 
 /// Where one operand is bound: the buffer range and the operand's offset inside it.
+#[derive(Clone, Copy)]
 struct Binding<'m> {
     buffer: &'m wgpu::Buffer,
     base: u64,
@@ -400,6 +401,9 @@ pub(super) struct Encoded {
     fused: usize,
     /// Keeps the parameters alive with the bind groups that read them.
     _params: Option<GpuBuffer>,
+    /// The split attentions' partial results ([`ops::KvSplit`]), one region every split
+    /// node reuses (the dispatches of a pass run in order).
+    _scratch: Option<GpuBuffer>,
 }
 
 /// One dispatch.
@@ -428,6 +432,25 @@ impl Encoded {
             }
         }
         let uses = opts.fusion.then(|| crate::backend::fuse::use_counts(graph));
+        // The scratch of the attentions planned with split keys (a node that fails to plan
+        // fails again below, with its error).
+        let scratch_bytes = compute
+            .iter()
+            .filter(|&&id| matches!(graph.tensor(id).op, crate::graph::Op::Attention { .. }))
+            .filter_map(|&id| ops::plan(ctx, opts, graph, id).ok().flatten()?.split)
+            .map(|s| s.scratch_bytes.div_ceil(16) * 16)
+            .max();
+        let scratch = match scratch_bytes {
+            Some(size) => Some(ctx.scoped(|| {
+                ctx.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("webtensor attention scratch"),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE,
+                    mapped_at_creation: false,
+                })
+            })?),
+            None => None,
+        };
         let mut bound: Vec<Bound<'_>> = Vec::new();
         let (mut k, mut fused) = (0, 0);
         'nodes: while k < compute.len() {
@@ -515,7 +538,8 @@ impl Encoded {
                     }
                     None => None,
                 };
-                bound.push(Bound {
+                let split = plan.split;
+                let mut node = Bound {
                     plan,
                     d,
                     a,
@@ -523,7 +547,34 @@ impl Encoded {
                     c,
                     m,
                     e: None,
-                });
+                };
+                if let Some(split) = split {
+                    // The runs' partial results to the scratch, then merged into `d`.
+                    let scratch = scratch.as_ref().ok_or_else(|| {
+                        bind_error(graph.tensor(id), "split attention without scratch".into())
+                    })?;
+                    let part = Binding {
+                        buffer: scratch,
+                        base: 0,
+                        size: split.scratch_bytes.div_ceil(16) * 16,
+                        rel: 0,
+                    };
+                    let merge = Bound {
+                        plan: ops::combine_plan(&node.plan, split),
+                        d: node.d,
+                        a: part,
+                        b: None,
+                        c: None,
+                        m: None,
+                        e: None,
+                    };
+                    node.plan.params.offs[0] = 0;
+                    node.d = part;
+                    bound.push(node);
+                    bound.push(merge);
+                } else {
+                    bound.push(node);
+                }
             }
         }
         if bound.is_empty() {
@@ -532,6 +583,7 @@ impl Encoded {
                 steps: Vec::new(),
                 fused,
                 _params: None,
+                _scratch: None,
             });
         }
         let ua = (ctx.limits.min_uniform_buffer_offset_alignment as usize).max(16);
@@ -553,7 +605,7 @@ impl Encoded {
             let key = (b.plan.key, variant);
             pipelines.push(ctx.pipeline(key, || shader::source(key))?);
         }
-        ctx.scoped(|| {
+        let (steps, uniform) = ctx.scoped(|| {
             let uniform = ctx.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("webtensor params"),
                 size: uniform_data.len() as u64,
@@ -603,12 +655,16 @@ impl Encoded {
                     }
                 })
                 .collect();
-            Self {
-                ctx: ctx.clone(),
-                steps,
-                fused,
-                _params: Some(uniform),
-            }
+            (steps, uniform)
+        })?;
+        // The bind groups hold what they read; the bindings' borrows end here.
+        drop(bound);
+        Ok(Self {
+            ctx: ctx.clone(),
+            steps,
+            fused,
+            _params: Some(uniform),
+            _scratch: scratch,
         })
     }
 

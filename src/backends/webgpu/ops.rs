@@ -52,6 +52,9 @@ pub(super) enum Kernel {
     /// Fused attention: one workgroup per output row, an online softmax over key tiles
     /// (k as `a`, q as `b`, v at binding 4, the mask at binding 5).
     Attention,
+    /// The merge of an attention whose keys were split ([`KvSplit`]): the splits' partial
+    /// results (`a`, a scratch buffer) into the output, one invocation per element.
+    AttentionCombine,
     /// Byte patch of one word (buffer writes).
     Patch,
 }
@@ -162,6 +165,10 @@ pub struct WebGpuOptions {
     pub row_threads: Option<u32>,
     /// Fuses node chains into one dispatch (`fuse.rs`; default on).
     pub fusion: bool,
+    /// Forces the key splits of a fused attention ([`KvSplit`]): `Some(n)` cuts the keys
+    /// into `n` runs as even as they go (at most one a key; `Some(1)` never splits); `None`
+    /// (the default) splits where few rows would leave a GPU idle (see `kv_splits`).
+    pub kv_splits: Option<u32>,
 }
 
 impl Default for WebGpuOptions {
@@ -170,6 +177,7 @@ impl Default for WebGpuOptions {
             matmul_kernels: MatmulKernels::Auto,
             row_threads: None,
             fusion: true,
+            kv_splits: None,
         }
     }
 }
@@ -267,6 +275,66 @@ pub(super) struct NodePlan {
     /// The kernel may write its output over `a` (same layout): each invocation reads its
     /// elements (or its workgroup its row) before writing them.
     pub in_place_ok: bool,
+    /// An attention with its keys split: this dispatch writes the splits' partial results to
+    /// a scratch buffer (bound as `d`), and a second one ([`KvSplit::combine`]) merges them
+    /// into the output.
+    pub split: Option<KvSplit>,
+}
+
+/// A fused attention's keys cut into runs, each run of each output row a workgroup of its
+/// own, and the runs' results merged by a second dispatch (shaders/attention_combine.wgsl).
+/// One query row per head (a decode step) is a workgroup per head otherwise: 14 for
+/// Qwen2.5-0.5B, each walking the whole KV cache, where a GPU runs thousands of threads
+/// (llama.cpp's Vulkan and Metal flash attention split the same way for the same reason).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct KvSplit {
+    /// Scratch bytes the partial results take: per row and run, d_v sums, the run's maximum
+    /// score and its weight sum (f32).
+    pub scratch_bytes: u64,
+    /// The merging dispatch's parameters and grid (its `a` the scratch at offset 0, its `d`
+    /// the node's output).
+    pub combine: (Params, [u32; 3]),
+}
+
+/// The merging dispatch of attention `plan` (bound, its output offset in `offs.x`), split as
+/// `split` says: its `a` is the scratch, at offset 0.
+pub(super) fn combine_plan(plan: &NodePlan, split: KvSplit) -> NodePlan {
+    let (mut params, groups) = split.combine;
+    params.offs = [plan.params.offs[0], 0, 0, 0];
+    NodePlan {
+        key: (Kernel::AttentionCombine, DType::F32),
+        params,
+        a: plan.a,
+        b: None,
+        c: None,
+        m: None,
+        groups,
+        shared_b: false,
+        shared_c: false,
+        in_place_ok: false,
+        split: None,
+    }
+}
+
+/// Key runs of at least this many keys where the split is chosen by shape (`kv_splits`).
+const SPLIT_MIN_KEYS: usize = 256;
+/// Workgroups a split attention aims at on a GPU: a few per compute unit of a large one.
+const SPLIT_TARGET_GROUPS: usize = 256;
+
+/// Runs to cut `n_kv` keys into for `rows` output rows of an attention: `forced` (clamped
+/// to 1 ..= n_kv), else 1 on a software adapter (its few cores are busy with a row each
+/// already), else enough runs of at least [`SPLIT_MIN_KEYS`] keys to make about
+/// [`SPLIT_TARGET_GROUPS`] workgroups, where the rows alone make fewer. The result is a
+/// count of non-empty runs, `n_kv.div_ceil(chunk)` for the chunk `n_kv.div_ceil(splits)`
+/// (1 without keys).
+fn kv_splits(rows: usize, n_kv: usize, software: bool, forced: Option<u32>) -> usize {
+    let want = match forced {
+        Some(n) => n as usize,
+        None if software || rows >= SPLIT_TARGET_GROUPS / 2 => 1,
+        None => (SPLIT_TARGET_GROUPS / rows.max(1)).min(n_kv / SPLIT_MIN_KEYS),
+    };
+    let want = want.clamp(1, n_kv.max(1));
+    n_kv.div_ceil(n_kv.div_ceil(want).max(1)).max(1)
 }
 
 /// Why planning a node failed: a refusal (the node's op and dtype are added by [`plan`] when it
@@ -431,7 +499,7 @@ fn plan_node(
         return Err(unsupported(format!("{} has no operands", t.op.name())));
     }
     if let Op::Attention { scale } = t.op {
-        return plan_attention(ctx, graph, t, &srcs, scale);
+        return plan_attention(ctx, opts, graph, t, &srcs, scale);
     }
     let shared_b = srcs.len() >= 2 && overlaps(graph, t.src[0], t.src[1]);
     if srcs.len() == 3 && t.src[..2].iter().any(|&s| overlaps(graph, t.src[2], s)) {
@@ -754,6 +822,7 @@ fn plan_node(
         shared_b,
         shared_c: false,
         in_place_ok: in_place_kernel(key.0) && (!shared_b || t.src[0] == t.src[1]),
+        split: None,
     }))
 }
 
@@ -763,6 +832,7 @@ fn plan_node(
 /// scale; one workgroup per output row (`u.y` rows).
 fn plan_attention(
     ctx: &Ctx,
+    opts: &WebGpuOptions,
     graph: &Graph,
     t: &Tensor,
     srcs: &[&Tensor],
@@ -841,7 +911,38 @@ fn plan_attention(
     params.u[1] = to_u32(rows, "row count")?;
     params.e[2] = u32::from(srcs.len() > 3);
     params.f[0] = scale;
-    let groups = grid(ctx, rows, true)?;
+    let (n_kv, d_v) = (k.ne[1], v.ne[0]);
+    let software = software_adapter(&ctx.info);
+    let mut splits = kv_splits(rows, n_kv, software, opts.kv_splits);
+    // Each row's runs side by side in the scratch: it must fit one binding.
+    let per_split = (rows * (d_v + 2) * 4) as u64;
+    if per_split * splits as u64 > ctx.max_binding() as u64 {
+        splits = 1;
+    }
+    let split = if splits > 1 {
+        let chunk = n_kv.div_ceil(splits);
+        params.u[2] = splits as u32;
+        params.u[3] = to_u32(chunk, "keys per split")?;
+        let combine = Params {
+            d_ne,
+            d_nb,
+            b_ne,
+            u: [
+                0,
+                to_u32(rows * d_v, "attention output size")?,
+                splits as u32,
+                0,
+            ],
+            ..Params::default()
+        };
+        Some(KvSplit {
+            scratch_bytes: per_split * splits as u64,
+            combine: (combine, grid(ctx, rows * d_v, false)?),
+        })
+    } else {
+        None
+    };
+    let groups = grid(ctx, rows * splits, true)?;
     Ok(Some(NodePlan {
         key: (Kernel::Attention, k.dtype),
         params,
@@ -853,12 +954,32 @@ fn plan_attention(
         shared_b,
         shared_c,
         in_place_ok: false,
+        split,
     }))
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attention_splits_keys_for_few_rows_on_a_gpu() {
+        // A decode step of Qwen2.5-0.5B (14 heads) over 4096 keys: 16 runs of 256.
+        assert_eq!(kv_splits(14, 4096, false, None), 16);
+        // Fewer keys than two runs' worth, or enough rows, or a software adapter: none.
+        assert_eq!(kv_splits(14, 400, false, None), 1);
+        assert_eq!(kv_splits(128, 4096, false, None), 1);
+        assert_eq!(kv_splits(14, 4096, true, None), 1);
+        // 32 heads: 8 runs (256 workgroups).
+        assert_eq!(kv_splits(32, 4096, false, None), 8);
+        // Forced: as even as they go, never an empty run nor more runs than keys.
+        assert_eq!(kv_splits(1, 13, true, Some(3)), 3);
+        assert_eq!(kv_splits(1, 10, true, Some(4)), 4);
+        assert_eq!(kv_splits(1, 9, true, Some(4)), 3);
+        assert_eq!(kv_splits(1, 12, true, Some(16)), 12);
+        assert_eq!(kv_splits(1, 1, false, Some(16)), 1);
+        assert_eq!(kv_splits(1, 0, false, Some(0)), 1);
+    }
 
     #[test]
     fn row_threads_grow_with_k() {

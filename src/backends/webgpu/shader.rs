@@ -424,6 +424,7 @@ mod wgsl {
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
     pub const ATTENTION: &str = include_str!("../../../shaders/attention.wgsl");
+    pub const ATTENTION_COMBINE: &str = include_str!("../../../shaders/attention_combine.wgsl");
 }
 
 /// How an op shader is put together around its kernel file.
@@ -569,6 +570,8 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         // k is a, q is b; v (binding 4) and the mask (binding 5) are declared in
         // attention.wgsl, which has its own entry point.
         Kernel::Attention => r(wgsl::ATTENTION, None, "f32", Some("f32")),
+        // The split attention's partial results as `a` (f32).
+        Kernel::AttentionCombine => r(wgsl::ATTENTION_COMBINE, element, "f32", None),
         Kernel::Patch => return None,
     })
 }
@@ -712,6 +715,7 @@ mod tests {
             Kernel::MatMulSmall,
             Kernel::MatMulRows,
             Kernel::Attention,
+            Kernel::AttentionCombine,
             Kernel::Patch,
         ];
         all.extend(REG_TILES.map(Kernel::MatMulReg));
@@ -752,6 +756,7 @@ mod tests {
                 | Kernel::MatMulReg(_)
                 | Kernel::MatMulRows
                 | Kernel::Attention
+                | Kernel::AttentionCombine
                 | Kernel::Patch => {}
             }
         }
@@ -823,12 +828,12 @@ mod tests {
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
         // kernels on 9 dtypes (f32, f16, q8_0, q4_0 and the 5 K-quants), 3 on i32, on f32 5
         // (set_rows' scatter among them) and 4 row kernels at 3 row widths; fused: every
-        // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16; the f16
-        // state write on f16.
+        // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16 and its
+        // split's merge on f32; the f16 state write on f16.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 2 + 1
+            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 2 + 1 + 1
         );
         for key in keys {
             let module = parse(key);
