@@ -14,6 +14,9 @@
 //!    default: the `models/decoder/bench-*.gguf` that `scripts/decoder-models.py --bench`
 //!    writes, where present) on the GPU and the CPU: a 128-token prompt's prefill tokens/s
 //!    and 64 greedy decode steps' tokens/s, each the median of `DECODER_REPS` (default 3);
+//! 5. attention alone, a decode step over 1024 and 4096 keys (the Qwen2.5-0.5B shape, and
+//!    32 × 128 heads over 8 KV heads): on the GPU with its keys split by the adapter's rule,
+//!    unsplit, and as the unfused nodes, and on the CPU;
 //!
 //! then prints one table (markdown). `scripts/gpu-check.sh` builds and runs it, or bundles it
 //! with the model for a GPU machine without Rust. Exit status 1 when a case fails or there is
@@ -35,7 +38,9 @@ mod native {
     use webtensor::backend::{Device, DeviceKind};
     use webtensor::backends::webgpu::{MatmulKernels, WebGpuOptions};
     use webtensor::backends::DeviceOptions;
-    use webtensor::bench::{median, minilm_embed_ms, minilm_texts, MatmulProblem, MINILM_CASES};
+    use webtensor::bench::{
+        median, minilm_embed_ms, minilm_texts, AttentionCase, MatmulProblem, MINILM_CASES,
+    };
     use webtensor::graph::DType;
     use webtensor::model::bert::SentenceEmbedder;
     use webtensor::runtime::DeviceChoice;
@@ -378,6 +383,69 @@ mod native {
                 format!(
                     "{GEN_PROMPT}-token prompt, then {GEN_STEPS} greedy steps; median of {reps}"
                 ),
+            ]);
+        }
+
+        // 5. Attention alone: a decode step (one query) over a long cache, on the GPU with its
+        // keys split by the adapter's rule and unsplit, against the unfused nodes, and on
+        // the CPU.
+        let gpu_splits = |kv_splits| DeviceOptions {
+            webgpu: WebGpuOptions {
+                kv_splits,
+                ..WebGpuOptions::default()
+            },
+        };
+        for case in [
+            AttentionCase {
+                d: 64,
+                heads: 14,
+                kv_heads: 2,
+                n_q: 1,
+                n_kv: 1024,
+            },
+            AttentionCase {
+                d: 64,
+                heads: 14,
+                kv_heads: 2,
+                n_q: 1,
+                n_kv: 4096,
+            },
+            AttentionCase {
+                d: 128,
+                heads: 32,
+                kv_heads: 8,
+                n_q: 1,
+                n_kv: 4096,
+            },
+        ] {
+            let mut ms = Vec::new();
+            for (choice, opts, fused) in [
+                (DeviceChoice::WebGpu, gpu_splits(None), true),
+                (DeviceChoice::WebGpu, gpu_splits(Some(1)), true),
+                (DeviceChoice::WebGpu, gpu_splits(None), false),
+                (DeviceChoice::Cpu, gpu_splits(None), true),
+            ] {
+                let cell = match webtensor::create_runtime_with(choice, false, opts).await {
+                    Ok(rt) => match case.program(fused) {
+                        Ok((p, inputs)) => {
+                            let t = AttentionCase::median_ms(&rt, &p, &inputs).await;
+                            rt.release(&p);
+                            t.map_or_else(|e| format!("failed: {e}"), |t| format!("{t:.3}"))
+                        }
+                        Err(e) => format!("failed: {e}"),
+                    },
+                    Err(e) => format!("failed: {e}"),
+                };
+                if cell.starts_with("failed") {
+                    status = 1;
+                }
+                ms.push(cell);
+            }
+            rows.push([
+                format!("attention {} (ms, median of 7)", case.name()),
+                ms[0].clone(),
+                ms[3].clone(),
+                format!("GPU keys unsplit {} ms, unfused nodes {} ms", ms[1], ms[2]),
             ]);
         }
 

@@ -3,7 +3,8 @@
 # the op suite on that GPU natively, matmul 1024³ and 4096³ per weight dtype with the share of
 # the GPU's f32 peak, and MiniLM at the benchmark's four cases on the GPU vs the CPU, printed
 # as one table, then text generation (prefill / decode tokens/s) with the decoder bench models
-# on the GPU and the CPU (DECODER_MODELS; in a bundle, the bench-*.gguf put beside it). A few
+# on the GPU and the CPU (DECODER_MODELS; in a bundle, the bench-*.gguf put beside it), and a
+# decode step's attention with its keys split and unsplit against the unfused nodes. A few
 # minutes; not part of scripts/test.sh (CI has no GPU).
 #
 #   scripts/gpu-check.sh                  build (release) and run here

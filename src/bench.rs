@@ -177,6 +177,110 @@ pub async fn minilm_embed_ms(
     Ok(median(&mut v))
 }
 
+/// The decoder's attention of `n_q` new tokens over `n_kv` cache rows (`heads` query heads,
+/// `kv_heads` K/V heads, head size `d`), fused or as the nodes it replaces, for the attention
+/// benchmark (`benches/attention.rs`) and the GPU check.
+#[derive(Clone, Copy, Debug)]
+pub struct AttentionCase {
+    pub d: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub n_q: usize,
+    pub n_kv: usize,
+}
+
+impl AttentionCase {
+    /// `heads×d / kv_heads, n_q x n_kv`.
+    pub fn name(&self) -> String {
+        format!(
+            "{}x{} / {}, {} x {}",
+            self.heads, self.d, self.kv_heads, self.n_q, self.n_kv
+        )
+    }
+
+    /// The program and its inputs, in the decoder's layout: q a permuted view, K/V f16 views
+    /// of a longer cache, a causal mask over the last `n_q` keys. `fused`: the `attention` op;
+    /// else two batched matmuls, a masked softmax and the permute copies.
+    pub fn program(
+        &self,
+        fused: bool,
+    ) -> Result<(
+        crate::runtime::Program,
+        std::collections::HashMap<String, Vec<u8>>,
+    )> {
+        let c = *self;
+        let mut p = crate::runtime::Program::new();
+        let g: &mut Graph = p.graph_mut();
+        let q = g.input("q", DType::F32, &[c.d, c.heads, c.n_q])?;
+        let q = g.permute(q, [0, 2, 1, 3])?;
+        let cache = [c.d, c.n_kv + 64, c.kv_heads];
+        let kc = g.input("k", DType::F16, &cache)?;
+        let vc = g.input("v", DType::F16, &cache)?;
+        let mask = g.input("mask", DType::F32, &[c.n_kv, c.n_q])?;
+        let nb = g.tensor(kc).nb;
+        let keys = g.view(kc, &[c.d, c.n_kv, c.kv_heads], &nb[..3], 0)?;
+        let scale = 1.0 / (c.d as f32).sqrt();
+        let out: TensorId = if fused {
+            let values = g.view(vc, &[c.d, c.n_kv, c.kv_heads], &nb[..3], 0)?;
+            g.attention(q, keys, values, Some(mask), scale)?
+        } else {
+            let values_t = g.view(vc, &[c.n_kv, c.d, c.kv_heads], &[nb[1], nb[0], nb[2]], 0)?;
+            let scores = g.matmul(keys, q)?;
+            let probs = g.softmax(scores, Some(mask), scale)?;
+            let o = g.matmul(values_t, probs)?;
+            let o = g.permute(o, [0, 2, 1, 3])?;
+            g.cont(o)?
+        };
+        g.set_output(out)?;
+        let f16 = |n: usize, salt: usize| -> Vec<u8> {
+            (0..n)
+                .flat_map(|i| {
+                    let x = ((i * 7919 + salt) % 2001) as f32 / 1000.0 - 1.0;
+                    half::f16::from_f32(x).to_le_bytes()
+                })
+                .collect()
+        };
+        let f32s = |v: Vec<f32>| -> Vec<u8> { bytemuck::cast_slice(&v).to_vec() };
+        let n_cache = cache.iter().product();
+        let q_vals = (0..c.d * c.heads * c.n_q)
+            .map(|i| ((i * 104_729) % 2001) as f32 / 1000.0 - 1.0)
+            .collect();
+        // Causal over the last n_q rows: query i sees keys 0 ..= n_kv - n_q + i.
+        let mask_vals = (0..c.n_kv * c.n_q)
+            .map(|x| {
+                if x % c.n_kv > c.n_kv - c.n_q + x / c.n_kv {
+                    f32::NEG_INFINITY
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let inputs = std::collections::HashMap::from([
+            ("q".to_string(), f32s(q_vals)),
+            ("k".to_string(), f16(n_cache, 1)),
+            ("v".to_string(), f16(n_cache, 2)),
+            ("mask".to_string(), f32s(mask_vals)),
+        ]);
+        Ok((p, inputs))
+    }
+
+    /// Median milliseconds of 7 runs of `p` on `rt` after one untimed run.
+    pub async fn median_ms(
+        rt: &crate::runtime::Runtime,
+        p: &crate::runtime::Program,
+        inputs: &std::collections::HashMap<String, Vec<u8>>,
+    ) -> Result<f64> {
+        rt.run(p, inputs).await?;
+        let mut t = Vec::with_capacity(7);
+        for _ in 0..7 {
+            let s = crate::clock::now_ms();
+            rt.run(p, inputs).await?;
+            t.push(crate::clock::now_ms() - s);
+        }
+        Ok(median(&mut t))
+    }
+}
+
 /// Runs `iters` rounds of independent SIMD multiplies and adds (12 chains of f32x4, as many
 /// as stay in registers, each short enough for its latency to be hidden) and returns (a
 /// checksum keeping the work alive, the flops done). Timing it gives this machine's practical
