@@ -19,3 +19,15 @@ fn a_get(i: vec4<u32>) -> f32 {
 fn a_word(k: u32) -> u32 {
     return bitcast<u32>(a[k]);
 }
+
+// Whether a_vec4 may read a's rows: contiguous, every row starting at a multiple of 4 (the
+// other `a` snippets' rule, so a kernel's fast path is taken alike for every dtype).
+fn a_vec_ok() -> bool {
+    return p.a_nb.x == 1u && ((p.offs.y | p.a_nb.y | p.a_nb.z | p.a_nb.w) & 3u) == 0u;
+}
+
+// Elements k .. k + 3 of the row starting at `r` (k a multiple of 4; a_vec_ok).
+fn a_vec4(r: u32, k: u32) -> vec4<f32> {
+    let j = r + k;
+    return vec4<f32>(a[j], a[j + 1u], a[j + 2u], a[j + 3u]);
+}

@@ -78,13 +78,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     workgroupBarrier();
 
-    // The output elements this thread owns (clamped to the last: read, never written).
+    // The output elements this thread owns (clamped to the last, never read past `per`).
     let last = d_v - 1u;
     let own = min(vec4<u32>(t, t + ATT_WG, t + 2u * ATT_WG, t + 3u * ATT_WG), vec4<u32>(last));
     let v_base = p.e.x + kh * p.c_nb.z + kb * p.c_nb.w;
     let v_off = own * p.c_nb.x + vec4<u32>(v_base);
-    // Whether this row has more than ATT_WG output elements (else only acc.x is used).
-    let wide = d_v > ATT_WG;
+    // How many of acc's lanes hold elements of the row: 1 to 4 (every thread alike, so the
+    // branches below are uniform; a lane past the row's end is neither read nor written).
+    let per = (d_v + ATT_WG - 1u) / ATT_WG;
+    // K rows read four elements at a time where their layout allows.
+    let k_vec = a_vec_ok() && (dk & 3u) == 0u;
     var acc = vec4<f32>(0.0);
     var m = -FLT_MAX;
     var l = 0.0;
@@ -94,8 +97,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (j < j_end) {
             let kr = a_row(vec4<u32>(0u, j, kh, kb));
             var s = 0.0;
-            for (var e = 0u; e < dk; e++) {
-                s += qs[e] * a_at(kr, e);
+            if (k_vec) {
+                for (var e = 0u; e < dk; e += 4u) {
+                    s += dot(vec4<f32>(qs[e], qs[e + 1u], qs[e + 2u], qs[e + 3u]), a_vec4(kr, e));
+                }
+            } else {
+                for (var e = 0u; e < dk; e++) {
+                    s += qs[e] * a_at(kr, e);
+                }
             }
             s *= p.f.x;
             if (has_mask) {
@@ -122,10 +131,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let w = pw[x];
             l += w;
             let vo = v_off + vec4<u32>((j0 + x) * p.c_nb.y);
-            if (wide) {
-                acc += w * vec4<f32>(v_at(vo.x), v_at(vo.y), v_at(vo.z), v_at(vo.w));
-            } else {
-                acc.x += w * v_at(vo.x);
+            acc.x += w * v_at(vo.x);
+            if (per > 1u) {
+                acc.y += w * v_at(vo.y);
+            }
+            if (per > 2u) {
+                acc.z += w * v_at(vo.z);
+            }
+            if (per > 3u) {
+                acc.w += w * v_at(vo.w);
             }
         }
         workgroupBarrier();
