@@ -27,7 +27,8 @@ const M_BLOCK: usize = 32;
 /// K-quant kernels). Filled by [`QuantRows::quantize`].
 #[derive(Default)]
 pub struct QuantRows {
-    /// The scales, a fixed count per row (one per block).
+    /// The scales, a fixed count per row (one per block; for the K-quant panels two, the
+    /// scale and the mins' term, see [`quantize_q8_halves`]).
     pub d: Vec<f32>,
     /// `k` values per row.
     pub q: Vec<i8>,
@@ -1159,15 +1160,16 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
                     let dsc = d * F32x4::from_i32(sa);
                     let dmn = F32x4::load(dp.add(GROUP)) * F32x4::from_i32(sz);
                     for c in 0..C {
-                        let dx = *xq.d.get_unchecked((j0 + c) * nb + b);
-                        let sum = (xs[c][0] + xs[c][1]) as f32;
+                        // The block's `dx` and `-dx · Σx` (`quantize_q8_halves`).
+                        let at = 2 * ((j0 + c) * nb + b);
+                        let (dx, min) = (*xq.d.get_unchecked(at), *xq.d.get_unchecked(at + 1));
                         let acc = F32x4::from_i32(lo[g][c] + hi[g][c]);
                         accf[g][c] = accf[g][c].mul_add(acc, dsc * F32x4::splat(dx));
-                        accf[g][c] = accf[g][c].mul_add(dmn, F32x4::splat(-dx * sum));
+                        accf[g][c] = accf[g][c].mul_add(dmn, F32x4::splat(min));
                     }
                 } else {
                     for c in 0..C {
-                        let dx = *xq.d.get_unchecked((j0 + c) * nb + b);
+                        let dx = *xq.d.get_unchecked(2 * ((j0 + c) * nb + b));
                         let t = lo[g][c].mul(sa) + hi[g][c].mul(sz);
                         accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(t), d * F32x4::splat(dx));
                     }
@@ -1358,8 +1360,9 @@ enum Encoding {
     RowDots,
     /// Q8_0 panels ([`encode_act`], and the slices the panels' dots read).
     Panels,
-    /// Q4_0 / Q5_0 and K-quant panels ([`encode_act_plain`] with block sums, or with the
-    /// sums of each block's halves for the K-quants, and the slices).
+    /// Q4_0 / Q5_0 and K-quant panels ([`encode_act_plain`] with block sums, or for the
+    /// K-quants with the sums of each block's halves and two floats a block,
+    /// [`quantize_q8_halves`]; and the slices).
     PanelsPlain { halves: bool },
 }
 
@@ -1376,33 +1379,53 @@ fn quantize_rows(
 ) {
     let nb = k / QK;
     let slices = enc != Encoding::RowDots;
-    if let Encoding::PanelsPlain { halves } = enc {
-        let ns = if halves { 2 * nb } else { nb };
-        xq.quantize(par, b, rows, count, k, [nb, ns], slices, |x, d, q, s| {
-            quantize_q8_plain(x, d, q, s)
-        });
-    } else {
-        xq.quantize(par, b, rows, count, k, [nb, 0], slices, |x, d, q, _| {
-            quantize_q8(x, d, q)
-        });
+    match enc {
+        Encoding::PanelsPlain { halves: true } => {
+            let per_row = [2 * nb, 2 * nb];
+            xq.quantize(par, b, rows, count, k, per_row, slices, quantize_q8_halves);
+        }
+        Encoding::PanelsPlain { halves: false } => {
+            xq.quantize(par, b, rows, count, k, [nb, nb], slices, quantize_q8_plain);
+        }
+        Encoding::Panels | Encoding::RowDots => {
+            xq.quantize(par, b, rows, count, k, [nb, 0], slices, |x, d, q, _| {
+                quantize_q8(x, d, q)
+            });
+        }
     }
 }
 
-/// [`quantize_q8`] by [`encode_act_plain`], with the sums of each block (or of each of its
-/// halves, as `s` has one or two a block) in `s`.
+/// [`quantize_q8`] by [`encode_act_plain`], with the sum of each block in `s`.
 #[inline(never)]
 fn quantize_q8_plain(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut [i32]) {
-    let per = (s.len() / d.len().max(1)).max(1);
     for (((blk, db), qb), sb) in x
         .chunks_exact(QK)
         .zip(d.iter_mut())
         .zip(q.chunks_exact_mut(QK))
-        .zip(s.chunks_exact_mut(per))
+        .zip(s.iter_mut())
     {
         *db = encode_act_plain(blk, qb);
-        for (o, part) in sb.iter_mut().zip(qb.chunks_exact(QK / per)) {
+        *sb = qb.iter().map(|&v| v as i32).sum();
+    }
+}
+
+/// [`quantize_q8_plain`] for the K-quant panels: the sums of each block's halves in `s` (two
+/// a block), and two floats a block in `d`: the scale `dx`, then `-dx · Σx`, the block's term
+/// of a Q4_K row's mins (computed here once per activation row, not in every tile).
+#[inline(never)]
+fn quantize_q8_halves(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut [i32]) {
+    for (((blk, db), qb), sb) in x
+        .chunks_exact(QK)
+        .zip(d.chunks_exact_mut(2))
+        .zip(q.chunks_exact_mut(QK))
+        .zip(s.chunks_exact_mut(2))
+    {
+        let dx = encode_act_plain(blk, qb);
+        for (o, part) in sb.iter_mut().zip(qb.chunks_exact(QK / 2)) {
             *o = part.iter().map(|&v| v as i32).sum();
         }
+        db[0] = dx;
+        db[1] = -dx * (sb[0] + sb[1]) as f32;
     }
 }
 
