@@ -3,7 +3,7 @@
 // (page: index.html, the CPU matmul benchmark, or minilm.html; BENCH_QUERY adds URL parameters)
 import fs from 'node:fs';
 import path from 'node:path';
-import { launchChromium } from '../scripts/chromium.mjs';
+import { benchResult, launchChromium } from '../scripts/chromium.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
 // Served from the repository root, so bench pages reach models/ too.
@@ -20,9 +20,8 @@ try {
   if (process.env.BENCH_ONLY) q.set('only', process.env.BENCH_ONLY);
   if (process.env.BENCH_REPS) q.set('reps', process.env.BENCH_REPS);
   for (const [k, v] of new URLSearchParams(process.env.BENCH_QUERY || '')) q.set(k, v);
-  await page.goto(`http://127.0.0.1:${server.address().port}/bench/${pageName}?${q}`);
-  await page.waitForFunction(() => window.benchResult, null, { timeout: 600_000 });
-  const result = await page.evaluate(() => window.benchResult);
+  const result = await benchResult(page, `http://127.0.0.1:${server.address().port}/bench/${pageName}?${q}`,
+    { timeoutMs: 600_000 });
   if (result.error) throw new Error(result.error);
   const out = process.argv[2];
   if (out) {

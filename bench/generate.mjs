@@ -18,7 +18,7 @@
 // WebKit runs of 1 thread in GEN_RUNS).
 import fs from 'node:fs';
 import path from 'node:path';
-import { launchChromium } from '../scripts/chromium.mjs';
+import { benchResult, launchChromium } from '../scripts/chromium.mjs';
 import { launchEngine } from '../scripts/webdriver.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
@@ -65,9 +65,7 @@ async function runPage(params) {
   const page = await context.newPage();
   page.on('console', (m) => console.log(`  ${m.text()}`));
   try {
-    await page.goto(`${base}?${new URLSearchParams(params)}`);
-    await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000, polling: 500 });
-    return await page.evaluate(() => window.benchResult);
+    return await benchResult(page, `${base}?${new URLSearchParams(params)}`, { pollMs: 500 });
   } finally {
     await context.close();
   }

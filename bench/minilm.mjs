@@ -20,7 +20,7 @@
 // Chromium: the per-engine table beside onnxruntime-web in the same engine.
 import fs from 'node:fs';
 import path from 'node:path';
-import { launchChromium } from '../scripts/chromium.mjs';
+import { benchResult, launchChromium } from '../scripts/chromium.mjs';
 import { launchEngine } from '../scripts/webdriver.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
@@ -53,9 +53,7 @@ async function newVisitor() {
       async open(url) {
         const page = await context.newPage();
         page.on('console', (m) => console.log(`  ${m.text()}`));
-        await page.goto(url);
-        await page.waitForFunction(() => window.benchResult, null, { timeout: 900_000 });
-        const r = await page.evaluate(() => window.benchResult);
+        const r = await benchResult(page, url);
         await page.close();
         return r;
       },

@@ -18,3 +18,14 @@ export function launchChromium({ webgpu = true, args = [] } = {}) {
     args: [...BASE_ARGS, ...(webgpu ? ['--enable-unsafe-webgpu'] : []), ...args],
   });
 }
+
+/**
+ * Opens `url` in `page` and waits for the page's `window.benchResult` (how the bench pages
+ * hand over their figures, as scripts/webdriver.mjs's `benchResult` does for the other
+ * engines); returns it.
+ */
+export async function benchResult(page, url, { timeoutMs = 900_000, pollMs = 200 } = {}) {
+  await page.goto(url);
+  await page.waitForFunction(() => window.benchResult, null, { timeout: timeoutMs, polling: pollMs });
+  return page.evaluate(() => window.benchResult);
+}
