@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use libfuzzer_sys::fuzz_target;
-use webtensor::graph::{BinaryOp, DType, RopeMode, RopeParams, TensorId, UnaryOp};
+use webtensor::graph::{BinaryOp, DType, Graph, Op, RopeMode, RopeParams, TensorId, UnaryOp};
 use webtensor::runtime::{DeviceChoice, Program, Runtime};
 
 /// Fuzz bytes read as small choices (zeros once they run out).
@@ -70,6 +70,32 @@ thread_local! {
 /// only spend the fuzzer's time allocating).
 const MAX_RUN_BYTES: usize = 1 << 22;
 
+/// Graphs whose matmuls and attentions take more multiply-adds than this are not run: sizes
+/// within `MAX_RUN_BYTES` still allow a node of 10^12 (an attention of a million query rows
+/// over a million keys of head size 1), far past libFuzzer's per-input timeout.
+const MAX_RUN_MACS: usize = 1 << 26;
+
+/// The multiply-adds of `g`'s matmul and attention nodes (saturating).
+fn macs(g: &Graph) -> usize {
+    g.iter()
+        .map(|(_, t)| {
+            let src = |i: usize| t.src.get(i).map(|&s| g.tensor(s).ne);
+            match (&t.op, src(0), src(1), src(2)) {
+                (Op::MatMul, Some(a), Some(b), _) => a[0]
+                    .saturating_mul(a[1])
+                    .saturating_mul(b[1])
+                    .saturating_mul(b[2].saturating_mul(b[3])),
+                (Op::Attention { .. }, Some(q), Some(k), Some(v)) => q[1]
+                    .saturating_mul(q[2])
+                    .saturating_mul(q[3])
+                    .saturating_mul(k[1])
+                    .saturating_mul(q[0].saturating_add(v[0])),
+                _ => 0,
+            }
+        })
+        .fold(0usize, usize::saturating_add)
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
     let mut p = Program::new();
@@ -105,7 +131,7 @@ fuzz_target!(|data: &[u8]| {
         let pick = |b: &mut Bytes| ids[b.below(ids.len())];
         let (x, y) = (pick(&mut b), pick(&mut b));
         let g = p.graph_mut();
-        let r = match b.below(20) {
+        let r = match b.below(21) {
             // Every element-wise op of the tables (graph/op.rs).
             0 => g.binary(BinaryOp::ALL[b.below(BinaryOp::ALL.len())], x, y),
             1 => g.unary(UnaryOp::ALL[b.below(UnaryOp::ALL.len())], x),
@@ -143,6 +169,11 @@ fuzz_target!(|data: &[u8]| {
                 let strides: Vec<usize> = (0..b.below(5)).map(|_| b.size()).collect();
                 g.view(x, &shape, &strides, b.size())
             }
+            19 => {
+                let v = pick(&mut b);
+                let mask = (b.u8() & 1 == 0).then(|| pick(&mut b));
+                g.attention(x, y, v, mask, b.f32())
+            }
             _ => {
                 let mut axes = [0, 1, 2, 3];
                 for i in 0..3 {
@@ -163,6 +194,7 @@ fuzz_target!(|data: &[u8]| {
     if graph
         .iter()
         .any(|(_, t)| t.nbytes() > MAX_RUN_BYTES || t.numel() > MAX_RUN_BYTES)
+        || macs(graph) > MAX_RUN_MACS
     {
         return;
     }
