@@ -20,8 +20,9 @@ export const CASES = [
   { name: 'q8_0 gemm 1536×512×384', w: 'q8_0', m: 1536, n: 512, k: 384 },
   // A decoder's prompt: Qwen2.5-0.5B's feed-forward up / gate projection (4864 outputs, k 896)
   // and down projection (896 outputs, k 4864: Q4_K / Q6_K in a Q4_K_M file) on a 64-token
-  // prefill batch.
-  ...['q8_0', 'q4_0'].map((w) => ({ name: `${w} gemm 4864×64×896`, w, m: 4864, n: 64, k: 896 })),
+  // prefill batch. A Q4_K_M file holds its rows of 896 as Q5_0 (llama.cpp's fallback where a
+  // row is not a whole number of 256-value super-blocks): most of its prompt's multiply-adds.
+  ...['q8_0', 'q4_0', 'q5_0'].map((w) => ({ name: `${w} gemm 4864×64×896`, w, m: 4864, n: 64, k: 896 })),
   ...['q8_0', 'q4_0', 'q4_k', 'q6_k'].map((w) => ({ name: `${w} gemm 896×64×4864`, w, m: 896, n: 64, k: 4864 })),
   { name: 'q8_0 matvec 4096×4096', w: 'q8_0', m: 4096, n: 1, k: 4096 },
   { name: 'q4_0 matvec 4096×4096', w: 'q4_0', m: 4096, n: 1, k: 4096 },
@@ -35,7 +36,7 @@ export const CASES = [
 
 /** Bytes of one weight in each format (ggml's block sizes). */
 const WEIGHT_BYTES = {
-  f32: 4, f16: 2, q8_0: 34 / 32, q4_0: 18 / 32,
+  f32: 4, f16: 2, q8_0: 34 / 32, q5_0: 22 / 32, q4_0: 18 / 32,
   q2_k: 84 / 256, q3_k: 110 / 256, q4_k: 144 / 256, q5_k: 176 / 256, q6_k: 210 / 256,
 };
 /**

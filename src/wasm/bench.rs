@@ -12,8 +12,9 @@ pub struct MatmulBench(crate::bench::MatmulProblem);
 
 #[wasm_bindgen]
 impl MatmulBench {
-    /// `dtype` is "f32", "f16", "q8_0", "q4_0" or a K-quant ("q2_k" … "q6_k"); `threads` the CPU device's (default: the
-    /// thread pool's size), so one page can time 1 and 2 threads in the same window.
+    /// `dtype` a weight dtype's name ("f32", "f16", "q8_0", "q5_0", "q4_0", "q2_k" … "q6_k");
+    /// `threads` the CPU device's (default: the thread pool's size), so one page can time 1
+    /// and 2 threads in the same window.
     #[wasm_bindgen(constructor)]
     pub fn new(
         dtype: &str,
@@ -22,18 +23,10 @@ impl MatmulBench {
         k: usize,
         threads: Option<usize>,
     ) -> Result<MatmulBench, JsError> {
-        let wtype = match dtype {
-            "f32" => DType::F32,
-            "f16" => DType::F16,
-            "q8_0" => DType::Q8_0,
-            "q4_0" => DType::Q4_0,
-            "q2_k" => DType::Q2_K,
-            "q3_k" => DType::Q3_K,
-            "q4_k" => DType::Q4_K,
-            "q5_k" => DType::Q5_K,
-            "q6_k" => DType::Q6_K,
-            other => return Err(JsError::new(&format!("unknown weight dtype {other:?}"))),
-        };
+        let wtype = DType::ALL
+            .into_iter()
+            .find(|t| t.name() == dtype && *t != DType::I32)
+            .ok_or_else(|| JsError::new(&format!("unknown weight dtype {dtype:?}")))?;
         let dev = crate::backends::cpu_device(threads).map_err(to_js_error)?;
         crate::bench::MatmulProblem::new(dev, wtype, m, n, k)
             .map(MatmulBench)
