@@ -3,11 +3,13 @@
 //! the `bench` feature (out of the default package); the per-op profiler is
 //! `backend::profile`. Benchmarks print numbers; nothing here is a timed test.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::backend::{Backend, BufferUsage, Device, TensorMemory};
 use crate::error::Result;
 use crate::graph::{row_from_f32, DType, Graph, TensorId};
+use crate::runtime::{Program, Runtime};
 
 /// `W (k×m, wtype) · X (k×n, f32)` prepared on a device: data written once, `run` enqueues it.
 pub struct MatmulProblem {
@@ -201,15 +203,9 @@ impl AttentionCase {
     /// The program and its inputs, in the decoder's layout: q a permuted view, K/V f16 views
     /// of a longer cache, a causal mask over the last `n_q` keys. `fused`: the `attention` op;
     /// else two batched matmuls, a masked softmax and the permute copies.
-    pub fn program(
-        &self,
-        fused: bool,
-    ) -> Result<(
-        crate::runtime::Program,
-        std::collections::HashMap<String, Vec<u8>>,
-    )> {
+    pub fn program(&self, fused: bool) -> Result<(Program, HashMap<String, Vec<u8>>)> {
         let c = *self;
-        let mut p = crate::runtime::Program::new();
+        let mut p = Program::new();
         let g: &mut Graph = p.graph_mut();
         let q = g.input("q", DType::F32, &[c.d, c.heads, c.n_q])?;
         let q = g.permute(q, [0, 2, 1, 3])?;
@@ -255,7 +251,7 @@ impl AttentionCase {
                 }
             })
             .collect();
-        let inputs = std::collections::HashMap::from([
+        let inputs = HashMap::from([
             ("q".to_string(), f32s(q_vals)),
             ("k".to_string(), f16(n_cache, 1)),
             ("v".to_string(), f16(n_cache, 2)),
@@ -266,9 +262,9 @@ impl AttentionCase {
 
     /// Median milliseconds of 7 runs of `p` on `rt` after one untimed run.
     pub async fn median_ms(
-        rt: &crate::runtime::Runtime,
-        p: &crate::runtime::Program,
-        inputs: &std::collections::HashMap<String, Vec<u8>>,
+        rt: &Runtime,
+        p: &Program,
+        inputs: &HashMap<String, Vec<u8>>,
     ) -> Result<f64> {
         rt.run(p, inputs).await?;
         let mut t = Vec::with_capacity(7);

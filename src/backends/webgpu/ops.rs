@@ -915,7 +915,7 @@ fn plan_attention(
     let software = software_adapter(&ctx.info);
     let mut splits = kv_splits(rows, n_kv, software, opts.kv_splits);
     // Each row's runs side by side in the scratch: it must fit one binding.
-    let per_split = (rows * (d_v + 2) * 4) as u64;
+    let per_split = rows as u64 * (d_v as u64 + 2) * 4;
     if per_split * splits as u64 > ctx.max_binding() as u64 {
         splits = 1;
     }
@@ -942,7 +942,7 @@ fn plan_attention(
     } else {
         None
     };
-    let groups = grid(ctx, rows * splits, true)?;
+    let groups = grid(ctx, rows.saturating_mul(splits), true)?;
     Ok(Some(NodePlan {
         key: (Kernel::Attention, k.dtype),
         params,
