@@ -4,8 +4,8 @@
 // v is `c` (binding 4, k's dtype: C_F16 compiled in; strides c_nb, offset e.x; q and v may
 // come through a's binding instead, SHARED_B / SHARED_C), the optional
 // mask is `mk` (binding 5, f32; shape m_ne, strides m_nb, offset e.y; e.z: 1 if bound).
-// u.y: the row count n_q * heads * batch; u.z, u.w: the key splits (below). Head h reads KV head h / (heads / kv_heads), batch
-// entry b KV entry b / (batch / kv_batch).
+// u.y: the row count n_q * heads * batch; u.z, u.w: the key splits (below). Head h reads KV
+// head h / (heads / kv_heads), batch entry b KV entry b / (batch / kv_batch).
 //
 // Split keys (u.z: splits > 1, u.w: keys per split): one workgroup per output row and split,
 // writing the split's unnormalized sums, its running maximum and its weight sum to `d` (then
