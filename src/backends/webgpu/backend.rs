@@ -1,7 +1,8 @@
 //! The WebGPU stream: a graph split becomes one command encoder with one compute pass (one
-//! dispatch per node), submitted once; completion and events are futures. A prepared split
-//! ([`Encoded`]) keeps its pipelines, bind groups and parameter buffer, so that a run of it
-//! creates no GPU object but the command encoder.
+//! dispatch per node, two for an attention with its keys split), submitted once; completion
+//! and events are futures. A prepared split ([`Encoded`]) keeps its pipelines, bind groups,
+//! parameter buffer and scratch, so that a run of it creates no GPU object but the command
+//! encoder.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

@@ -1,5 +1,6 @@
-//! Which nodes the WebGPU device runs, and how each becomes one compute dispatch: the shader
-//! ([`Kernel`] + source dtype), the parameter block, the operands and the grid.
+//! Which nodes the WebGPU device runs, and how each becomes a compute dispatch (an attention
+//! with its keys split, two: [`KvSplit`]): the shader ([`Kernel`] + source dtype), the
+//! parameter block, the operands and the grid.
 //!
 //! [`plan`] is the single source of truth: `supports_op` answers from it, so the device never
 //! claims a node its shaders cannot run.
@@ -251,7 +252,7 @@ fn software_adapter(info: &wgpu::AdapterInfo) -> bool {
 /// Pipeline cache key: the kernel and the dtype of source `a`.
 pub(super) type PipelineKey = (Kernel, DType);
 
-/// One node as a dispatch.
+/// One node as a dispatch (and, for a split attention, the merge after it: `split`).
 #[derive(Clone)]
 pub(super) struct NodePlan {
     pub key: PipelineKey,
