@@ -1,8 +1,9 @@
 //! Fused attention against the unfused nodes it replaces (two batched matmuls, a masked
 //! softmax and the permute copies), same run, on the CPU device at 1 and 2 threads and on the
 //! WebGPU runtime (natively: Vulkan, lavapipe here) with its keys as the adapter's rule splits
-//! them, unsplit, and forced into 16 runs (`WebGpuOptions::kv_splits`; a GPU splits a decode
-//! step's keys, a software adapter never does): the decoder's layout (q a permuted view, K/V
+//! them (with the adapter's shader-f16 and subgroups, and without), unsplit, and forced into
+//! 16 runs (`WebGpuOptions::kv_splits`; a GPU splits a decode step's keys, a software
+//! adapter never does): the decoder's layout (q a permuted view, K/V
 //! f16 views of a longer cache, a causal mask) for heads × head size 12 × 32 (GQA 1) and
 //! 32 × 128 (GQA 4), queries 1 / 32 / 128 / 512 over 128 to 4096 keys. Medians of 7 runs after
 //! a warm-up. A benchmark, not a test.
@@ -34,15 +35,10 @@ fn main() {
         block_on(Runtime::new(&reg, DeviceChoice::Cpu, false)).ok()
     }
 
-    /// The WebGPU runtime (the CPU for what it cannot run) with the attention's keys split as
-    /// `kv_splits` says, and the adapter's name.
-    fn gpu_runtime(kv_splits: Option<u32>) -> Option<(Runtime, String)> {
-        let opts = DeviceOptions {
-            webgpu: WebGpuOptions {
-                kv_splits,
-                ..WebGpuOptions::default()
-            },
-        };
+    /// The WebGPU runtime (the CPU for what it cannot run) planned with `webgpu`, and the
+    /// adapter's name.
+    fn gpu_runtime(webgpu: WebGpuOptions) -> Option<(Runtime, String)> {
+        let opts = DeviceOptions { webgpu };
         let reg = block_on(registry_with(true, opts));
         let rt = block_on(Runtime::new(&reg, DeviceChoice::WebGpu, false)).ok()?;
         let name = reg
@@ -80,12 +76,33 @@ fn main() {
             None => println!("no CPU runtime with {threads} threads"),
         }
     }
-    for (splits, how) in [
-        (None, "keys split by the adapter's rule"),
-        (Some(1), "keys unsplit"),
-        (Some(16), "keys in 16 runs"),
+    let plain = WebGpuOptions {
+        shader_f16: false,
+        subgroups: false,
+        ..WebGpuOptions::default()
+    };
+    for (opts, how) in [
+        (WebGpuOptions::default(), "keys split by the adapter's rule"),
+        (
+            plain,
+            "keys split by the rule, without shader-f16 and subgroups",
+        ),
+        (
+            WebGpuOptions {
+                kv_splits: Some(1),
+                ..WebGpuOptions::default()
+            },
+            "keys unsplit",
+        ),
+        (
+            WebGpuOptions {
+                kv_splits: Some(16),
+                ..WebGpuOptions::default()
+            },
+            "keys in 16 runs",
+        ),
     ] {
-        match gpu_runtime(splits) {
+        match gpu_runtime(opts) {
             Some((rt, name)) => runtimes.push((format!("{name}, {how}"), rt)),
             None => println!("no WebGPU runtime"),
         }

@@ -386,12 +386,14 @@ mod native {
             ]);
         }
 
-        // 5. Attention alone: a decode step (one query) over a long cache, on the GPU with its
-        // keys split by the adapter's rule and unsplit, against the unfused nodes, and on
-        // the CPU.
-        let gpu_splits = |kv_splits| DeviceOptions {
+        // 5. Attention alone: a decode step (one query) over a long cache and a 512-token
+        // prompt, on the GPU with its keys split by the adapter's rule and unsplit, without
+        // shader-f16 and subgroups, against the unfused nodes, and on the CPU.
+        let gpu_splits = |kv_splits, features| DeviceOptions {
             webgpu: WebGpuOptions {
                 kv_splits,
+                shader_f16: features,
+                subgroups: features,
                 ..WebGpuOptions::default()
             },
         };
@@ -417,13 +419,21 @@ mod native {
                 n_q: 1,
                 n_kv: 4096,
             },
+            AttentionCase {
+                d: 64,
+                heads: 14,
+                kv_heads: 2,
+                n_q: 512,
+                n_kv: 512,
+            },
         ] {
             let mut ms = Vec::new();
             for (choice, opts, fused) in [
-                (DeviceChoice::WebGpu, gpu_splits(None), true),
-                (DeviceChoice::WebGpu, gpu_splits(Some(1)), true),
-                (DeviceChoice::WebGpu, gpu_splits(None), false),
-                (DeviceChoice::Cpu, gpu_splits(None), true),
+                (DeviceChoice::WebGpu, gpu_splits(None, true), true),
+                (DeviceChoice::WebGpu, gpu_splits(Some(1), true), true),
+                (DeviceChoice::WebGpu, gpu_splits(None, true), false),
+                (DeviceChoice::Cpu, gpu_splits(None, true), true),
+                (DeviceChoice::WebGpu, gpu_splits(None, false), true),
             ] {
                 let cell = match webtensor::create_runtime_with(choice, false, opts).await {
                     Ok(rt) => match case.program(fused) {
@@ -445,7 +455,10 @@ mod native {
                 format!("attention {} (ms, median of 7)", case.name()),
                 ms[0].clone(),
                 ms[3].clone(),
-                format!("GPU keys unsplit {} ms, unfused nodes {} ms", ms[1], ms[2]),
+                format!(
+                    "GPU keys unsplit {} ms, without shader-f16 and subgroups {} ms, unfused nodes {} ms",
+                    ms[1], ms[4], ms[2]
+                ),
             ]);
         }
 

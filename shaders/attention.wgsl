@@ -13,16 +13,19 @@
 // attention_combine.wgsl to merge: a decode step's few rows spread over the GPU.
 //
 // One workgroup of ATT_WG threads per output row. Keys go by tiles of ATT_WG: thread t scores
-// key j0 + t (q from workgroup memory), then every thread reads the tile's scores, takes the
-// running maximum (online softmax) and the weights exp(s - m) (0 for a -inf score), rescales
-// its accumulators and adds the weighted values of the output elements it owns: t, t + ATT_WG,
+// key j0 + t (q from workgroup memory), the tile's maximum is taken (online softmax), thread t
+// writes its key's weight exp(s - m) (0 for a -inf score), then every thread rescales its
+// accumulators and adds the weighted values of the output elements it owns: t, t + ATT_WG,
 // t + 2 ATT_WG, t + 3 ATT_WG (one vec4; d_v <= 4 ATT_WG). The running sum l is kept by every
 // thread alike. A row whose every score is -inf sums to 0 and writes zeros.
+//
+// Two pieces come in per adapter (shader.rs, `AttShader`): q's load and the score, q_load
+// and qk (attention_qk.wgsl in f32; attention_qk_f16.wgsl with shader-f16 over an f16
+// cache), and the tile's maximum, tile_max and tile_done (attention_max.wgsl through
+// workgroup memory; attention_max_subgroup.wgsl with subgroups).
 @group(0) @binding(4) var<storage, read_write> c: array<u32>;
 @group(0) @binding(5) var<storage, read_write> mk: array<f32>;
 
-var<workgroup> qs: array<f32, ATT_MAX_D>;
-var<workgroup> sc: array<f32, ATT_WG>;
 var<workgroup> pw: array<f32, ATT_WG>;
 
 // The largest finite f32: a score below it is -inf (masked).
@@ -72,10 +75,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let m_base = p.e.y + (i % p.m_ne.y) * p.m_nb.y + (h % p.m_ne.z) * p.m_nb.z
         + (bn % p.m_ne.w) * p.m_nb.w;
 
-    let q_base = p.offs.z + i * p.b_nb.y + h * p.b_nb.z + bn * p.b_nb.w;
-    for (var e = t; e < dk; e += ATT_WG) {
-        qs[e] = b_at(q_base + e * p.b_nb.x);
-    }
+    q_load(p.offs.z + i * p.b_nb.y + h * p.b_nb.z + bn * p.b_nb.w, dk, t);
     workgroupBarrier();
 
     // The output elements this thread owns (clamped to the last, never read past `per`).
@@ -94,35 +94,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
     for (var j0 = j_begin; j0 < j_end; j0 += ATT_WG) {
         let j = j0 + t;
+        // This thread's key's score (the lowest finite f32 past the keys' end).
+        var s = -FLT_MAX;
         if (j < j_end) {
-            let kr = a_row(vec4<u32>(0u, j, kh, kb));
-            var s = 0.0;
-            if (k_vec) {
-                for (var e = 0u; e < dk; e += 4u) {
-                    s += dot(vec4<f32>(qs[e], qs[e + 1u], qs[e + 2u], qs[e + 3u]), a_vec4(kr, e));
-                }
-            } else {
-                for (var e = 0u; e < dk; e++) {
-                    s += qs[e] * a_at(kr, e);
-                }
-            }
-            s *= p.f.x;
+            s = qk(a_row(vec4<u32>(0u, j, kh, kb)), dk, k_vec);
             if (has_mask) {
                 s += mk[m_base + j * p.m_nb.x];
             }
-            sc[t] = s;
         }
-        workgroupBarrier();
         let n = min(ATT_WG, j_end - j0);
-        var mt = m;
-        for (var x = 0u; x < n; x++) {
-            mt = max(mt, sc[x]);
-        }
+        let mt = tile_max(m, s, t, n);
         if (t < n) {
-            let s = sc[t];
             pw[t] = select(exp(s - mt), 0.0, s < -FLT_MAX);
         }
         workgroupBarrier();
+        tile_done(t);
         let alpha = exp(m - mt);
         m = mt;
         acc *= alpha;

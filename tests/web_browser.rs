@@ -327,8 +327,10 @@ async fn row_kernels_pass_at_gpu_row_widths() {
 }
 
 /// The attention cases with the keys split into runs (what a GPU gets for few query rows;
-/// SwiftShader otherwise never splits), merged by a second dispatch: the WGSL of both in this
-/// browser's compiler.
+/// SwiftShader otherwise never splits), merged by a second dispatch, with and without the
+/// adapter's shader-f16 (Firefox on lavapipe has it, so the op suite there runs the f16
+/// variant over an f16 cache and this runs the other; SwiftShader has not): the WGSL of each
+/// in this browser's compiler.
 #[wasm_bindgen_test]
 async fn attention_passes_with_split_keys() {
     if !has_webgpu("attention_passes_with_split_keys") {
@@ -336,9 +338,10 @@ async fn attention_passes_with_split_keys() {
     }
     use webtensor::backends::cpu::{CpuDevice, KernelSet};
     use webtensor::backends::webgpu::WebGpuOptions;
-    for splits in [3, 16] {
+    for (splits, shader_f16) in [(3, true), (16, true), (1, false), (3, false)] {
         let gpu = webgpu_with(WebGpuOptions {
             kv_splits: Some(splits),
+            shader_f16,
             ..WebGpuOptions::default()
         })
         .await;
@@ -348,9 +351,10 @@ async fn attention_passes_with_split_keys() {
             Some("attention"),
         )
         .await;
-        assert!(report.passed >= 10, "{splits} runs: {report}");
+        let what = format!("{splits} runs, shader-f16 {shader_f16}");
+        assert!(report.passed >= 10, "{what}: {report}");
         if let Err(e) = report.check() {
-            panic!("keys in {splits} runs: {e}");
+            panic!("{what}: {e}");
         }
     }
 }

@@ -113,6 +113,49 @@ fn attention_cases_pass_with_split_keys() {
     }
 }
 
+/// The fused attention in each shader variant: without and with `shader-f16` (over the
+/// f16-cache cases) and subgroups, unsplit and in 3 runs. Mesa's lavapipe has both features,
+/// so where WebGPU is required (the test command) and the adapter is lavapipe, both must be
+/// there: every variant then ran (the default options take both, so the op suite runs the
+/// f16-and-subgroup variant).
+#[test]
+fn attention_cases_pass_in_every_shader_variant() {
+    let Some(dev) = gpu() else { return };
+    let props: HashMap<String, String> = dev.properties().into_iter().collect();
+    let has = |k: &str| props.get(k).is_some_and(|v| v == "true");
+    let name = props.get("name").cloned().unwrap_or_default();
+    println!(
+        "{name}: shader-f16 {}, subgroups {}",
+        has("shader-f16"),
+        has("subgroups")
+    );
+    if webgpu_required() && name.contains("llvmpipe") {
+        assert!(has("shader-f16") && has("subgroups"), "{props:?}");
+    }
+    for shader_f16 in [false, true] {
+        for subgroups in [false, true] {
+            for splits in [1, 3] {
+                let forced = dev.with_options(WebGpuOptions {
+                    shader_f16,
+                    subgroups,
+                    kv_splits: Some(splits),
+                    ..WebGpuOptions::default()
+                });
+                let report = block_on(webtensor::testing::run_suite(
+                    forced,
+                    Rc::new(CpuDevice::new(KernelSet::Reference)),
+                    Some("attention"),
+                ));
+                let what = format!("f16 {shader_f16}, subgroups {subgroups}, {splits} runs");
+                assert!(report.passed >= 10, "{what}: {report}");
+                if let Err(e) = report.check() {
+                    panic!("{what}: {e}");
+                }
+            }
+        }
+    }
+}
+
 /// Calibration measures the adapter's per-dispatch and per-submission cost (a chain of tiny
 /// kernels against a single one); the CPU has neither.
 #[test]

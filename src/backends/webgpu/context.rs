@@ -169,7 +169,10 @@ pub(super) struct Ctx {
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
+    /// The device has `shader-f16`.
     pub has_f16: bool,
+    /// The device has wgpu's `SUBGROUP` (native adapters only).
+    pub has_subgroups: bool,
     /// Set by the device-lost callback, an error outside any scope, or a failed step; later
     /// calls fail with it.
     failure: Arc<Mutex<Failure>>,
@@ -230,12 +233,12 @@ impl Ctx {
                 info.name
             ));
         }
-        let has_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
-        let required_features = if has_f16 {
-            wgpu::Features::SHADER_F16
-        } else {
-            wgpu::Features::empty()
-        };
+        // The optional features some kernels have variants for, where offered (wgpu offers
+        // SUBGROUP on native adapters only).
+        let required_features =
+            adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP);
+        let has_f16 = required_features.contains(wgpu::Features::SHADER_F16);
+        let has_subgroups = required_features.contains(wgpu::Features::SUBGROUP);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("webtensor"),
@@ -278,6 +281,7 @@ impl Ctx {
             info,
             limits,
             has_f16,
+            has_subgroups,
             failure,
             pending: RefCell::new(Vec::new()),
             pipelines: RefCell::new(HashMap::new()),

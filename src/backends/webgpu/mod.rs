@@ -46,7 +46,8 @@ pub struct WebGpuReg {
 
 impl WebGpuReg {
     /// Requests a high-performance adapter and a device with the adapter's own limits (and
-    /// `shader-f16` when offered), then runs the known-answer self-check on it. Never fails:
+    /// `shader-f16` and wgpu's native `SUBGROUP` when offered: kernels with variants for
+    /// them use them), then runs the known-answer self-check on it. Never fails:
     /// without an adapter, or with one that answers wrong, the family is empty and
     /// [`BackendReg::unavailable_reason`] says why.
     pub async fn new() -> Self {
@@ -250,6 +251,7 @@ impl Device for WebGpuDevice {
                 l.max_compute_invocations_per_workgroup.to_string(),
             ),
             ("shader-f16".into(), self.ctx.has_f16.to_string()),
+            ("subgroups".into(), self.ctx.has_subgroups.to_string()),
         ]
     }
     fn buffer_type(&self) -> Rc<dyn BufferType> {

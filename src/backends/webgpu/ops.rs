@@ -51,13 +51,25 @@ pub(super) enum Kernel {
     /// Row-parallel matmul for few columns: threads per row from k, a workgroup reduction.
     MatMulRows,
     /// Fused attention: one workgroup per output row, an online softmax over key tiles
-    /// (k as `a`, q as `b`, v at binding 4, the mask at binding 5).
-    Attention,
+    /// (k as `a`, q as `b`, v at binding 4, the mask at binding 5), in the variant the
+    /// adapter's features allow.
+    Attention(AttShader),
     /// The merge of an attention whose keys were split ([`KvSplit`]): the splits' partial
     /// results (`a`, a scratch buffer) into the output, one invocation per element.
     AttentionCombine,
     /// Byte patch of one word (buffer writes).
     Patch,
+}
+
+/// The optional features a fused attention's shader uses (shaders/attention.wgsl), chosen
+/// per adapter and node in `plan_attention`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(super) struct AttShader {
+    /// `shader-f16` over an f16 K/V: q held and multiplied with k in f16
+    /// (attention_qk_f16.wgsl).
+    pub f16: bool,
+    /// Subgroup operations for each key tile's maximum (attention_max_subgroup.wgsl).
+    pub subgroups: bool,
 }
 
 impl Kernel {
@@ -170,6 +182,13 @@ pub struct WebGpuOptions {
     /// into `n` runs as even as they go (at most one a key; `Some(1)` never splits); `None`
     /// (the default) splits where few rows would leave a GPU idle (see `kv_splits`).
     pub kv_splits: Option<u32>,
+    /// Lets kernels with a `shader-f16` variant use it where the adapter has the feature
+    /// (default on; today the fused attention over an f16 cache).
+    pub shader_f16: bool,
+    /// Lets kernels with a subgroup variant use it where the device has wgpu's `SUBGROUP`
+    /// feature (default on; today the fused attention; wgpu enables it on native adapters
+    /// only, not through a browser's WebGPU).
+    pub subgroups: bool,
 }
 
 impl Default for WebGpuOptions {
@@ -179,6 +198,8 @@ impl Default for WebGpuOptions {
             row_threads: None,
             fusion: true,
             kv_splits: None,
+            shader_f16: true,
+            subgroups: true,
         }
     }
 }
@@ -827,6 +848,15 @@ fn plan_node(
     }))
 }
 
+/// The attention shader's variant for K/V of `dtype`: each optional feature where the
+/// device has it and the options allow it (f16 only over an f16 cache).
+fn att_shader(ctx: &Ctx, opts: &WebGpuOptions, dtype: DType) -> AttShader {
+    AttShader {
+        f16: opts.shader_f16 && ctx.has_f16 && dtype == DType::F16,
+        subgroups: opts.subgroups && ctx.has_subgroups,
+    }
+}
+
 /// Plans a fused attention node (shaders/attention.wgsl): k (f32 or f16) bound as `a`, q as
 /// `b`, v at binding 4 (strides in `c_nb`, offset in `e.x`), the mask or a dummy at binding 5
 /// (shape and strides in `m_ne` / `m_nb`, offset in `e.y`, `e.z` 1 when bound), `f.x` the
@@ -945,7 +975,7 @@ fn plan_attention(
     };
     let groups = grid(ctx, rows.saturating_mul(splits), true)?;
     Ok(Some(NodePlan {
-        key: (Kernel::Attention, k.dtype),
+        key: (Kernel::Attention(att_shader(ctx, opts, k.dtype)), k.dtype),
         params,
         a: t.src[1],
         b: Some(Some(t.src[0])),

@@ -424,6 +424,11 @@ mod wgsl {
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
     pub const ATTENTION: &str = include_str!("../../../shaders/attention.wgsl");
+    pub const ATTENTION_QK: &str = include_str!("../../../shaders/attention_qk.wgsl");
+    pub const ATTENTION_QK_F16: &str = include_str!("../../../shaders/attention_qk_f16.wgsl");
+    pub const ATTENTION_MAX: &str = include_str!("../../../shaders/attention_max.wgsl");
+    pub const ATTENTION_MAX_SUBGROUP: &str =
+        include_str!("../../../shaders/attention_max_subgroup.wgsl");
     pub const ATTENTION_COMBINE: &str = include_str!("../../../shaders/attention_combine.wgsl");
 }
 
@@ -569,7 +574,15 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         },
         // k is a, q is b; v (binding 4) and the mask (binding 5) are declared in
         // attention.wgsl, which has its own entry point.
-        Kernel::Attention => r(wgsl::ATTENTION, None, "f32", Some("f32")),
+        Kernel::Attention(v) => Recipe {
+            helpers: match (v.f16, v.subgroups) {
+                (false, false) => &[wgsl::ATTENTION_QK, wgsl::ATTENTION_MAX],
+                (true, false) => &[wgsl::ATTENTION_QK_F16, wgsl::ATTENTION_MAX],
+                (false, true) => &[wgsl::ATTENTION_QK, wgsl::ATTENTION_MAX_SUBGROUP],
+                (true, true) => &[wgsl::ATTENTION_QK_F16, wgsl::ATTENTION_MAX_SUBGROUP],
+            },
+            ..r(wgsl::ATTENTION, None, "f32", Some("f32"))
+        },
         // The split attention's partial results as `a` (f32).
         Kernel::AttentionCombine => r(wgsl::ATTENTION_COMBINE, element, "f32", None),
         Kernel::Patch => return None,
@@ -617,6 +630,11 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         (_, DType::F32) => &[wgsl::A_F32],
     };
     let mut s = String::with_capacity(8192);
+    // Extensions come first. Subgroup operations need no directive in naga (wgpu's native
+    // SUBGROUP feature, which enables them, is not offered through a browser's WebGPU).
+    if matches!(kernel, Kernel::Attention(v) if v.f16) {
+        s.push_str("enable f16;\n");
+    }
     for (name, value) in CONSTANTS {
         s.push_str(&format!("const {name}: u32 = {value}u;\n"));
     }
@@ -670,7 +688,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     } else if r.epilogue {
         s.push_str(wgsl::EPILOGUE_NONE);
     }
-    if kernel == Kernel::Attention {
+    if let Kernel::Attention(_) = kernel {
         s.push_str(&format!("const C_F16: bool = {};\n", dtype == DType::F16));
     }
     if kernel == Kernel::MatVec {
@@ -692,7 +710,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
-    use super::super::ops::RowThreads;
+    use super::super::ops::{AttShader, RowThreads};
     use super::*;
 
     /// Every kernel; the match makes a new variant a compile error here until it is listed.
@@ -714,11 +732,15 @@ mod tests {
             Kernel::MatVec,
             Kernel::MatMulSmall,
             Kernel::MatMulRows,
-            Kernel::Attention,
             Kernel::AttentionCombine,
             Kernel::Patch,
         ];
         all.extend(REG_TILES.map(Kernel::MatMulReg));
+        for f16 in [false, true] {
+            for subgroups in [false, true] {
+                all.push(Kernel::Attention(AttShader { f16, subgroups }));
+            }
+        }
         // Row kernels with one thread a row, a warp's worth, and a workgroup.
         for tpr in [
             RowThreads::ONE,
@@ -755,7 +777,7 @@ mod tests {
                 | Kernel::MatMulSmall
                 | Kernel::MatMulReg(_)
                 | Kernel::MatMulRows
-                | Kernel::Attention
+                | Kernel::Attention(_)
                 | Kernel::AttentionCombine
                 | Kernel::Patch => {}
             }
@@ -790,8 +812,9 @@ mod tests {
                     DType::Q5_K,
                     DType::Q6_K,
                 ],
-                // f32 or f16 K/V.
-                Kernel::Attention => &[DType::F32, DType::F16],
+                // f32 or f16 K/V; the shader-f16 variant over f16 only.
+                Kernel::Attention(v) if v.f16 => &[DType::F16],
+                Kernel::Attention(_) => &[DType::F32, DType::F16],
                 Kernel::SetRowsScatterF16 => &[DType::F16],
                 _ => &[DType::F32],
             };
@@ -811,14 +834,17 @@ mod tests {
         let src = source(key);
         let module = naga::front::wgsl::parse_str(&src)
             .unwrap_or_else(|e| panic!("{key:?}: {}", e.emit_to_string(&src)));
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            // unpack2x16float: part of WebGPU, optional only on GLES (wgpu enables it there).
-            naga::valid::Capabilities::default()
-                | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{key:?}: {}", e.emit_to_string(&src)));
+        // unpack2x16float: part of WebGPU, optional only on GLES (wgpu enables it there);
+        // f16 and subgroup operations: the attention variants for shader-f16 and SUBGROUP.
+        let caps = naga::valid::Capabilities::default()
+            | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32
+            | naga::valid::Capabilities::SHADER_FLOAT16
+            | naga::valid::Capabilities::SUBGROUP;
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+            .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+            .subgroup_operations(naga::valid::SubgroupOperationSet::all())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{key:?}: {}", e.emit_to_string(&src)));
         module
     }
 
@@ -828,12 +854,13 @@ mod tests {
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
         // kernels on 9 dtypes (f32, f16, q8_0, q4_0 and the 5 K-quants), 3 on i32, on f32 5
         // (set_rows' scatter among them) and 4 row kernels at 3 row widths; fused: every
-        // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16 and its
-        // split's merge on f32; the f16 state write on f16.
+        // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16, with
+        // and without subgroups, its shader-f16 variants on f16, and its split's merge on
+        // f32; the f16 state write on f16.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 2 + 1 + 1
+            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 6 + 1 + 1
         );
         for key in keys {
             let module = parse(key);
