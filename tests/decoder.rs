@@ -216,38 +216,57 @@ fn an_f16_cache_keeps_the_tokens() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// The WebGPU runtimes a decoder test runs on: as the device chooses (a software adapter, as
+/// here, builds attention unfused) and with the fused attention forced (what a hardware GPU
+/// runs, in the variant the adapter's features pick: lavapipe's shader-f16 and subgroups).
+/// Empty, with the reason printed, where there is no WebGPU and none is required.
+fn webgpu_runtimes() -> Vec<(Runtime, &'static str)> {
+    use webtensor::backends::{webgpu::WebGpuOptions, DeviceOptions};
+    let mut out = Vec::new();
+    for (attention, what) in [(None, "WebGPU"), (Some(true), "WebGPU, fused attention")] {
+        let opts = DeviceOptions {
+            webgpu: WebGpuOptions {
+                attention,
+                ..WebGpuOptions::default()
+            },
+        };
+        match block_on(webtensor::create_runtime_with(
+            DeviceChoice::WebGpu,
+            false,
+            opts,
+        )) {
+            Ok(rt) => out.push((rt, what)),
+            Err(e) => {
+                assert!(!webgpu_required(), "WebGPU required but: {e}");
+                eprintln!("skipping: {e}");
+                return Vec::new();
+            }
+        }
+    }
+    out
+}
+
 /// The same f16 cache on WebGPU: its rows written a word (two halves) at a time in place
-/// (`set_rows_scatter_f16.wgsl`, no shader-f16 needed), read by the attention's f16 path.
+/// (`set_rows_scatter_f16.wgsl`, no shader-f16 needed), read by the attention's f16 path
+/// (fused) or the f16 matmuls (unfused).
 #[test]
 fn an_f16_cache_keeps_the_tokens_on_webgpu() {
-    let rt = match block_on(webtensor::create_runtime(DeviceChoice::WebGpu, false)) {
-        Ok(rt) => rt,
-        Err(e) => {
-            assert!(!webgpu_required(), "WebGPU required but: {e}");
-            eprintln!("skipping: {e}");
-            return;
-        }
-    };
     let mut bad = Vec::new();
-    for r in references().iter().filter(|r| r.name.ends_with("f32")) {
-        bad.extend(check(&rt, r, DType::F16, "WebGPU"));
+    for (rt, what) in webgpu_runtimes() {
+        for r in references().iter().filter(|r| r.name.ends_with("f32")) {
+            bad.extend(check(&rt, r, DType::F16, what));
+        }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]
 fn decoders_match_llama_cpp_on_webgpu() {
-    let rt = match block_on(webtensor::create_runtime(DeviceChoice::WebGpu, false)) {
-        Ok(rt) => rt,
-        Err(e) => {
-            assert!(!webgpu_required(), "WebGPU required but: {e}");
-            eprintln!("skipping: {e}");
-            return;
-        }
-    };
     let mut bad = Vec::new();
-    for r in references() {
-        bad.extend(check(&rt, &r, DType::F32, "WebGPU"));
+    for (rt, what) in webgpu_runtimes() {
+        for r in references() {
+            bad.extend(check(&rt, &r, DType::F32, what));
+        }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
