@@ -65,8 +65,8 @@ pub(super) enum Kernel {
 /// per adapter and node in `plan_attention`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct AttShader {
-    /// `shader-f16` over an f16 K/V: q held and multiplied with k in f16
-    /// (attention_qk_f16.wgsl).
+    /// `shader-f16` over an f16 K/V: q held in workgroup memory as f16, the arithmetic
+    /// still f32 (attention_qk_f16.wgsl).
     pub f16: bool,
     /// Subgroup operations for each key tile's maximum (attention_max_subgroup.wgsl).
     pub subgroups: bool,
