@@ -216,14 +216,14 @@ fn an_f16_cache_keeps_the_tokens() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-/// The WebGPU runtimes a decoder test runs on: as the device chooses (a software adapter, as
-/// here, builds attention unfused) and with the fused attention forced (what a hardware GPU
-/// runs, in the variant the adapter's features pick: lavapipe's shader-f16 and subgroups).
-/// Empty, with the reason printed, where there is no WebGPU and none is required.
+/// The WebGPU runtimes a decoder test runs on: the fused attention (in the variant the
+/// adapter's features pick: lavapipe's shader-f16 and subgroups) and, with it turned off, the
+/// unfused nodes. Empty, with the reason printed, where there is no WebGPU and none is
+/// required.
 fn webgpu_runtimes() -> Vec<(Runtime, &'static str)> {
     use webtensor::backends::{webgpu::WebGpuOptions, DeviceOptions};
     let mut out = Vec::new();
-    for (attention, what) in [(None, "WebGPU"), (Some(true), "WebGPU, fused attention")] {
+    for (attention, what) in [(true, "WebGPU"), (false, "WebGPU, attention unfused")] {
         let opts = DeviceOptions {
             webgpu: WebGpuOptions {
                 attention,

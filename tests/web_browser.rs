@@ -341,7 +341,6 @@ async fn attention_passes_with_split_keys() {
     for (splits, shader_f16) in [(3, true), (16, true), (1, false), (3, false)] {
         let gpu = webgpu_with(WebGpuOptions {
             kv_splits: Some(splits),
-            attention: Some(true),
             shader_f16,
             ..WebGpuOptions::default()
         })

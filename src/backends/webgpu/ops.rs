@@ -182,12 +182,12 @@ pub struct WebGpuOptions {
     /// into `n` runs as even as they go (at most one a key; `Some(1)` never splits); `None`
     /// (the default) splits where few rows would leave a GPU idle (see `kv_splits`).
     pub kv_splits: Option<u32>,
-    /// Whether the device runs the fused attention op: `None` (the default) where it beats
-    /// the unfused nodes, on a hardware adapter (on a software one, lavapipe or
-    /// SwiftShader, whose workgroups are emulated on the CPU, it is 5–10x slower than the
-    /// unfused nodes from 32 query rows: `cargo bench --bench attention`), so models there
-    /// build the unfused nodes; `Some(true)` on any adapter (tests); `Some(false)` never.
-    pub attention: Option<bool>,
+    /// Runs the fused attention op (default on); off, the device refuses it, so models build
+    /// the unfused nodes. On a software adapter the fused kernel is the slower one from 32
+    /// query rows (lavapipe: 5–10x, `cargo bench --bench attention`; SwiftShader: MiniLM
+    /// within noise) but stays on: with it off, the cost model of `devices: 'auto'` placed
+    /// the unfused nodes on SwiftShader (MiniLM 128 tokens 3.6 s instead of 24 ms).
+    pub attention: bool,
     /// Lets kernels with a `shader-f16` variant use it where the adapter has the feature
     /// (default on; today the fused attention over an f16 cache).
     pub shader_f16: bool,
@@ -204,7 +204,7 @@ impl Default for WebGpuOptions {
             row_threads: None,
             fusion: true,
             kv_splits: None,
-            attention: None,
+            attention: true,
             shader_f16: true,
             subgroups: true,
         }
@@ -876,13 +876,10 @@ fn plan_attention(
     srcs: &[&Tensor],
     scale: f32,
 ) -> PlanResult<Option<NodePlan>> {
-    let software = software_adapter(&ctx.info);
-    if !opts.attention.unwrap_or(!software) {
-        return Err(unsupported(if software {
-            "fused attention on a software adapter (the unfused nodes are faster there)"
-        } else {
-            "fused attention turned off (WebGpuOptions::attention)"
-        }));
+    if !opts.attention {
+        return Err(unsupported(
+            "fused attention turned off (WebGpuOptions::attention)",
+        ));
     }
     let (q, k, v) = (srcs[0], srcs[1], srcs[2]);
     need(q, &[DType::F32], "attention q")?;
@@ -958,6 +955,7 @@ fn plan_attention(
     params.e[2] = u32::from(srcs.len() > 3);
     params.f[0] = scale;
     let (n_kv, d_v) = (k.ne[1], v.ne[0]);
+    let software = software_adapter(&ctx.info);
     let mut splits = kv_splits(rows, n_kv, software, opts.kv_splits);
     // Each row's runs side by side in the scratch: it must fit one binding.
     let per_split = rows as u64 * (d_v as u64 + 2) * 4;
