@@ -183,10 +183,9 @@ pub struct WebGpuOptions {
     /// (the default) splits where few rows would leave a GPU idle (see `kv_splits`).
     pub kv_splits: Option<u32>,
     /// Runs the fused attention op (default on); off, the device refuses it, so models build
-    /// the unfused nodes. On a software adapter the fused kernel is the slower one from 32
-    /// query rows (lavapipe: 5–10x, `cargo bench --bench attention`; SwiftShader: MiniLM
-    /// within noise) but stays on: with it off, the cost model of `devices: 'auto'` placed
-    /// the unfused nodes on SwiftShader (MiniLM 128 tokens 3.6 s instead of 24 ms).
+    /// the unfused nodes (tests, benchmarks). On lavapipe the fused kernel is 5–10x slower
+    /// than the unfused nodes from 32 query rows (`cargo bench --bench attention`); on
+    /// SwiftShader MiniLM takes the same time either way.
     pub attention: bool,
     /// Lets kernels with a `shader-f16` variant use it where the adapter has the feature
     /// (default on; today the fused attention over an f16 cache).
