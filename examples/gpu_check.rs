@@ -389,7 +389,7 @@ mod native {
         // 5. Attention alone: a decode step (one query) over a long cache and a 512-token
         // prompt, on the GPU with its keys split by the adapter's rule and unsplit, without
         // shader-f16 and subgroups, against the unfused nodes, and on the CPU.
-        let gpu_splits = |kv_splits, features| DeviceOptions {
+        let gpu_opts = |kv_splits, features| DeviceOptions {
             webgpu: WebGpuOptions {
                 kv_splits,
                 shader_f16: features,
@@ -429,11 +429,11 @@ mod native {
         ] {
             let mut ms = Vec::new();
             for (choice, opts, fused) in [
-                (DeviceChoice::WebGpu, gpu_splits(None, true), true),
-                (DeviceChoice::WebGpu, gpu_splits(Some(1), true), true),
-                (DeviceChoice::WebGpu, gpu_splits(None, true), false),
-                (DeviceChoice::Cpu, gpu_splits(None, true), true),
-                (DeviceChoice::WebGpu, gpu_splits(None, false), true),
+                (DeviceChoice::WebGpu, gpu_opts(None, true), true),
+                (DeviceChoice::WebGpu, gpu_opts(Some(1), true), true),
+                (DeviceChoice::WebGpu, gpu_opts(None, true), false),
+                (DeviceChoice::Cpu, gpu_opts(None, true), true),
+                (DeviceChoice::WebGpu, gpu_opts(None, false), true),
             ] {
                 let cell = match webtensor::create_runtime_with(choice, false, opts).await {
                     Ok(rt) => match case.program(fused) {

@@ -63,7 +63,7 @@ pub(super) enum Kernel {
 
 /// The optional features a fused attention's shader uses (shaders/attention.wgsl), chosen
 /// per adapter and node in `plan_attention`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct AttShader {
     /// `shader-f16` over an f16 K/V: q held in workgroup memory as f16, the arithmetic
     /// still f32 (attention_qk_f16.wgsl).

@@ -453,6 +453,8 @@ struct Recipe {
     /// Sends its results through `epilogue` / `store_d`, so nodes after it can be fused
     /// into it ([`Variant::Fused`]).
     epilogue: bool,
+    /// Uses f16 types (`shader-f16`): the module starts with `enable f16;`.
+    f16: bool,
 }
 
 /// Whether a kernel computes into its first operand's memory.
@@ -493,6 +495,7 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         helpers: &[],
         reductions: false,
         epilogue: false,
+        f16: false,
     };
     let element = Some(wgsl::ENTRY_ELEMENT);
     let row = Some(wgsl::ENTRY_ROW);
@@ -581,6 +584,7 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
                 (false, true) => &[wgsl::ATTENTION_QK, wgsl::ATTENTION_MAX_SUBGROUP],
                 (true, true) => &[wgsl::ATTENTION_QK_F16, wgsl::ATTENTION_MAX_SUBGROUP],
             },
+            f16: v.f16,
             ..r(wgsl::ATTENTION, None, "f32", Some("f32"))
         },
         // The split attention's partial results as `a` (f32).
@@ -632,7 +636,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     let mut s = String::with_capacity(8192);
     // Extensions come first. Subgroup operations need no directive in naga (wgpu's native
     // SUBGROUP feature, which enables them, is not offered through a browser's WebGPU).
-    if matches!(kernel, Kernel::Attention(v) if v.f16) {
+    if r.f16 {
         s.push_str("enable f16;\n");
     }
     for (name, value) in CONSTANTS {
