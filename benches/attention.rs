@@ -1,7 +1,8 @@
 //! Fused attention against the unfused nodes it replaces (two batched matmuls, a masked
 //! softmax and the permute copies), same run, on the CPU device at 1 and 2 threads and on the
 //! WebGPU runtime (natively: Vulkan, lavapipe here) with its keys as the adapter's rule splits
-//! them (with the adapter's shader-f16 and subgroups, and without), unsplit, and forced into
+//! them (with the adapter's shader-f16 and subgroups, and without; with the query-tiled
+//! kernel for several query rows, and with a workgroup per row), unsplit, and forced into
 //! 16 runs (`WebGpuOptions::kv_splits`; a GPU splits a decode step's keys, a software
 //! adapter never does): the decoder's layout (q a permuted view, K/V
 //! f16 views of a longer cache, a causal mask) for heads × head size 12 × 32 (GQA 1) and
@@ -83,6 +84,13 @@ fn main() {
     };
     for (opts, how) in [
         (WebGpuOptions::default(), "keys split by the adapter's rule"),
+        (
+            WebGpuOptions {
+                query_tiles: false,
+                ..WebGpuOptions::default()
+            },
+            "keys split by the adapter's rule, no query tiles (a workgroup per row)",
+        ),
         (
             plain,
             "keys split by the rule, without shader-f16 and subgroups",

@@ -11,7 +11,10 @@
 //! BENCH_CHOICES=cpu cargo bench ...                  # only the choices whose name has "cpu"
 //! BENCH_CHOICES=webgpu cargo bench ...               # WebGPU, and "webgpu-base": the matmul
 //!                                                    # kernels before the small-batch one,
-//!                                                    # "webgpu-unfused": no fused epilogues
+//!                                                    # "webgpu-unfused": no fused epilogues,
+//!                                                    # "webgpu-att-rows": attention a
+//!                                                    # workgroup per query row,
+//!                                                    # "webgpu-att-off": no fused attention
 //! ```
 //!
 //! Natively WebGPU is whatever adapter wgpu finds (Mesa's lavapipe here: a software GPU, so
@@ -55,10 +58,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("webgpu-base", Err((DeviceChoice::WebGpu, false))),
         // WebGPU without fusing node chains into one dispatch.
         ("webgpu-unfused", Err((DeviceChoice::WebGpu, false))),
+        // WebGPU's fused attention with a workgroup per query row (no query tiles).
+        ("webgpu-att-rows", Err((DeviceChoice::WebGpu, false))),
+        // WebGPU without the fused attention (the unfused matmuls and softmax).
+        ("webgpu-att-off", Err((DeviceChoice::WebGpu, false))),
     ]
     .into_iter()
     .filter(|(name, _)| match only.as_str() {
-        "" => !matches!(*name, "webgpu-base" | "webgpu-unfused"),
+        "" => !matches!(
+            *name,
+            "webgpu-base" | "webgpu-unfused" | "webgpu-att-rows" | "webgpu-att-off"
+        ),
         only => only.split(',').any(|w| name.contains(w.trim())),
     })
     .collect();
@@ -75,6 +85,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Err((choice, cost)) => {
                 let webgpu = WebGpuOptions {
                     fusion: name != "webgpu-unfused",
+                    query_tiles: name != "webgpu-att-rows",
+                    attention: name != "webgpu-att-off",
                     matmul_kernels: if name == "webgpu-base" {
                         MatmulKernels::Base
                     } else {

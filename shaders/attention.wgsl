@@ -3,7 +3,9 @@
 // snippet of its dtype: a_row / a_at), q is `b` (binding 3, f32, strides b_nb, offset offs.z),
 // v is `c` (binding 4, k's dtype: C_F16 compiled in; strides c_nb, offset e.x; q and v may
 // come through a's binding instead, SHARED_B / SHARED_C), the optional
-// mask is `mk` (binding 5, f32; shape m_ne, strides m_nb, offset e.y; e.z: 1 if bound).
+// mask is `mk` (binding 5, f32; shape m_ne, strides m_nb, offset e.y; e.z: 1 if bound); v and
+// the mask are declared in attention_kv.wgsl, shared with the query-tiled attention_tiled.wgsl
+// (which ops.rs picks for 4 query rows a head and more, keys unsplit).
 // u.y: the row count n_q * heads * batch; u.z, u.w: the key splits (below). Head h reads KV
 // head h / (heads / kv_heads), batch entry b KV entry b / (batch / kv_batch).
 //
@@ -23,31 +25,7 @@
 // and qk (attention_qk.wgsl in f32; attention_qk_f16.wgsl with shader-f16 over an f16
 // cache), and the tile's maximum, tile_max and tile_done (attention_max.wgsl through
 // workgroup memory; attention_max_subgroup.wgsl with subgroups).
-@group(0) @binding(4) var<storage, read_write> c: array<u32>;
-@group(0) @binding(5) var<storage, read_write> mk: array<f32>;
-
 var<workgroup> pw: array<f32, ATT_WG>;
-
-// The largest finite f32: a score below it is -inf (masked).
-const FLT_MAX: f32 = 3.4028234e38; // rounds to the largest f32 (3.40282347e38 is above it: Tint refuses)
-
-// Word k of v's binding, or of a's when v shares k's memory (SHARED_C; q, k and v views of
-// one tensor: then q comes through a's binding too, SHARED_B).
-fn c_word(k: u32) -> u32 {
-    if ((p.offs.w & SHARED_C) != 0u) {
-        return a_word(k);
-    }
-    return c[k];
-}
-
-// Element h of v (in v's units: halves when f16).
-fn v_at(h: u32) -> f32 {
-    if (C_F16) {
-        let w = unpack2x16float(c_word(h >> 1u));
-        return select(w.x, w.y, (h & 1u) == 1u);
-    }
-    return bitcast<f32>(c_word(h));
-}
 
 @compute @workgroup_size(ATT_WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

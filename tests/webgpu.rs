@@ -139,6 +139,9 @@ fn attention_cases_pass_in_every_shader_variant() {
                     shader_f16,
                     subgroups,
                     kv_splits: Some(splits),
+                    // Unsplit, the cases of 4 query rows and more would take the query
+                    // tiles (tested below): here every row runs the row kernel.
+                    query_tiles: false,
                     ..WebGpuOptions::default()
                 });
                 let report = block_on(webtensor::testing::run_suite(
@@ -153,6 +156,28 @@ fn attention_cases_pass_in_every_shader_variant() {
                 }
             }
         }
+    }
+}
+
+/// The query-tiled attention (16 query rows a workgroup; unsplit keys): the op suite's
+/// attention cases with it on (the default: every case of 4 query rows and more takes it,
+/// including partial tiles, an odd head size and the largest it takes) pass as the row
+/// kernel's do.
+#[test]
+fn attention_cases_pass_tiled_over_queries() {
+    let Some(dev) = gpu() else { return };
+    let forced = dev.with_options(WebGpuOptions {
+        kv_splits: Some(1),
+        ..WebGpuOptions::default()
+    });
+    let report = block_on(webtensor::testing::run_suite(
+        forced,
+        Rc::new(CpuDevice::new(KernelSet::Reference)),
+        Some("attention"),
+    ));
+    assert!(report.passed >= 10, "{report}");
+    if let Err(e) = report.check() {
+        panic!("query tiles: {e}");
     }
 }
 

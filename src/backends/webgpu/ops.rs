@@ -7,8 +7,9 @@
 
 use super::context::Ctx;
 use super::shader::{
-    in_place_kernel, Params, RegTile, TileLimits, ATT_MAX_D, ATT_MAX_DV, ATT_WG, MAP_CLAMP,
-    MAP_SCALE, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, ROWS_COLS, SMALL_COLS, SMALL_WG, WG,
+    in_place_kernel, Params, RegTile, TileLimits, ATT_MAX_D, ATT_MAX_DV, ATT_TD, ATT_TILED_BYTES,
+    ATT_TQ, ATT_WG, MAP_CLAMP, MAP_SCALE, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, ROWS_COLS,
+    SMALL_COLS, SMALL_WG, WG,
 };
 use crate::error::{Error, Result};
 use crate::graph::{DType, Graph, Op, RopeMode, Tensor, TensorId, MAX_DIMS};
@@ -54,6 +55,9 @@ pub(super) enum Kernel {
     /// (k as `a`, q as `b`, v at binding 4, the mask at binding 5), in the variant the
     /// adapter's features allow.
     Attention(AttShader),
+    /// Fused attention tiled over queries: a workgroup per 16 query rows of a head, each K/V
+    /// tile read once for all of them (same operands as `Attention`; for prompts).
+    AttentionTiled,
     /// The merge of an attention whose keys were split ([`KvSplit`]): the splits' partial
     /// results (`a`, a scratch buffer) into the output, one invocation per element.
     AttentionCombine,
@@ -187,6 +191,10 @@ pub struct WebGpuOptions {
     /// than the unfused nodes from 32 query rows (`cargo bench --bench attention`); on
     /// SwiftShader MiniLM takes the same time either way.
     pub attention: bool,
+    /// Lets a fused attention of several query rows a head run tiled over queries
+    /// (attention_tiled.wgsl: each K/V row read serves 16 query rows; default on). Off, every
+    /// attention takes the row kernel (tests cover both).
+    pub query_tiles: bool,
     /// Lets kernels with a `shader-f16` variant use it where the adapter has the feature
     /// (default on; today the fused attention over an f16 cache).
     pub shader_f16: bool,
@@ -204,6 +212,7 @@ impl Default for WebGpuOptions {
             fusion: true,
             kv_splits: None,
             attention: true,
+            query_tiles: true,
             shader_f16: true,
             subgroups: true,
         }
@@ -984,9 +993,29 @@ fn plan_attention(
     } else {
         None
     };
-    let groups = grid(ctx, rows.saturating_mul(splits), true)?;
+    // Several query rows a head share each K/V tile in the query-tiled kernel (unsplit keys
+    // only: splits serve a few rows, and from a quarter tile up it reads K/V at least 4x
+    // less often than a workgroup per row).
+    let n_q = q.ne[1];
+    let tiled = opts.query_tiles
+        && split.is_none()
+        && n_q >= ATT_TQ / 4
+        && q.ne[0] <= ATT_TD
+        && d_v <= ATT_TD
+        && ctx.limits.max_compute_workgroup_storage_size as usize >= ATT_TILED_BYTES;
+    let (kernel, items) = if tiled {
+        let items = n_q.div_ceil(ATT_TQ) * q.ne[2] * q.ne[3];
+        params.u[1] = to_u32(items, "workgroup count")?;
+        (Kernel::AttentionTiled, items)
+    } else {
+        (
+            Kernel::Attention(att_shader(ctx, opts, k.dtype)),
+            rows.saturating_mul(splits),
+        )
+    };
+    let groups = grid(ctx, items, true)?;
     Ok(Some(NodePlan {
-        key: (Kernel::Attention(att_shader(ctx, opts, k.dtype)), k.dtype),
+        key: (kernel, k.dtype),
         params,
         a: t.src[1],
         b: Some(Some(t.src[0])),

@@ -36,6 +36,20 @@ pub(super) const ATT_WG: usize = 64;
 pub(super) const ATT_MAX_D: usize = 256;
 /// Largest head size of v the attention kernel takes (4 accumulators per thread).
 pub(super) const ATT_MAX_DV: usize = 4 * ATT_WG;
+/// Query rows per workgroup of the query-tiled attention (`ATT_TQ`; attention_tiled.wgsl).
+pub(super) const ATT_TQ: usize = 16;
+/// Keys per tile of the query-tiled attention (`ATT_TK`): each thread scores one key of a
+/// tile against all `ATT_TQ` rows.
+pub(super) const ATT_TK: usize = ATT_WG;
+/// Largest head size (q, k and v) of the query-tiled attention (`ATT_TD`): each thread owns
+/// two output elements a row, and q's rows sit in workgroup memory.
+pub(super) const ATT_TD: usize = 2 * ATT_WG;
+/// Workgroup memory the query-tiled attention declares: q's rows, a tile's scores, the
+/// per-row factors and the per-thread partial maxima and sums (f32): 12.3 KiB of WebGPU's
+/// guaranteed 16.
+pub(super) const ATT_TILED_BYTES: usize = 4 * (ATT_TQ * ATT_TD + ATT_TQ * ATT_TK + ATT_TQ + ATT_WG);
+// Within WebGPU's guaranteed workgroup memory, so every adapter can run it.
+const _: () = assert!(ATT_TILED_BYTES <= 16384);
 /// `offs.w` flag: `b` shares `a`'s memory and is read through `a`'s binding (`SHARED_B`).
 pub(super) const SHARED_B: u32 = 1;
 /// `offs.w` flag: the output is written over `a`, through `a`'s binding (`IN_PLACE`).
@@ -64,10 +78,13 @@ pub(super) const MAP_CLAMP: u32 = 2;
 
 /// The constants every op shader sees, by their WGSL names (with the op tables' codes,
 /// [`op_table_wgsl`]).
-const CONSTANTS: [(&str, u32); 19] = [
+const CONSTANTS: [(&str, u32); 22] = [
     ("WG", WG as u32),
     ("ATT_WG", ATT_WG as u32),
     ("ATT_MAX_D", ATT_MAX_D as u32),
+    ("ATT_TQ", ATT_TQ as u32),
+    ("ATT_TK", ATT_TK as u32),
+    ("ATT_TD", ATT_TD as u32),
     ("MATMUL_TILE", MATMUL_TILE as u32),
     ("MATVEC_ROWS", MATVEC_ROWS as u32),
     ("MATVEC_COLS", MATVEC_COLS as u32),
@@ -424,6 +441,8 @@ mod wgsl {
     pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
     pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
     pub const ATTENTION: &str = include_str!("../../../shaders/attention.wgsl");
+    pub const ATTENTION_KV: &str = include_str!("../../../shaders/attention_kv.wgsl");
+    pub const ATTENTION_TILED: &str = include_str!("../../../shaders/attention_tiled.wgsl");
     pub const ATTENTION_QK: &str = include_str!("../../../shaders/attention_qk.wgsl");
     pub const ATTENTION_QK_F16: &str = include_str!("../../../shaders/attention_qk_f16.wgsl");
     pub const ATTENTION_MAX: &str = include_str!("../../../shaders/attention_max.wgsl");
@@ -579,13 +598,30 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
         // attention.wgsl, which has its own entry point.
         Kernel::Attention(v) => Recipe {
             helpers: match (v.f16, v.subgroups) {
-                (false, false) => &[wgsl::ATTENTION_QK, wgsl::ATTENTION_MAX],
-                (true, false) => &[wgsl::ATTENTION_QK_F16, wgsl::ATTENTION_MAX],
-                (false, true) => &[wgsl::ATTENTION_QK, wgsl::ATTENTION_MAX_SUBGROUP],
-                (true, true) => &[wgsl::ATTENTION_QK_F16, wgsl::ATTENTION_MAX_SUBGROUP],
+                (false, false) => &[wgsl::ATTENTION_KV, wgsl::ATTENTION_QK, wgsl::ATTENTION_MAX],
+                (true, false) => &[
+                    wgsl::ATTENTION_KV,
+                    wgsl::ATTENTION_QK_F16,
+                    wgsl::ATTENTION_MAX,
+                ],
+                (false, true) => &[
+                    wgsl::ATTENTION_KV,
+                    wgsl::ATTENTION_QK,
+                    wgsl::ATTENTION_MAX_SUBGROUP,
+                ],
+                (true, true) => &[
+                    wgsl::ATTENTION_KV,
+                    wgsl::ATTENTION_QK_F16,
+                    wgsl::ATTENTION_MAX_SUBGROUP,
+                ],
             },
             f16: v.f16,
             ..r(wgsl::ATTENTION, None, "f32", Some("f32"))
+        },
+        // The same operands; its own entry point.
+        Kernel::AttentionTiled => Recipe {
+            helpers: &[wgsl::ATTENTION_KV],
+            ..r(wgsl::ATTENTION_TILED, None, "f32", Some("f32"))
         },
         // The split attention's partial results as `a` (f32).
         Kernel::AttentionCombine => r(wgsl::ATTENTION_COMBINE, element, "f32", None),
@@ -692,7 +728,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
     } else if r.epilogue {
         s.push_str(wgsl::EPILOGUE_NONE);
     }
-    if let Kernel::Attention(_) = kernel {
+    if let Kernel::Attention(_) | Kernel::AttentionTiled = kernel {
         s.push_str(&format!("const C_F16: bool = {};\n", dtype == DType::F16));
     }
     if kernel == Kernel::MatVec {
@@ -736,6 +772,7 @@ mod tests {
             Kernel::MatVec,
             Kernel::MatMulSmall,
             Kernel::MatMulRows,
+            Kernel::AttentionTiled,
             Kernel::AttentionCombine,
             Kernel::Patch,
         ];
@@ -782,6 +819,7 @@ mod tests {
                 | Kernel::MatMulReg(_)
                 | Kernel::MatMulRows
                 | Kernel::Attention(_)
+                | Kernel::AttentionTiled
                 | Kernel::AttentionCombine
                 | Kernel::Patch => {}
             }
@@ -818,7 +856,7 @@ mod tests {
                 ],
                 // f32 or f16 K/V; the shader-f16 variant over f16 only.
                 Kernel::Attention(v) if v.f16 => &[DType::F16],
-                Kernel::Attention(_) => &[DType::F32, DType::F16],
+                Kernel::Attention(_) | Kernel::AttentionTiled => &[DType::F32, DType::F16],
                 Kernel::SetRowsScatterF16 => &[DType::F16],
                 _ => &[DType::F32],
             };
@@ -859,17 +897,33 @@ mod tests {
         // kernels on 9 dtypes (f32, f16, q8_0, q4_0 and the 5 K-quants), 3 on i32, on f32 5
         // (set_rows' scatter among them) and 4 row kernels at 3 row widths; fused: every
         // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16, with
-        // and without subgroups, its shader-f16 variants on f16, and its split's merge on
-        // f32; the f16 state write on f16.
+        // and without subgroups, its shader-f16 variants on f16, its query-tiled kernel on
+        // f32 and f16, and its split's merge on f32; the f16 state write on f16.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 6 + 1 + 1
+            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 6 + 2 + 1 + 1
         );
         for key in keys {
             let module = parse(key);
             assert_eq!(module.entry_points.len(), 1, "{key:?}: one entry point");
             assert_eq!(module.entry_points[0].name, "main");
+        }
+    }
+
+    /// The query-tiled attention's workgroup memory is what the planner checks against the
+    /// adapter's limit (`ATT_TILED_BYTES`), and within WebGPU's guaranteed 16 KiB.
+    #[test]
+    fn tiled_attention_declares_the_workgroup_memory_planned() {
+        for dtype in [DType::F32, DType::F16] {
+            let module = parse(((Kernel::AttentionTiled, dtype), Variant::Plain));
+            let bytes: u32 = module
+                .global_variables
+                .iter()
+                .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+                .map(|(_, v)| module.types[v.ty].inner.size(module.to_ctx()))
+                .sum();
+            assert_eq!(bytes as usize, ATT_TILED_BYTES);
         }
     }
 
