@@ -201,17 +201,29 @@ impl AttentionCase {
     }
 
     /// The program and its inputs, in the decoder's layout: q a permuted view, K/V f16 views
-    /// of a longer cache, a causal mask over the last `n_q` keys. `fused`: the `attention` op;
+    /// of a longer cache (weights: on the device before the first timed run), a causal mask
+    /// over the last `n_q` keys. `fused`: the `attention` op;
     /// else two batched matmuls, a masked softmax and the permute copies.
     pub fn program(&self, fused: bool) -> Result<(Program, HashMap<String, Vec<u8>>)> {
         let c = *self;
+        let f16 = |n: usize, salt: usize| -> Vec<u8> {
+            (0..n)
+                .flat_map(|i| {
+                    let x = ((i * 7919 + salt) % 2001) as f32 / 1000.0 - 1.0;
+                    half::f16::from_f32(x).to_le_bytes()
+                })
+                .collect()
+        };
         let mut p = Program::new();
+        let cache = [c.d, c.n_kv + 64, c.kv_heads];
+        let n_cache = cache.iter().product();
+        // The caches are weights: stored on the device once, as a decoder's KV cache stays
+        // there between steps (an input would be copied in again every run).
+        let kc = p.weight_bytes("k", DType::F16, &cache, f16(n_cache, 1))?;
+        let vc = p.weight_bytes("v", DType::F16, &cache, f16(n_cache, 2))?;
         let g: &mut Graph = p.graph_mut();
         let q = g.input("q", DType::F32, &[c.d, c.heads, c.n_q])?;
         let q = g.permute(q, [0, 2, 1, 3])?;
-        let cache = [c.d, c.n_kv + 64, c.kv_heads];
-        let kc = g.input("k", DType::F16, &cache)?;
-        let vc = g.input("v", DType::F16, &cache)?;
         let mask = g.input("mask", DType::F32, &[c.n_kv, c.n_q])?;
         let nb = g.tensor(kc).nb;
         let keys = g.view(kc, &[c.d, c.n_kv, c.kv_heads], &nb[..3], 0)?;
@@ -228,16 +240,7 @@ impl AttentionCase {
             g.cont(o)?
         };
         g.set_output(out)?;
-        let f16 = |n: usize, salt: usize| -> Vec<u8> {
-            (0..n)
-                .flat_map(|i| {
-                    let x = ((i * 7919 + salt) % 2001) as f32 / 1000.0 - 1.0;
-                    half::f16::from_f32(x).to_le_bytes()
-                })
-                .collect()
-        };
         let f32s = |v: Vec<f32>| -> Vec<u8> { bytemuck::cast_slice(&v).to_vec() };
-        let n_cache = cache.iter().product();
         let q_vals = (0..c.d * c.heads * c.n_q)
             .map(|i| ((i * 104_729) % 2001) as f32 / 1000.0 - 1.0)
             .collect();
@@ -253,8 +256,6 @@ impl AttentionCase {
             .collect();
         let inputs = HashMap::from([
             ("q".to_string(), f32s(q_vals)),
-            ("k".to_string(), f16(n_cache, 1)),
-            ("v".to_string(), f16(n_cache, 2)),
             ("mask".to_string(), f32s(mask_vals)),
         ]);
         Ok((p, inputs))

@@ -77,3 +77,34 @@ pub fn simd_peak_probe(iters: u32) -> f64 {
     }
     flops
 }
+
+/// Median ms of the attention case (the decoder's layout: `crate::bench::AttentionCase`) on
+/// the CPU device at `threads` threads (default: the pool's size), fused (the `attention`
+/// op) or as the unfused nodes it replaces: bench/attention.mjs times both in one process.
+#[wasm_bindgen(js_name = attentionBench)]
+#[allow(clippy::too_many_arguments)]
+pub async fn attention_bench(
+    heads: usize,
+    d: usize,
+    kv_heads: usize,
+    n_q: usize,
+    n_kv: usize,
+    fused: bool,
+    threads: Option<usize>,
+) -> Result<f64, JsError> {
+    let dev = crate::backends::cpu_device(threads).map_err(to_js_error)?;
+    let rt = crate::runtime::Runtime::with_devices(vec![dev], false, Vec::new())
+        .await
+        .map_err(to_js_error)?;
+    let case = crate::bench::AttentionCase {
+        d,
+        heads,
+        kv_heads,
+        n_q,
+        n_kv,
+    };
+    let (p, inputs) = case.program(fused).map_err(to_js_error)?;
+    crate::bench::AttentionCase::median_ms(&rt, &p, &inputs)
+        .await
+        .map_err(to_js_error)
+}

@@ -1,0 +1,30 @@
+// The fused attention op against the unfused nodes on webtensor's wasm CPU kernels, same
+// page or process: the cases of `cargo bench --bench attention` (the decoder's layout, f16
+// K/V caches stored on the device once, a causal mask), medians of 7 runs after a warm-up,
+// at each thread count of `threads`. Shared by bench/attention.mjs (Node) and
+// bench/index.html?suite=attention (a browser, where the threaded builds run 2 threads).
+export const CASES = [];
+for (const [d, heads, kvHeads] of [[32, 12, 12], [128, 32, 8]]) {
+  for (const [nQ, nKvs] of [[1, [128, 1024, 2048, 4096]], [32, [128, 1024]], [128, [128, 1024]], [512, [512]]]) {
+    for (const nKv of nKvs) CASES.push({ d, heads, kvHeads, nQ, nKv, name: `${heads}x${d} / ${kvHeads}, ${nQ} x ${nKv}` });
+  }
+}
+
+/** Logs a table row per case and thread count; returns the rows. */
+export async function runAttention({ webtensor, log = console.log, only, threads = [1], label = '' }) {
+  log(`webtensor ${label}: fused attention against the unfused nodes (ms, medians of 7)`);
+  log('| case (heads×d / kv heads, queries × keys) | threads | unfused ms | fused ms | speed-up |');
+  log('|---|---|---|---|---|');
+  const rows = [];
+  for (const c of CASES) {
+    if (only && !only.test(c.name)) continue;
+    for (const t of threads) {
+      const run = (fused) => webtensor.attentionBench(c.heads, c.d, c.kvHeads, c.nQ, c.nKv, fused, t);
+      const unfused = await run(false);
+      const fused = await run(true);
+      rows.push({ case: c.name, threads: t, unfused, fused });
+      log(`| ${c.name} | ${t} | ${unfused.toFixed(3)} | ${fused.toFixed(3)} | ${(unfused / fused).toFixed(2)}x |`);
+    }
+  }
+  return { rows };
+}
