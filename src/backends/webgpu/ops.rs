@@ -187,9 +187,10 @@ pub struct WebGpuOptions {
     /// (the default) splits where few rows would leave a GPU idle (see `kv_splits`).
     pub kv_splits: Option<u32>,
     /// Runs the fused attention op (default on); off, the device refuses it, so models build
-    /// the unfused nodes (tests, benchmarks). On lavapipe the fused kernel is 5–10x slower
-    /// than the unfused nodes from 32 query rows (`cargo bench --bench attention`); on
-    /// SwiftShader MiniLM takes the same time either way.
+    /// the unfused nodes (tests, benchmarks). On lavapipe the fused op runs prompts at
+    /// 0.76–0.94x the unfused nodes' speed with the query tiles (`cargo bench --bench
+    /// attention`); MiniLM at 128 tokens on SwiftShader and on Firefox's lavapipe took about
+    /// half the time of a workgroup per row (README).
     pub attention: bool,
     /// Lets a fused attention of several query rows a head run tiled over queries
     /// (attention_tiled.wgsl: each K/V row read serves 16 query rows; default on). Off, every
