@@ -433,12 +433,17 @@ impl Encoded {
             }
         }
         let uses = opts.fusion.then(|| crate::backend::fuse::use_counts(graph));
-        // The scratch of the attentions planned with split keys (a node that fails to plan
-        // fails again below, with its error).
-        let scratch_bytes = compute
-            .iter()
-            .filter(|&&id| matches!(graph.tensor(id).op, crate::graph::Op::Attention { .. }))
-            .filter_map(|&id| ops::plan(ctx, opts, graph, id).ok().flatten()?.split)
+        // The attentions are planned first: the scratch their split keys need is made before
+        // any is bound (each plan is used below, not made again).
+        let mut attention_plans = std::collections::HashMap::new();
+        for &id in &compute {
+            if matches!(graph.tensor(id).op, crate::graph::Op::Attention { .. }) {
+                attention_plans.insert(id, ops::plan(ctx, opts, graph, id)?);
+            }
+        }
+        let scratch_bytes = attention_plans
+            .values()
+            .filter_map(|p| p.as_ref()?.split)
             .map(|s| s.scratch_bytes.div_ceil(16) * 16)
             .max();
         let scratch = match scratch_bytes {
@@ -469,7 +474,11 @@ impl Encoded {
             }
             let id = compute[k];
             k += 1;
-            if let Some(mut plan) = ops::plan(ctx, opts, graph, id)? {
+            let plan = match attention_plans.remove(&id) {
+                Some(plan) => plan,
+                None => ops::plan(ctx, opts, graph, id)?,
+            };
+            if let Some(mut plan) = plan {
                 let (d, a, b, offs) = bind_node(ctx, graph, mem, id, &plan)?;
                 plan.params.offs = offs;
                 let c = match plan.c {
