@@ -5,7 +5,7 @@
 // bench/index.html?suite=attention (a browser, where the threaded builds run 2 threads).
 export const CASES = [];
 for (const [d, heads, kvHeads] of [[32, 12, 12], [128, 32, 8]]) {
-  for (const [nQ, nKvs] of [[1, [128, 1024, 2048, 4096]], [32, [128, 1024]], [128, [128, 1024]], [512, [512]]]) {
+  for (const [nQ, nKvs] of [[1, [128, 1024, 2048, 4096]], [4, [1024]], [32, [128, 1024]], [128, [128, 1024]], [512, [512]]]) {
     for (const nKv of nKvs) CASES.push({ d, heads, kvHeads, nQ, nKv, name: `${heads}x${d} / ${kvHeads}, ${nQ} x ${nKv}` });
   }
 }

@@ -6,7 +6,7 @@
 //! 16 runs (`WebGpuOptions::kv_splits`; a GPU splits a decode step's keys, a software
 //! adapter never does): the decoder's layout (q a permuted view, K/V
 //! f16 views of a longer cache, a causal mask) for heads × head size 12 × 32 (GQA 1) and
-//! 32 × 128 (GQA 4), queries 1 / 32 / 128 / 512 over 128 to 4096 keys. Medians of 7 runs after
+//! 32 × 128 (GQA 4), queries 1 / 4 / 32 / 128 / 512 over 128 to 4096 keys. Medians of 7 runs after
 //! a warm-up. A benchmark, not a test.
 //!
 //! `cargo bench --bench attention [-- FILTER]` (FILTER: a substring of the case name or of
@@ -55,6 +55,7 @@ fn main() {
     for (d, heads, kv_heads) in [(32, 12, 12), (128, 32, 8)] {
         for (n_q, n_kvs) in [
             (1, &[128, 1024, 2048, 4096][..]),
+            (4, &[1024][..]),
             (32, &[128, 1024][..]),
             (128, &[128, 1024][..]),
             (512, &[512][..]),

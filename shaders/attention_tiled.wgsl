@@ -1,11 +1,14 @@
-// Fused attention tiled over queries (prompts): one workgroup of ATT_WG threads computes
-// ATT_TQ query rows of one head and batch entry, so each K and V row it reads serves ATT_TQ
+// Fused attention tiled over queries (prompts, and grouped-query decode steps): one workgroup
+// of ATT_WG threads computes ATT_TQ rows of one KV head and batch entry (the query rows of
+// the heads that share the KV head, query-major), so each K and V row it reads serves ATT_TQ
 // rows instead of one (attention.wgsl, a workgroup per row, reads all of K/V per row: on
 // lavapipe 5-10x slower than the unfused matmuls from 32 rows). Operands as in attention.wgsl
 // (k is `a`, q is `b`, v and the mask in attention_kv.wgsl); u.y: the workgroup count,
-// ceil(n_q / ATT_TQ) * heads * batch. Head sizes up to ATT_TD (q, k and v).
+// ceil(n_q * heads / kv_heads / ATT_TQ) * kv_heads * batch. Head sizes up to ATT_TD (q, k
+// and v).
 //
-// q's rows sit in workgroup memory (zero past n_q and past dk, to a multiple of 4). Keys go
+// q's rows sit in workgroup memory (zero past the rows and past dk, to a multiple of 4), each
+// row's query, head and mask offset beside them. Keys go
 // by tiles of ATT_TK (= ATT_WG): thread t scores key t of the tile against every row (the q
 // element it reads is the same for all threads: a broadcast) into `st`; the ATT_QP threads
 // of each row take its online softmax over the tile (each a part's maximum, then, the row's
@@ -19,6 +22,8 @@ var<workgroup> qt: array<vec4<f32>, ATT_TQ * QW>;
 var<workgroup> st: array<f32, ATT_TQ * ATT_TK>;
 var<workgroup> at: array<f32, ATT_TQ>;
 var<workgroup> px: array<f32, ATT_WG>;
+var<workgroup> rq: array<vec2<u32>, ATT_TQ>;
+var<workgroup> mo: array<u32, ATT_TQ>;
 
 // Threads sharing a row's softmax, and the keys of a tile each takes.
 const ATT_QP: u32 = ATT_WG / ATT_TQ;
@@ -31,15 +36,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (item >= p.u.y) {
         return;
     }
+    // The rows of one KV head and batch entry: its `group` heads' query rows, query-major
+    // (row r is query r / group of head kh * group + r % group), so with grouped-query
+    // attention each K/V row read serves every head that shares it (a decode step's too).
     let n_q = p.b_ne.y;
-    let tiles = (n_q + ATT_TQ - 1u) / ATT_TQ;
-    // Consecutive workgroups take one head's query tiles: they read the same K/V.
-    let i0 = (item % tiles) * ATT_TQ;
-    let hb = item / tiles;
     let heads = p.b_ne.z;
-    let h = hb % heads;
-    let bn = hb / heads;
-    let kh = h / (heads / p.a_ne.z);
+    let kv_heads = p.a_ne.z;
+    let group = heads / kv_heads;
+    let rows = n_q * group;
+    let tiles = (rows + ATT_TQ - 1u) / ATT_TQ;
+    // Consecutive workgroups take one KV head's row tiles: they read the same K/V.
+    let r_first = (item % tiles) * ATT_TQ;
+    let kbn = item / tiles;
+    let kh = kbn % kv_heads;
+    let bn = kbn / kv_heads;
     let kb = bn / (p.b_ne.w / p.a_ne.w);
     let dk = p.b_ne.x;
     let dk4 = (dk + 3u) / 4u;
@@ -47,14 +57,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let n_kv = p.a_ne.y;
     let has_mask = p.e.z != 0u;
 
-    let q_base = p.offs.z + h * p.b_nb.z + bn * p.b_nb.w;
+    // Each row's query, head and mask offset (rows past the KV head's: a dummy, never used).
+    if (t < ATT_TQ) {
+        let r = min(r_first + t, rows - 1u);
+        let i = r / group;
+        let h = kh * group + r % group;
+        rq[t] = vec2<u32>(i, h);
+        mo[t] = p.e.y + (i % p.m_ne.y) * p.m_nb.y + (h % p.m_ne.z) * p.m_nb.z
+            + (bn % p.m_ne.w) * p.m_nb.w;
+    }
     for (var e = t; e < ATT_TQ * dk4; e += ATT_WG) {
         let qr = e / dk4;
         let c4 = (e % dk4) * 4u;
-        let i = i0 + qr;
+        let r = r_first + qr;
         var qv = vec4<f32>(0.0);
-        if (i < n_q) {
-            let base = q_base + i * p.b_nb.y;
+        if (r < rows) {
+            let base = p.offs.z + (r / group) * p.b_nb.y + (kh * group + r % group) * p.b_nb.z
+                + bn * p.b_nb.w;
             for (var c = 0u; c < 4u; c++) {
                 if (c4 + c < dk) {
                     qv[c] = b_at(base + (c4 + c) * p.b_nb.x);
@@ -66,7 +85,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
 
     let k_vec = a_vec_ok() && (dk & 3u) == 0u;
-    let m_head = p.e.y + (h % p.m_ne.z) * p.m_nb.z + (bn % p.m_ne.w) * p.m_nb.w;
     // The output elements this thread owns: t and t + ATT_WG, of every row (d_v <= 2 ATT_WG).
     let c0 = min(t, d_v - 1u);
     let c1 = min(t + ATT_WG, d_v - 1u);
@@ -101,10 +119,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 }
             }
             for (var r = 0u; r < ATT_TQ; r++) {
-                let i = i0 + r;
                 var sc = s[r] * p.f.x;
-                if (has_mask && i < n_q) {
-                    sc += mk[m_head + (i % p.m_ne.y) * p.m_nb.y + j * p.m_nb.x];
+                if (has_mask && r_first + r < rows) {
+                    sc += mk[mo[r] + j * p.m_nb.x];
                 }
                 st[r * ATT_TK + t] = sc;
             }
@@ -182,8 +199,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
 
     for (var r = 0u; r < ATT_TQ; r++) {
-        let i = i0 + r;
-        if (i < n_q) {
+        if (r_first + r < rows) {
+            let i = rq[r].x;
+            let h = rq[r].y;
             let lr = at[r];
             let o = p.offs.x + h * p.d_nb.y + i * p.d_nb.z + bn * p.d_nb.w;
             if (t < d_v) {

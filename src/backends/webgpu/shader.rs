@@ -45,9 +45,10 @@ pub(super) const ATT_TK: usize = ATT_WG;
 /// two output elements a row, and q's rows sit in workgroup memory.
 pub(super) const ATT_TD: usize = 2 * ATT_WG;
 /// Workgroup memory the query-tiled attention declares: q's rows, a tile's scores, the
-/// per-row factors and the per-thread partial maxima and sums (f32): 12.3 KiB of WebGPU's
-/// guaranteed 16.
-pub(super) const ATT_TILED_BYTES: usize = 4 * (ATT_TQ * ATT_TD + ATT_TQ * ATT_TK + ATT_TQ + ATT_WG);
+/// per-row factors, the per-thread partial maxima and sums (f32), and each row's query,
+/// head and mask offset (3 u32): 12.5 KiB of WebGPU's guaranteed 16.
+pub(super) const ATT_TILED_BYTES: usize =
+    4 * (ATT_TQ * ATT_TD + ATT_TQ * ATT_TK + ATT_TQ + ATT_WG + 3 * ATT_TQ);
 // Within WebGPU's guaranteed workgroup memory, so every adapter can run it.
 const _: () = assert!(ATT_TILED_BYTES <= 16384);
 /// `offs.w` flag: `b` shares `a`'s memory and is read through `a`'s binding (`SHARED_B`).
