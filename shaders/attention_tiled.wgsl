@@ -90,6 +90,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let c1 = min(t + ATT_WG, d_v - 1u);
     let v_base = p.e.x + kh * p.c_nb.z + kb * p.c_nb.w;
     let wide = d_v > ATT_WG;
+    var s: array<f32, ATT_TQ>;
     var acc0: array<f32, ATT_TQ>;
     var acc1: array<f32, ATT_TQ>;
     let row = t / ATT_QP;
@@ -102,7 +103,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let j = j0 + t;
         if (j < n_kv) {
             let kr = a_row(vec4<u32>(0u, j, kh, kb));
-            var s: array<f32, ATT_TQ>;
+            // Zeroed here each tile, declared outside the loop: declared in the loop (zeroed
+            // at each declaration by the spec), it kept the last tile's sums in Chromium and
+            // in Firefox (every case of more than one key tile failed there; natively none).
+            for (var r = 0u; r < ATT_TQ; r++) {
+                s[r] = 0.0;
+            }
             if (k_vec) {
                 for (var e4 = 0u; e4 < dk4; e4++) {
                     let kv = a_vec4(kr, e4 * 4u);

@@ -628,6 +628,8 @@ fn attention_cases(v: &mut Vec<OpCase>) {
         // than q, a partial tile, causal.
         case(128, 128, 20, 8, 100, 2, 1, DType::F16, Full),
         case(5, 7, 18, 2, 33, 1, 1, DType::F32, Causal),
+        // Three key tiles of WebGPU's query tiles (64 keys), the last partial, f32 K/V.
+        case(32, 32, 20, 2, 130, 2, 1, DType::F32, AttnMask::None),
     ];
     for c in list {
         let name = format!(
