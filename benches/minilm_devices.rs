@@ -9,12 +9,15 @@
 //! cargo bench --profile dev --bench minilm_devices   # quicker build (the crate is -O2 in dev)
 //! MINILM_MODEL=models/minilm-f32.gguf BENCH_REPS=9 BENCH_ROUNDS=2 cargo bench ...
 //! BENCH_CHOICES=cpu cargo bench ...                  # only the choices whose name has "cpu"
-//! BENCH_CHOICES=webgpu cargo bench ...               # WebGPU, and "webgpu-base": the matmul
-//!                                                    # kernels before the small-batch one,
-//!                                                    # "webgpu-unfused": no fused epilogues,
-//!                                                    # "webgpu-att-rows": attention a
-//!                                                    # workgroup per query row,
-//!                                                    # "webgpu-att-off": no fused attention
+//!                                                    # (a whole name: that choice alone)
+//! BENCH_CHOICES=webgpu cargo bench ...               # WebGPU alone; "gpu": every WebGPU
+//!                                                    # choice: "webgpu-base" (the matmul
+//!                                                    # kernels before the small-batch one),
+//!                                                    # "webgpu-unfused" (no fused
+//!                                                    # epilogues), "webgpu-att-rows"
+//!                                                    # (attention a workgroup per query
+//!                                                    # row), "webgpu-att-off" (no fused
+//!                                                    # attention)
 //! ```
 //!
 //! Natively WebGPU is whatever adapter wgpu finds (Mesa's lavapipe here: a software GPU, so
@@ -49,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // (name, CPU threads of a CPU-only runtime, or the device choice and cost model).
     type Make = Result<usize, (DeviceChoice, bool)>;
     let only = std::env::var("BENCH_CHOICES").unwrap_or_default();
-    let choices: Vec<(&str, Make)> = [
+    let all: Vec<(&str, Make)> = vec![
         ("cpu 1 thread", Ok(1)),
         ("cpu 2 threads", Ok(2)),
         ("webgpu", Err((DeviceChoice::WebGpu, false))),
@@ -62,16 +65,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("webgpu-att-rows", Err((DeviceChoice::WebGpu, false))),
         // WebGPU without the fused attention (the unfused matmuls and softmax).
         ("webgpu-att-off", Err((DeviceChoice::WebGpu, false))),
-    ]
-    .into_iter()
-    .filter(|(name, _)| match only.as_str() {
-        "" => !matches!(
-            *name,
-            "webgpu-base" | "webgpu-unfused" | "webgpu-att-rows" | "webgpu-att-off"
-        ),
-        only => only.split(',').any(|w| name.contains(w.trim())),
-    })
-    .collect();
+    ];
+    let all_names: Vec<&str> = all.iter().map(|(name, _)| *name).collect();
+    let choices: Vec<(&str, Make)> = all
+        .into_iter()
+        .filter(|(name, _)| match only.as_str() {
+            "" => !matches!(
+                *name,
+                "webgpu-base" | "webgpu-unfused" | "webgpu-att-rows" | "webgpu-att-off"
+            ),
+            // A word that is a choice's whole name picks that one alone ("webgpu" then is
+            // not also "webgpu-base"); any other word, every choice whose name has it.
+            only => only.split(',').map(str::trim).any(|w| {
+                if all_names.contains(&w) {
+                    *name == w
+                } else {
+                    name.contains(w)
+                }
+            }),
+        })
+        .collect();
     let runtime = |name: &str, make: &Make| -> webtensor::Result<Runtime> {
         match *make {
             Ok(threads) => {
