@@ -139,8 +139,8 @@ fn attention_cases_pass_in_every_shader_variant() {
                     shader_f16,
                     subgroups,
                     kv_splits: Some(splits),
-                    // Unsplit, the cases of 4 query rows and more would take the query
-                    // tiles (tested below): here every row runs the row kernel.
+                    // Unsplit, the cases of 4 rows and more a KV head would take the
+                    // query tiles (tested below): here every row runs the row kernel.
                     query_tiles: false,
                     ..WebGpuOptions::default()
                 });
@@ -159,10 +159,11 @@ fn attention_cases_pass_in_every_shader_variant() {
     }
 }
 
-/// The query-tiled attention (16 query rows a workgroup; unsplit keys): the op suite's
-/// attention cases with it on (the default: every case of 4 query rows and more takes it,
-/// including partial tiles, an odd head size and the largest it takes) pass as the row
-/// kernel's do.
+/// The query-tiled attention (16 rows of the heads sharing a KV head a workgroup; unsplit
+/// keys): the op suite's attention cases with it on (the default: on a software adapter
+/// every case of 4 such rows and more takes it, grouped-query decode steps included, with
+/// partial tiles, several key tiles, an odd head size and the largest it takes) pass as the
+/// row kernel's do.
 #[test]
 fn attention_cases_pass_tiled_over_queries() {
     let Some(dev) = gpu() else { return };

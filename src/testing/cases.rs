@@ -623,9 +623,9 @@ fn attention_cases(v: &mut Vec<OpCase>) {
         // v wider than a 64-thread workgroup (WebGPU: several outputs per thread), keys past
         // one 64-key tile.
         case(80, 160, 3, 2, 70, 1, 1, DType::F16, Full),
-        // WebGPU's query tiles (16 rows): the largest head size they take (4 outputs per
-        // thread), GQA 4, two tiles; an odd head size (K read element by element), v wider
-        // than q, a partial tile, causal.
+        // WebGPU's query tiles (16 rows of the heads sharing a KV head): the largest head
+        // size they take (2 outputs a thread), GQA 4, two key tiles; an odd head size (K read
+        // element by element), v wider than q, a partial row tile, causal.
         case(128, 128, 20, 8, 100, 2, 1, DType::F16, Full),
         case(5, 7, 18, 2, 33, 1, 1, DType::F32, Causal),
         // Three key tiles of WebGPU's query tiles (64 keys), the last partial, f32 K/V.

@@ -55,8 +55,9 @@ pub(super) enum Kernel {
     /// (k as `a`, q as `b`, v at binding 4, the mask at binding 5), in the variant the
     /// adapter's features allow.
     Attention(AttShader),
-    /// Fused attention tiled over queries: a workgroup per 16 query rows of a head, each K/V
-    /// tile read once for all of them (same operands as `Attention`; for prompts).
+    /// Fused attention tiled over queries: a workgroup per 16 rows of the heads sharing a KV
+    /// head, each K/V tile read once for all of them (same operands as `Attention`; prompts,
+    /// and grouped-query decode steps on a software adapter).
     AttentionTiled,
     /// The merge of an attention whose keys were split ([`KvSplit`]): the splits' partial
     /// results (`a`, a scratch buffer) into the output, one invocation per element.
@@ -192,9 +193,9 @@ pub struct WebGpuOptions {
     /// attention`); MiniLM at 128 tokens on SwiftShader and on Firefox's lavapipe took about
     /// half the time of a workgroup per row (README).
     pub attention: bool,
-    /// Lets a fused attention of several query rows a head run tiled over queries
-    /// (attention_tiled.wgsl: each K/V row read serves 16 query rows; default on). Off, every
-    /// attention takes the row kernel (tests cover both).
+    /// Lets a fused attention with several rows a KV head (its heads' query rows) run tiled
+    /// over them (attention_tiled.wgsl: each K/V row read serves 16 rows; default on). Off,
+    /// every attention takes the row kernel (tests cover both).
     pub query_tiles: bool,
     /// Lets kernels with a `shader-f16` variant use it where the adapter has the feature
     /// (default on; today the fused attention over an f16 cache).
