@@ -118,6 +118,18 @@ pub fn simd_level() -> &'static str {
     }
 }
 
+/// How the quantized matmuls sum 8-bit dots on this engine (see
+/// [`kernels::narrow_dots_faster`]).
+pub fn int8_dots() -> &'static str {
+    if !cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
+        "16-bit dots (no relaxed SIMD)"
+    } else if kernels::narrow_dots_faster() {
+        "relaxed 8-bit dots, small weights' summed in 16-bit lanes (the engine's 32-bit dot is three x86 instructions)"
+    } else {
+        "relaxed 8-bit dots in 32-bit lanes (one instruction on this engine)"
+    }
+}
+
 impl Device for CpuDevice {
     fn name(&self) -> &str {
         "CPU"
@@ -160,6 +172,7 @@ impl Device for CpuDevice {
             ("threads".into(), self.threads().to_string()),
             ("build".into(), threads::build_name().into()),
             ("note".into(), threads::note()),
+            ("int8_dots".into(), int8_dots().into()),
         ]
     }
     fn buffer_type(&self) -> Rc<dyn BufferType> {

@@ -25,6 +25,7 @@ pub(crate) mod quant;
 pub mod reference;
 mod rows;
 mod simd;
+pub use simd::narrow_dots_faster;
 
 use super::pool::Par;
 use super::view::TensorView;

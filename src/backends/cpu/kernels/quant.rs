@@ -8,8 +8,8 @@ use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
     act_slice_at, dot_i8x32, dot_q4x32, encode_act, encode_act_plain, encode_slices, f16_at,
-    put_slice_row, slot, store_lanes, ActSlice, Dot16, F32x4, I32x4, I8x16, I8x32, U8x16,
-    ACT_OFFSET, PAIRED, SLICE_BYTES,
+    narrow_dots_faster, put_slice_row, slot, store_lanes, ActSlice, Dot16, F32x4, I32x4, I8x16,
+    I8x32, U8x16, ACT_OFFSET, PAIRED, SLICE_BYTES,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -936,7 +936,7 @@ impl PanelKind {
 /// Groups `gs` in `p`, their values at `w`; activation rows `j0 .. j0 + C` in `xq`, encoded
 /// as [`Int8Panels::encoding`] says; dst rows `j0 .. j0 + C` hold `p.m` f32.
 #[inline(always)]
-unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
+unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
@@ -945,7 +945,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
     j0: usize,
 ) {
     if kind_d_per_row(K) != 0 {
-        return unsafe { ktile::<K, G, C>(out, p, xq, gs, w, j0) };
+        return unsafe { ktile::<K, G, C, N>(out, p, xq, gs, w, j0) };
     }
     let (k, nb) = (p.k, p.k / QK);
     let (sums, scales) = (p.sums, p.scales);
@@ -975,6 +975,22 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                     )
                 }
                 // Q5_0's values as bytes (0..=31, the 7-bit operand).
+                KIND_Q5_BYTES if N => {
+                    // Narrow dots: each half's 4 dots of values up to 31 (`Dot16`'s bound)
+                    // in 16-bit lanes.
+                    let load = |w| U8x16::load(w);
+                    let dot = |w, xs: ActSlice, a| xs.dot4_u16(w, a);
+                    let zero = [[Dot16::zero(); C]; G];
+                    let lo = int8_slices(zero, w, x, 0..QK / 8, load, dot);
+                    let hi = int8_slices(zero, w, x, QK / 8..QK / 4, load, dot);
+                    let mut acc = start(kind_bias(K));
+                    for g in 0..G {
+                        for c in 0..C {
+                            acc[g][c] = hi[g][c].widen(lo[g][c].widen(acc[g][c]));
+                        }
+                    }
+                    acc
+                }
                 KIND_Q5_BYTES => int8_slices(
                     start(kind_bias(K)),
                     w,
@@ -991,9 +1007,14 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                     // The GEMM (C > 1) reads Q5_0 as bytes (KIND_Q5_BYTES).
                     debug_assert!(!q5 || C == 1);
                     let mut acc = start(kind_bias(K));
-                    // A lone activation row's low and high halves in 16-bit lanes (4 dots
-                    // each, of values up to 31: `Dot16`'s bound), widened once a block.
-                    let mut d16 = [[Dot16::zero(); 2]; G];
+                    // With narrow dots (`N`), partial sums in 16-bit lanes (`Dot16`),
+                    // widened once a block: a lone activation row's low and high halves
+                    // apart (chains of 4 dots, and 4 is `Dot16`'s bound for Q5_0's values up
+                    // to 31); in a tile of rows (Q4_0 only) the block's 8 dots of values up
+                    // to 15 in one. Else a lone row's halves in two 32-bit chains.
+                    let mut d16 = [[[Dot16::zero(); 2]; C]; G];
+                    let (dl, dh) = if C == 1 { (0, 1) } else { (0, 0) };
+                    let mut acc_hi = [I32x4::splat(0); G];
                     // Q5_0's fifth bits (see `Int8Panels`).
                     let plane: Option<[U8x16; G]> =
                         q5.then(|| std::array::from_fn(|g| U8x16::load(w[g].add(GROUP_BLOCK_Q4))));
@@ -1012,19 +1033,29 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize>(
                             let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
                             let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
                             for g in 0..G {
-                                if C == 1 {
-                                    d16[g][0] = xl.dot4_u16(lo[g], d16[g][0]);
-                                    d16[g][1] = xh.dot4_u16(hi[g], d16[g][1]);
-                                } else {
+                                if N {
+                                    let d = &mut d16[g][c];
+                                    d[dl] = xl.dot4_u16(lo[g], d[dl]);
+                                    d[dh] = xh.dot4_u16(hi[g], d[dh]);
+                                } else if C == 1 {
                                     acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
-                                    acc[g][c] = xh.dot4_u(hi[g], acc[g][c]);
+                                    acc_hi[g] = xh.dot4_u(hi[g], acc_hi[g]);
+                                } else {
+                                    acc[g][c] = xh.dot4_u(hi[g], xl.dot4_u(lo[g], acc[g][c]));
                                 }
                             }
                         }
                     }
-                    if C == 1 {
-                        for g in 0..G {
-                            acc[g][0] = d16[g][1].widen(d16[g][0].widen(acc[g][0]));
+                    for g in 0..G {
+                        for c in 0..C {
+                            if N {
+                                acc[g][c] = d16[g][c][0].widen(acc[g][c]);
+                            }
+                            if N && C == 1 {
+                                acc[g][c] = d16[g][c][1].widen(acc[g][c]);
+                            } else if C == 1 {
+                                acc[g][c] = acc[g][c] + acc_hi[g];
+                            }
                         }
                     }
                     acc
@@ -1073,7 +1104,7 @@ unsafe fn store_tile<const G: usize, const C: usize>(
 /// # Safety
 /// As for [`int8_tile`], the activations encoded with the sums of the blocks' halves.
 #[inline(always)]
-unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
+unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
@@ -1109,7 +1140,8 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
             } else {
                 // Q4_K's nibbles, or Q6_K's with their two planes of higher bits.
                 let (mut lo, mut hi) = (start(0), start(1));
-                let mut d16 = [[Dot16::zero(); 2]; G];
+                let mut d16 = [[[Dot16::zero(); 2]; C]; G];
+                let (dl, dh) = if C == 1 { (0, 1) } else { (0, 0) };
                 let planes: Option<[[U8x16; 2]; G]> = (!q4k).then(|| {
                     std::array::from_fn(|g| {
                         [0, 16].map(|o| U8x16::load(w[g].add(GROUP_BLOCK_Q4 + o)))
@@ -1128,14 +1160,15 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
                         let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
                         for g in 0..G {
                             // Q4_K's halves share a scale: one accumulator an output in the
-                            // GEMM's tiles (half the registers); in the matrix-vector
-                            // product two in 16-bit lanes (4 dots of values up to 15 each).
-                            if q4k && C == 1 {
-                                d16[g][0] = xl.dot4_u16(vals[g].0, d16[g][0]);
-                                d16[g][1] = xh.dot4_u16(vals[g].1, d16[g][1]);
-                            } else if q4k {
-                                lo[g][c] = xl.dot4_u(vals[g].0, lo[g][c]);
-                                lo[g][c] = xh.dot4_u(vals[g].1, lo[g][c]);
+                            // GEMM's tiles (half the registers), two in the matrix-vector
+                            // product (independent chains); with narrow dots (`N`) in 16-bit
+                            // lanes (the block's 8 dots of values up to 15, or 4 a half).
+                            if q4k && N {
+                                let d = &mut d16[g][c];
+                                d[dl] = xl.dot4_u16(vals[g].0, d[dl]);
+                                d[dh] = xh.dot4_u16(vals[g].1, d[dh]);
+                            } else if q4k && C > 1 {
+                                lo[g][c] = xh.dot4_u(vals[g].1, xl.dot4_u(vals[g].0, lo[g][c]));
                             } else {
                                 lo[g][c] = xl.dot4_u(vals[g].0, lo[g][c]);
                                 hi[g][c] = xh.dot4_u(vals[g].1, hi[g][c]);
@@ -1143,10 +1176,14 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize>(
                         }
                     }
                 }
-                if q4k && C == 1 {
+                if q4k && N {
                     for g in 0..G {
-                        lo[g][0] = d16[g][0].widen(lo[g][0]);
-                        hi[g][0] = d16[g][1].widen(hi[g][0]);
+                        for c in 0..C {
+                            lo[g][c] = d16[g][c][0].widen(lo[g][c]);
+                            if C == 1 {
+                                hi[g][c] = d16[g][c][1].widen(hi[g][c]);
+                            }
+                        }
                     }
                 }
                 (lo, hi)
@@ -1309,14 +1346,14 @@ unsafe fn nibble_values(base: *const u8, r: usize, high: High) -> [u8; QK] {
 /// # Safety
 /// Each `w[g]` holds a block's slices; each `x[c]` an activation block's.
 #[inline(always)]
-unsafe fn int8_slices<W: Copy, const G: usize, const C: usize>(
-    mut acc: [[I32x4; C]; G],
+unsafe fn int8_slices<W: Copy, A: Copy, const G: usize, const C: usize>(
+    mut acc: [[A; C]; G],
     w: [*const u8; G],
     x: [*const u8; C],
     slices: Range<usize>,
     load: impl Fn(*const u8) -> W,
-    dot: impl Fn(W, ActSlice, I32x4) -> I32x4,
-) -> [[I32x4; C]; G] {
+    dot: impl Fn(W, ActSlice, A) -> A,
+) -> [[A; C]; G] {
     for s in slices {
         let ws: [W; G] = std::array::from_fn(|g| load(unsafe { w[g].add(s * 16) }));
         for c in 0..C {
@@ -1334,7 +1371,7 @@ unsafe fn int8_slices<W: Copy, const G: usize, const C: usize>(
 /// # Safety
 /// As for [`int8_tile`].
 #[inline(always)]
-unsafe fn int8_tiles<const K: u8, const G: usize>(
+unsafe fn int8_tiles<const K: u8, const G: usize, const N: bool>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
@@ -1345,10 +1382,10 @@ unsafe fn int8_tiles<const K: u8, const G: usize>(
 ) {
     unsafe {
         match cols {
-            4 => int8_tile::<K, G, 4>(out, p, xq, gs, w, j0),
-            3 => int8_tile::<K, G, 3>(out, p, xq, gs, w, j0),
-            2 => int8_tile::<K, G, 2>(out, p, xq, gs, w, j0),
-            _ => int8_tile::<K, G, 1>(out, p, xq, gs, w, j0),
+            4 => int8_tile::<K, G, 4, N>(out, p, xq, gs, w, j0),
+            3 => int8_tile::<K, G, 3, N>(out, p, xq, gs, w, j0),
+            2 => int8_tile::<K, G, 2, N>(out, p, xq, gs, w, j0),
+            _ => int8_tile::<K, G, 1, N>(out, p, xq, gs, w, j0),
         }
     }
 }
@@ -1439,6 +1476,7 @@ fn int8_gemm(
     xq: &QuantRows,
     n: usize,
     ep: Option<&Epilogue>,
+    narrow: bool,
 ) {
     let groups = p.m.div_ceil(GROUP);
     let min_groups = super::gemm::MIN_PAR_MACS.div_ceil((n * p.k * GROUP).max(1));
@@ -1451,7 +1489,7 @@ fn int8_gemm(
             for g in (r.start..r.end).step_by(run.max(1)) {
                 let (groups, cols) = (g..r.end.min(g + run), jc..n.min(jc + COL_BLOCK));
                 // In range: groups and activation rows as checked by the callers.
-                unsafe { int8_block(out, p, xq, groups.clone(), cols.clone(), &mut bytes) };
+                unsafe { int8_block(out, p, xq, groups.clone(), cols.clone(), &mut bytes, narrow) };
                 if let Some(ep) = ep {
                     let ms = groups.start * GROUP..p.m.min(groups.end * GROUP);
                     ep.apply_rows(out, ms, cols);
@@ -1530,6 +1568,10 @@ const fn block_bytes(k: u8) -> usize {
 /// Liftoff code through a whole prompt (measured: the int8 GEMMs 1.15–1.4× at 2 threads,
 /// 1.7× with `--no-liftoff`).
 ///
+/// `narrow`: small weights' dots (Q4_0's, Q5_0's and Q4_K's) summed in 16-bit lanes
+/// ([`Dot16`]) before widening, where this engine's 32-bit dot is slower
+/// ([`narrow_dots_faster`]). The integer sums are exact either way: the same results.
+///
 /// # Safety
 /// As for [`int8_tile`], for every group of `groups` and row of `cols`.
 #[inline(always)]
@@ -1540,19 +1582,38 @@ unsafe fn int8_block(
     groups: Range<usize>,
     cols: Range<usize>,
     bytes: &mut Vec<u8>,
+    narrow: bool,
 ) {
     unsafe {
+        // Narrow dots only where they apply: small weights' dots (Q4_0, Q5_0, Q4_K).
+        let (j, n) = (cols.start, narrow);
         match (p.kind, cols.len() == 1) {
-            (PanelKind::Q8, true) => int8_gemv::<KIND_Q8>(out, p, xq, groups, cols.start),
-            (PanelKind::Q5, true) => int8_gemv::<KIND_Q5>(out, p, xq, groups, cols.start),
-            (PanelKind::Q4, true) => int8_gemv::<KIND_Q4>(out, p, xq, groups, cols.start),
-            (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K>(out, p, xq, groups, cols.start),
-            (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K>(out, p, xq, groups, cols.start),
-            (PanelKind::Q8, false) => int8_tiled::<KIND_Q8>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q5, false) => int8_tiled::<KIND_Q5>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q4, false) => int8_tiled::<KIND_Q4>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q8, true) => int8_gemv::<KIND_Q8, false>(out, p, xq, groups, j),
+            (PanelKind::Q5, true) if n => int8_gemv::<KIND_Q5, true>(out, p, xq, groups, j),
+            (PanelKind::Q5, true) => int8_gemv::<KIND_Q5, false>(out, p, xq, groups, j),
+            (PanelKind::Q4, true) if n => int8_gemv::<KIND_Q4, true>(out, p, xq, groups, j),
+            (PanelKind::Q4, true) => int8_gemv::<KIND_Q4, false>(out, p, xq, groups, j),
+            (PanelKind::Q4K, true) if n => int8_gemv::<KIND_Q4K, true>(out, p, xq, groups, j),
+            (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K, false>(out, p, xq, groups, j),
+            (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, false>(out, p, xq, groups, j),
+            (PanelKind::Q8, false) => int8_tiled::<KIND_Q8, false>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q5, false) if n => {
+                int8_tiled::<KIND_Q5, true>(out, p, xq, groups, cols, bytes)
+            }
+            (PanelKind::Q5, false) => int8_tiled::<KIND_Q5, false>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q4, false) if n => {
+                int8_tiled::<KIND_Q4, true>(out, p, xq, groups, cols, bytes)
+            }
+            (PanelKind::Q4, false) => int8_tiled::<KIND_Q4, false>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q4K, false) if n => {
+                int8_tiled::<KIND_Q4K, true>(out, p, xq, groups, cols, bytes)
+            }
+            (PanelKind::Q4K, false) => {
+                int8_tiled::<KIND_Q4K, false>(out, p, xq, groups, cols, bytes)
+            }
+            (PanelKind::Q6K, false) => {
+                int8_tiled::<KIND_Q6K, false>(out, p, xq, groups, cols, bytes)
+            }
         }
     }
 }
@@ -1567,7 +1628,7 @@ unsafe fn int8_block(
 /// # Safety
 /// As for [`int8_block`].
 #[inline(never)]
-unsafe fn int8_gemv<const K: u8>(
+unsafe fn int8_gemv<const K: u8, const N: bool>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
@@ -1577,10 +1638,10 @@ unsafe fn int8_gemv<const K: u8>(
     let (g0, q) = (groups.start, groups.len() / 4);
     for t in g0..g0 + q {
         let gs = [t, t + q, t + 2 * q, t + 3 * q];
-        unsafe { int8_tile::<K, 4, 1>(out, p, xq, gs, gs.map(|g| p.group_values(g)), j) };
+        unsafe { int8_tile::<K, 4, 1, N>(out, p, xq, gs, gs.map(|g| p.group_values(g)), j) };
     }
     for g in g0 + 4 * q..groups.end {
-        unsafe { int8_tile::<K, 1, 1>(out, p, xq, [g], [p.group_values(g)], j) };
+        unsafe { int8_tile::<K, 1, 1, N>(out, p, xq, [g], [p.group_values(g)], j) };
     }
 }
 
@@ -1592,7 +1653,7 @@ unsafe fn int8_gemv<const K: u8>(
 /// # Safety
 /// As for [`int8_block`].
 #[inline(never)]
-unsafe fn int8_tiled<const K: u8>(
+unsafe fn int8_tiled<const K: u8, const N: bool>(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
@@ -1627,20 +1688,20 @@ unsafe fn int8_tiled<const K: u8>(
             unsafe {
                 if K == KIND_Q5 {
                     if pair {
-                        int8_tiles::<KIND_Q5_BYTES, 2>(out, p, xq, [g, g + 1], w, j, c);
+                        int8_tiles::<KIND_Q5_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
                     } else {
-                        int8_tiles::<KIND_Q5_BYTES, 1>(out, p, xq, [g], [w[0]], j, c);
+                        int8_tiles::<KIND_Q5_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
                     }
                 } else if K == KIND_Q6K {
                     if pair {
-                        int8_tiles::<KIND_Q6K_BYTES, 2>(out, p, xq, [g, g + 1], w, j, c);
+                        int8_tiles::<KIND_Q6K_BYTES, 2, false>(out, p, xq, [g, g + 1], w, j, c);
                     } else {
-                        int8_tiles::<KIND_Q6K_BYTES, 1>(out, p, xq, [g], [w[0]], j, c);
+                        int8_tiles::<KIND_Q6K_BYTES, 1, false>(out, p, xq, [g], [w[0]], j, c);
                     }
                 } else if pair {
-                    int8_tiles::<K, 2>(out, p, xq, [g, g + 1], w, j, c);
+                    int8_tiles::<K, 2, N>(out, p, xq, [g, g + 1], w, j, c);
                 } else {
-                    int8_tiles::<K, 1>(out, p, xq, [g], [w[0]], j, c);
+                    int8_tiles::<K, 1, N>(out, p, xq, [g], [w[0]], j, c);
                 }
             }
         }
@@ -1657,6 +1718,19 @@ pub fn matmul_int8_panels(
     b: &TensorView,
     p: &Int8Panels,
     ep: Option<&Epilogue>,
+) -> bool {
+    matmul_int8_panels_dots(par, dst, a, b, p, ep, narrow_dots_faster())
+}
+
+/// [`matmul_int8_panels`] with narrow dots or not (see [`int8_block`]; the same results).
+fn matmul_int8_panels_dots(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    p: &Int8Panels,
+    ep: Option<&Epilogue>,
+    narrow: bool,
 ) -> bool {
     if !p.fits(a)
         || a.ne[2] != 1
@@ -1676,7 +1750,7 @@ pub fn matmul_int8_panels(
     let count = b.ne[1] * dst.ne[2] * dst.ne[3];
     let mut xq = QuantRows::default();
     quantize_rows(par, b, rows, count, p.k, &mut xq, p.encoding());
-    int8_gemm(par, &DstRows { v: dst, rows }, p, &xq, count, ep);
+    int8_gemm(par, &DstRows { v: dst, rows }, p, &xq, count, ep, narrow);
     true
 }
 
@@ -1709,7 +1783,15 @@ fn matmul_int8(
                 first: i2 + dst.ne[2] * i3,
             };
             quantize_rows(par, b, rows, n, k, &mut xq, p.encoding());
-            int8_gemm(par, &DstRows { v: dst, rows }, &p, &xq, n, ep);
+            int8_gemm(
+                par,
+                &DstRows { v: dst, rows },
+                &p,
+                &xq,
+                n,
+                ep,
+                narrow_dots_faster(),
+            );
             packed = Some((ab, p));
         }
     }
@@ -1748,20 +1830,37 @@ mod tests {
         ] {
             // The K-quants' rows are whole super-blocks of 256 values.
             let kk = dtype.block_size() / QK;
-            for (m, n, k) in [
-                (37, 1, 96 * kk),
-                (5, 1, 32 * kk),
-                (18, 3, 64 * kk),
-                (37, 6, 160 * kk),
-                (9, 70, 64 * kk),
+            // `extreme`: every block's largest values (4-bit 15, 5-bit 31: each block's first
+            // value -1, the rest 15/16) against activations of ±1 (8-bit ±127), so the integer
+            // sums reach the bounds the 16-bit partial sums (`Dot16`) rely on.
+            for (m, n, k, extreme) in [
+                (37, 1, 96 * kk, false),
+                (5, 1, 32 * kk, false),
+                (18, 3, 64 * kk, false),
+                (37, 6, 160 * kk, false),
+                (9, 70, 64 * kk, false),
+                (13, 1, 64 * kk, true),
+                (9, 8, 64 * kk, true),
             ] {
                 let rb = dtype.row_bytes(k).unwrap();
-                let wf: Vec<f32> = (0..m * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
+                let wf: Vec<f32> = (0..m * k)
+                    .map(|i| match (extreme, i % QK) {
+                        (false, _) => rng.uniform(-1.0, 1.0),
+                        (true, 0) => -1.0,
+                        (true, _) => 0.9375,
+                    })
+                    .collect();
                 let mut w = vec![0u8; m * rb];
                 for (src, dst) in wf.chunks(k).zip(w.chunks_mut(rb)) {
                     row_from_f32(dtype, src, dst).unwrap();
                 }
-                let x: Vec<f32> = (0..n * k).map(|_| rng.uniform(-1.0, 1.0)).collect();
+                let x: Vec<f32> = (0..n * k)
+                    .map(|i| match extreme {
+                        false => rng.uniform(-1.0, 1.0),
+                        true if i / k % 2 == 0 => 1.0,
+                        true => -1.0,
+                    })
+                    .collect();
                 let mut xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
                 let mut wb = w.clone();
                 let wv = view(&mut wb, dtype, [k, m, 1, 1]);
@@ -1776,12 +1875,24 @@ mod tests {
                     row_to_f32(dtype, &w[i * rb..(i + 1) * rb], &mut want);
                     assert_eq!(row, want, "{dtype:?} row {i}");
                 }
-                let mut outs = [vec![0u8; m * n * 4], vec![0u8; m * n * 4]];
-                for (o, par) in outs.iter_mut().zip([Par::SERIAL, pool.par().eager()]) {
+                // 1 and 2 threads, and narrow dots or not (see `int8_block`).
+                let runs = [
+                    (Par::SERIAL, false),
+                    (pool.par().eager(), false),
+                    (Par::SERIAL, true),
+                ];
+                let mut outs = runs.map(|_| vec![0u8; m * n * 4]);
+                for (o, (par, narrow)) in outs.iter_mut().zip(runs) {
                     let ov = view(o, DType::F32, [m, n, 1, 1]);
-                    assert!(matmul_int8_panels(par, &ov, &wv, &xv, &p, None));
+                    assert!(matmul_int8_panels_dots(
+                        par, &ov, &wv, &xv, &p, None, narrow
+                    ));
                 }
                 assert_eq!(outs[0], outs[1], "{dtype:?} {m}x{n}x{k}: 1 vs 2 threads");
+                assert_eq!(
+                    outs[0], outs[2],
+                    "{dtype:?} {m}x{n}x{k}: narrow dots differ"
+                );
                 let (mut err, mut sig) = (0f64, 0f64);
                 for j in 0..n {
                     for i in 0..m {
