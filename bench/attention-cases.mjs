@@ -3,12 +3,7 @@
 // K/V caches stored on the device once, a causal mask), medians of 7 runs after a warm-up,
 // at each thread count of `threads`. Shared by bench/attention.mjs (Node) and
 // bench/index.html?suite=attention (a browser, where the threaded builds run 2 threads).
-export const CASES = [];
-for (const [d, heads, kvHeads] of [[32, 12, 12], [128, 32, 8]]) {
-  for (const [nQ, nKvs] of [[1, [128, 1024, 2048, 4096]], [4, [1024]], [32, [128, 1024]], [128, [128, 1024]], [512, [512]]]) {
-    for (const nKv of nKvs) CASES.push({ d, heads, kvHeads, nQ, nKv, name: `${heads}x${d} / ${kvHeads}, ${nQ} x ${nKv}` });
-  }
-}
+// The cases come from the package (`attentionCases()`: the list the native bench runs).
 
 /** Logs a table row per case and thread count; returns the rows. */
 export async function runAttention({ webtensor, log = console.log, only, threads = [1], label = '' }) {
@@ -16,7 +11,7 @@ export async function runAttention({ webtensor, log = console.log, only, threads
   log('| case (heads×d / kv heads, queries × keys) | threads | unfused ms | fused ms | speed-up |');
   log('|---|---|---|---|---|');
   const rows = [];
-  for (const c of CASES) {
+  for (const c of webtensor.attentionCases()) {
     if (only && !only.test(c.name)) continue;
     for (const t of threads) {
       const run = (fused) => webtensor.attentionBench(c.heads, c.d, c.kvHeads, c.nQ, c.nKv, fused, t);

@@ -51,26 +51,7 @@ fn main() {
     }
 
     let filter = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let mut cases = Vec::new();
-    for (d, heads, kv_heads) in [(32, 12, 12), (128, 32, 8)] {
-        for (n_q, n_kvs) in [
-            (1, &[128, 1024, 2048, 4096][..]),
-            (4, &[1024][..]),
-            (32, &[128, 1024][..]),
-            (128, &[128, 1024][..]),
-            (512, &[512][..]),
-        ] {
-            for &n_kv in n_kvs {
-                cases.push(AttentionCase {
-                    d,
-                    heads,
-                    kv_heads,
-                    n_q,
-                    n_kv,
-                });
-            }
-        }
-    }
+    let cases = AttentionCase::all();
     let mut runtimes: Vec<(String, Runtime)> = Vec::new();
     for threads in [1, 2] {
         match cpu_runtime(threads) {

@@ -52,28 +52,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // (name, CPU threads of a CPU-only runtime, or the device choice and cost model).
     type Make = Result<usize, (DeviceChoice, bool)>;
     let only = std::env::var("BENCH_CHOICES").unwrap_or_default();
-    let all: Vec<(&str, Make)> = vec![
-        ("cpu 1 thread", Ok(1)),
-        ("cpu 2 threads", Ok(2)),
-        ("webgpu", Err((DeviceChoice::WebGpu, false))),
-        ("auto", Err((DeviceChoice::Auto, true))),
+    // (name, run by default, how to make it); the others are run when named.
+    let all: Vec<(&str, bool, Make)> = vec![
+        ("cpu 1 thread", true, Ok(1)),
+        ("cpu 2 threads", true, Ok(2)),
+        ("webgpu", true, Err((DeviceChoice::WebGpu, false))),
+        ("auto", true, Err((DeviceChoice::Auto, true))),
         // WebGPU with the matmul kernel selection before the small-batch kernel.
-        ("webgpu-base", Err((DeviceChoice::WebGpu, false))),
+        ("webgpu-base", false, Err((DeviceChoice::WebGpu, false))),
         // WebGPU without fusing node chains into one dispatch.
-        ("webgpu-unfused", Err((DeviceChoice::WebGpu, false))),
+        ("webgpu-unfused", false, Err((DeviceChoice::WebGpu, false))),
         // WebGPU's fused attention with a workgroup per query row (no query tiles).
-        ("webgpu-att-rows", Err((DeviceChoice::WebGpu, false))),
+        ("webgpu-att-rows", false, Err((DeviceChoice::WebGpu, false))),
         // WebGPU without the fused attention (the unfused matmuls and softmax).
-        ("webgpu-att-off", Err((DeviceChoice::WebGpu, false))),
+        ("webgpu-att-off", false, Err((DeviceChoice::WebGpu, false))),
     ];
-    let all_names: Vec<&str> = all.iter().map(|(name, _)| *name).collect();
+    let all_names: Vec<&str> = all.iter().map(|(name, _, _)| *name).collect();
     let choices: Vec<(&str, Make)> = all
         .into_iter()
-        .filter(|(name, _)| match only.as_str() {
-            "" => !matches!(
-                *name,
-                "webgpu-base" | "webgpu-unfused" | "webgpu-att-rows" | "webgpu-att-off"
-            ),
+        .filter(|(name, default, _)| match only.as_str() {
+            "" => *default,
             // A word that is a choice's whole name picks that one alone ("webgpu" then is
             // not also "webgpu-base"); any other word, every choice whose name has it.
             only => only.split(',').map(str::trim).any(|w| {
@@ -84,6 +82,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }),
         })
+        .map(|(name, _, make)| (name, make))
         .collect();
     let runtime = |name: &str, make: &Make| -> webtensor::Result<Runtime> {
         match *make {

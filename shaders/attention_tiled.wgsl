@@ -66,14 +66,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         mo[t] = p.e.y + (i % p.m_ne.y) * p.m_nb.y + (h % p.m_ne.z) * p.m_nb.z
             + (bn % p.m_ne.w) * p.m_nb.w;
     }
+    workgroupBarrier();
     for (var e = t; e < ATT_TQ * dk4; e += ATT_WG) {
         let qr = e / dk4;
         let c4 = (e % dk4) * 4u;
-        let r = r_first + qr;
         var qv = vec4<f32>(0.0);
-        if (r < rows) {
-            let base = p.offs.z + (r / group) * p.b_nb.y + (kh * group + r % group) * p.b_nb.z
-                + bn * p.b_nb.w;
+        if (r_first + qr < rows) {
+            let base = p.offs.z + rq[qr].x * p.b_nb.y + rq[qr].y * p.b_nb.z + bn * p.b_nb.w;
             for (var c = 0u; c < 4u; c++) {
                 if (c4 + c < dk) {
                     qv[c] = b_at(base + (c4 + c) * p.b_nb.x);

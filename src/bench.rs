@@ -192,6 +192,33 @@ pub struct AttentionCase {
 }
 
 impl AttentionCase {
+    /// The benchmark's cases (`benches/attention.rs`, and in wasm bench/attention-cases.mjs
+    /// through `attentionCases`): MiniLM's heads (12 × 32) and a 7B-class GQA shape (32 × 128
+    /// on 8 KV heads), a decode step over 128 to 4096 keys and prompts of 4 to 512 rows.
+    pub fn all() -> Vec<AttentionCase> {
+        let mut cases = Vec::new();
+        for (d, heads, kv_heads) in [(32, 12, 12), (128, 32, 8)] {
+            for (n_q, n_kvs) in [
+                (1, &[128, 1024, 2048, 4096][..]),
+                (4, &[1024][..]),
+                (32, &[128, 1024][..]),
+                (128, &[128, 1024][..]),
+                (512, &[512][..]),
+            ] {
+                for &n_kv in n_kvs {
+                    cases.push(AttentionCase {
+                        d,
+                        heads,
+                        kv_heads,
+                        n_q,
+                        n_kv,
+                    });
+                }
+            }
+        }
+        cases
+    }
+
     /// `heads×d / kv_heads, n_q x n_kv`.
     pub fn name(&self) -> String {
         format!(

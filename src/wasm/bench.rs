@@ -78,6 +78,29 @@ pub fn simd_peak_probe(iters: u32) -> f64 {
     flops
 }
 
+/// The attention benchmark's cases (`crate::bench::AttentionCase::all`), for
+/// bench/attention-cases.mjs: `{ d, heads, kvHeads, nQ, nKv, name }` each.
+#[wasm_bindgen(js_name = attentionCases)]
+pub fn attention_cases() -> Result<js_sys::Array, JsError> {
+    let set = |o: &js_sys::Object, k: &str, v: JsValue| {
+        js_sys::Reflect::set(o, &k.into(), &v)
+            .map(|_| ())
+            .map_err(|_| JsError::new("cannot build the attention cases"))
+    };
+    let out = js_sys::Array::new();
+    for c in crate::bench::AttentionCase::all() {
+        let o = js_sys::Object::new();
+        set(&o, "d", c.d.into())?;
+        set(&o, "heads", c.heads.into())?;
+        set(&o, "kvHeads", c.kv_heads.into())?;
+        set(&o, "nQ", c.n_q.into())?;
+        set(&o, "nKv", c.n_kv.into())?;
+        set(&o, "name", c.name().into())?;
+        out.push(&o);
+    }
+    Ok(out)
+}
+
 /// Median ms of the attention case (the decoder's layout: `crate::bench::AttentionCase`) on
 /// the CPU device at `threads` threads (default: the pool's size), fused (the `attention`
 /// op) or as the unfused nodes it replaces: bench/attention.mjs times both in one process.

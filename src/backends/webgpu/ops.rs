@@ -961,7 +961,6 @@ fn plan_attention(
         m_nb,
         ..Params::default()
     };
-    params.u[1] = to_u32(rows, "row count")?;
     params.e[2] = u32::from(srcs.len() > 3);
     params.f[0] = scale;
     let (n_kv, d_v) = (k.ne[1], v.ne[0]);
@@ -1010,11 +1009,13 @@ fn plan_attention(
         && q.ne[0] <= ATT_TD
         && d_v <= ATT_TD
         && ctx.limits.max_compute_workgroup_storage_size as usize >= ATT_TILED_BYTES;
+    // u.y: the tiled kernel's workgroup count, the row kernel's row count.
     let (kernel, items) = if tiled {
         let items = kv_rows.div_ceil(ATT_TQ) * k.ne[2] * q.ne[3];
         params.u[1] = to_u32(items, "workgroup count")?;
         (Kernel::AttentionTiled, items)
     } else {
+        params.u[1] = to_u32(rows, "row count")?;
         (
             Kernel::Attention(att_shader(ctx, opts, k.dtype)),
             rows.saturating_mul(splits),
