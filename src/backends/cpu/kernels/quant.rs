@@ -1000,62 +1000,20 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     |w, xs, a| xs.dot4_u(w, a),
                 ),
                 _ => {
-                    // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand): low and high
-                    // nibbles in two accumulators for a lone activation row (the
-                    // matrix-vector case), so that each is a chain of 4 dependent dots.
-                    let q5 = K == KIND_Q5;
-                    // The GEMM (C > 1) reads Q5_0 as bytes (KIND_Q5_BYTES).
-                    debug_assert!(!q5 || C == 1);
-                    let mut acc = start(kind_bias(K));
-                    // With narrow dots (`N`), partial sums in 16-bit lanes (`Dot16`),
-                    // widened once a block: a lone activation row's low and high halves
-                    // apart (chains of 4 dots, and 4 is `Dot16`'s bound for Q5_0's values up
-                    // to 31); in a tile of rows (Q4_0 only) the block's 8 dots of values up
-                    // to 15 in one. Else a lone row's halves in two 32-bit chains.
-                    let mut d16 = [[[Dot16::zero(); 2]; C]; G];
-                    let (dl, dh) = if C == 1 { (0, 1) } else { (0, 0) };
-                    let mut acc_hi = [I32x4::splat(0); G];
+                    // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand); the GEMM
+                    // (C > 1) reads Q5_0 as bytes (KIND_Q5_BYTES).
+                    debug_assert!(K != KIND_Q5 || C == 1);
                     // Q5_0's fifth bits (see `Int8Panels`).
-                    let plane: Option<[U8x16; G]> =
-                        q5.then(|| std::array::from_fn(|g| U8x16::load(w[g].add(GROUP_BLOCK_Q4))));
-                    for v in 0..4 {
-                        let raw: [U8x16; G] =
-                            std::array::from_fn(|g| U8x16::load(w[g].add(v * 16)));
-                        let mut lo: [U8x16; G] = raw.map(|r| r.bits(0, 0x0f));
-                        let mut hi: [U8x16; G] = raw.map(|r| r.bits(4, 0x0f));
-                        if let Some(plane) = plane {
-                            for g in 0..G {
-                                (lo[g], hi[g]) =
-                                    nibble_halves(raw[g], High::Fifth, [plane[g]; 2], v);
-                            }
-                        }
-                        for c in 0..C {
-                            let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
-                            let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
-                            for g in 0..G {
-                                if N {
-                                    let d = &mut d16[g][c];
-                                    d[dl] = xl.dot4_u16(lo[g], d[dl]);
-                                    d[dh] = xh.dot4_u16(hi[g], d[dh]);
-                                } else if C == 1 {
-                                    acc[g][c] = xl.dot4_u(lo[g], acc[g][c]);
-                                    acc_hi[g] = xh.dot4_u(hi[g], acc_hi[g]);
-                                } else {
-                                    acc[g][c] = xh.dot4_u(hi[g], xl.dot4_u(lo[g], acc[g][c]));
-                                }
-                            }
-                        }
-                    }
+                    let planes: Option<[[U8x16; 2]; G]> = (K == KIND_Q5).then(|| {
+                        std::array::from_fn(|g| [U8x16::load(w[g].add(GROUP_BLOCK_Q4)); 2])
+                    });
+                    let zero = [[I32x4::splat(0); C]; G];
+                    let start = start(kind_bias(K));
+                    let (mut acc, hi) =
+                        nibble_dots::<G, C, N>(w, x, kind_high(K), planes, false, start, zero);
                     for g in 0..G {
                         for c in 0..C {
-                            if N {
-                                acc[g][c] = d16[g][c][0].widen(acc[g][c]);
-                            }
-                            if N && C == 1 {
-                                acc[g][c] = d16[g][c][1].widen(acc[g][c]);
-                            } else if C == 1 {
-                                acc[g][c] = acc[g][c] + acc_hi[g];
-                            }
+                            acc[g][c] = acc[g][c] + hi[g][c];
                         }
                     }
                     acc
@@ -1093,6 +1051,68 @@ unsafe fn store_tile<const G: usize, const C: usize>(
             unsafe { store_lanes(v[c], o.add(r0), p.m - r0) };
         }
     }
+}
+
+/// The integer dots of one block of nibble panels (Q4_0; Q5_0 and Q6_K with the `high` bits
+/// in `planes`; Q4_K) with activation rows `x`: each output's low-half dots added to `lo`, its
+/// high-half dots to `hi`. Where the halves need not stay apart (`!apart`: one scale for
+/// both) a tile of several rows adds both to `lo` (one accumulator an output: half the
+/// registers); a lone row keeps two chains (independent dots). With narrow dots (`N`;
+/// values up to 31) the dots sum in 16-bit lanes ([`Dot16`]) and widen once: 4 a half,
+/// or a tile's 8 (values up to 15) when together.
+///
+/// # Safety
+/// Each `w[g]` holds a block's nibbles; each `x[c]` an activation block's slices.
+#[inline(always)]
+unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool>(
+    w: [*const u8; G],
+    x: [*const u8; C],
+    high: High,
+    planes: Option<[[U8x16; 2]; G]>,
+    apart: bool,
+    mut lo: [[I32x4; C]; G],
+    mut hi: [[I32x4; C]; G],
+) -> ([[I32x4; C]; G], [[I32x4; C]; G]) {
+    let two = apart || C == 1;
+    let (dl, dh) = if two { (0, 1) } else { (0, 0) };
+    let mut d16 = [[[Dot16::zero(); 2]; C]; G];
+    for v in 0..4 {
+        let vals: [(U8x16, U8x16); G] = std::array::from_fn(|g| {
+            let raw = unsafe { U8x16::load(w[g].add(v * 16)) };
+            match planes {
+                Some(pl) => nibble_halves(raw, high, pl[g], v),
+                None => nibble_halves(raw, High::None, [raw; 2], v),
+            }
+        });
+        for c in 0..C {
+            let xl = unsafe { ActSlice::load(x[c].add(v * SLICE_BYTES)) };
+            let xh = unsafe { ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES)) };
+            for g in 0..G {
+                let (l, h) = vals[g];
+                if N {
+                    let d = &mut d16[g][c];
+                    d[dl] = xl.dot4_u16(l, d[dl]);
+                    d[dh] = xh.dot4_u16(h, d[dh]);
+                } else if two {
+                    lo[g][c] = xl.dot4_u(l, lo[g][c]);
+                    hi[g][c] = xh.dot4_u(h, hi[g][c]);
+                } else {
+                    lo[g][c] = xh.dot4_u(h, xl.dot4_u(l, lo[g][c]));
+                }
+            }
+        }
+    }
+    if N {
+        for g in 0..G {
+            for c in 0..C {
+                lo[g][c] = d16[g][c][0].widen(lo[g][c]);
+                if two {
+                    hi[g][c] = d16[g][c][1].widen(hi[g][c]);
+                }
+            }
+        }
+    }
+    (lo, hi)
 }
 
 /// [`int8_tile`] for the K-quant panels (`K`: Q4_K's or Q6_K's, or Q6_K's values as bytes,
@@ -1138,55 +1158,16 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot),
                 )
             } else {
-                // Q4_K's nibbles, or Q6_K's with their two planes of higher bits.
-                let (mut lo, mut hi) = (start(0), start(1));
-                let mut d16 = [[[Dot16::zero(); 2]; C]; G];
-                let (dl, dh) = if C == 1 { (0, 1) } else { (0, 0) };
+                // Q4_K's nibbles (halves of one scale), or Q6_K's with their two planes of
+                // higher bits (values up to 63: never narrow dots; a scale a half).
+                debug_assert!(q4k || !N);
                 let planes: Option<[[U8x16; 2]; G]> = (!q4k).then(|| {
                     std::array::from_fn(|g| {
                         [0, 16].map(|o| U8x16::load(w[g].add(GROUP_BLOCK_Q4 + o)))
                     })
                 });
-                for v in 0..4 {
-                    let vals: [(U8x16, U8x16); G] = std::array::from_fn(|g| {
-                        let raw = U8x16::load(w[g].add(v * 16));
-                        match planes {
-                            Some(pl) => nibble_halves(raw, High::Crumbs, pl[g], v),
-                            None => nibble_halves(raw, High::None, [raw; 2], v),
-                        }
-                    });
-                    for c in 0..C {
-                        let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
-                        let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
-                        for g in 0..G {
-                            // Q4_K's halves share a scale: one accumulator an output in the
-                            // GEMM's tiles (half the registers), two in the matrix-vector
-                            // product (independent chains); with narrow dots (`N`) in 16-bit
-                            // lanes (the block's 8 dots of values up to 15, or 4 a half).
-                            if q4k && N {
-                                let d = &mut d16[g][c];
-                                d[dl] = xl.dot4_u16(vals[g].0, d[dl]);
-                                d[dh] = xh.dot4_u16(vals[g].1, d[dh]);
-                            } else if q4k && C > 1 {
-                                lo[g][c] = xh.dot4_u(vals[g].1, xl.dot4_u(vals[g].0, lo[g][c]));
-                            } else {
-                                lo[g][c] = xl.dot4_u(vals[g].0, lo[g][c]);
-                                hi[g][c] = xh.dot4_u(vals[g].1, hi[g][c]);
-                            }
-                        }
-                    }
-                }
-                if q4k && N {
-                    for g in 0..G {
-                        for c in 0..C {
-                            lo[g][c] = d16[g][c][0].widen(lo[g][c]);
-                            if C == 1 {
-                                hi[g][c] = d16[g][c][1].widen(hi[g][c]);
-                            }
-                        }
-                    }
-                }
-                (lo, hi)
+                let high = if q4k { High::None } else { High::Crumbs };
+                nibble_dots::<G, C, N>(w, x, high, planes, !q4k, start(0), start(1))
             };
             for g in 0..G {
                 let ks = p.kscales.add((gs[g] * nb + b) * GROUP_KSCALES);
