@@ -13,7 +13,7 @@
 //! combined at the end in order, so two threads help even at batch 1. The cut depends on
 //! the shape only: any thread count gives the same bits.
 
-use super::elementwise::scale_mask_max;
+use super::elementwise::{exp_sum, scale_mask_max};
 use super::simd::{exp_nonpos, f16_at, F32x4};
 use super::{aligned_f32, gemm::dot_f32, MIN_PAR_ELEMS};
 use crate::backends::cpu::pool::Par;
@@ -349,24 +349,7 @@ unsafe fn run_block(
                     *x *= c;
                 }
             }
-            let vm = F32x4::splat(m_new);
-            let mut sum = F32x4::splat(0.0);
-            let mut j = 0;
-            while j + 4 <= tile {
-                unsafe {
-                    let p = s.as_mut_ptr().add(j);
-                    let e = exp_nonpos(F32x4::load(p) - vm);
-                    e.store(p);
-                    sum = sum + e;
-                }
-                j += 4;
-            }
-            let mut l = sum.hsum();
-            for x in &mut s[j..] {
-                *x = exp1(*x - m_new);
-                l += *x;
-            }
-            w.l[r] += l;
+            w.l[r] += unsafe { exp_sum(s.as_mut_ptr(), tile, m_new) };
         }
         // Values: the tile's rows as f32 (converted once), then acc_r += s[r][j] * v_j.
         for j in 0..tile {

@@ -353,28 +353,49 @@ pub fn softmax(
         let wp = w.as_mut_ptr();
         // Pass 1: w = a * scale + mask, and its max.
         let max = unsafe { scale_mask_max(pa, wp, n, scale, pm.map(|m| m as *const f32)) };
-        // Pass 2: e^(w - max) (arguments ≤ 0) and their sum; pass 3: normalize into dst.
-        let vmax = F32x4::splat(max);
-        let mut vsum = F32x4::splat(0.0);
-        let mut i = 0;
-        unsafe {
-            while i + 4 <= n {
-                let e = exp_nonpos(F32x4::load(wp.add(i)) - vmax);
-                e.store(wp.add(i));
-                vsum = vsum + e;
-                i += 4;
-            }
-        }
-        let mut total = vsum.hsum();
-        for v in w[i..].iter_mut() {
-            *v = (*v - max).exp();
-            total += *v;
-        }
+        // Pass 2: e^(w - max) and their sum; pass 3: normalize into dst.
+        let total = unsafe { exp_sum(wp, n, max) };
         let inv = 1.0 / total;
         let vi = F32x4::splat(inv);
         unsafe { map_row(row_ptr(dst, i1, i2, i3), wp, n, |x| x * vi, |x| x * inv) };
     });
     true
+}
+
+/// `x = e^(x - max)` in place for `n` values (`max` at least each of them, so the arguments
+/// are ≤ 0), and their sum: a softmax row's second pass, [`softmax`]'s and the fused
+/// attention's tiles'. Every value through the vector [`exp_nonpos`], a tail of fewer than 4
+/// in one more vector.
+///
+/// # Safety
+/// `p` readable and writable for `n` f32.
+#[inline(always)]
+pub(super) unsafe fn exp_sum(p: *mut f32, n: usize, max: f32) -> f32 {
+    let vmax = F32x4::splat(max);
+    let mut vsum = F32x4::splat(0.0);
+    let mut i = 0;
+    unsafe {
+        while i + 4 <= n {
+            let e = exp_nonpos(F32x4::load(p.add(i)) - vmax);
+            e.store(p.add(i));
+            vsum = vsum + e;
+            i += 4;
+        }
+    }
+    let mut total = vsum.hsum();
+    if i < n {
+        let mut t = [max; 4];
+        for (k, x) in t.iter_mut().enumerate().take(n - i) {
+            *x = unsafe { *p.add(i + k) };
+        }
+        let mut e = [0f32; 4];
+        unsafe { exp_nonpos(F32x4::load(t.as_ptr()) - vmax).store(e.as_mut_ptr()) };
+        for (k, &x) in e.iter().enumerate().take(n - i) {
+            unsafe { *p.add(i + k) = x };
+            total += x;
+        }
+    }
+    total
 }
 
 /// `dst[j] = src[j] * scale + mask[j]` (no mask: `src[j] * scale`) for `n` values, four at
