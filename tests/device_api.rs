@@ -83,11 +83,10 @@ fn device_describes_itself() {
     assert!(d.buffer_type().is_host());
     assert!(d.supports_buffer_type(d.buffer_type().as_ref()));
     assert!(d.properties().iter().any(|(k, _)| k == "simd"));
-    // No relaxed SIMD natively: the 8-bit dots go through 16-bit pairs.
     let dots = d.properties().into_iter().find(|(k, _)| k == "int8_dots");
     assert_eq!(
         dots.map(|(_, v)| v).as_deref(),
-        Some("16-bit dots (no relaxed SIMD)")
+        Some("portable kernels (not wasm)")
     );
 }
 

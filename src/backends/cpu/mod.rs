@@ -121,8 +121,10 @@ pub fn simd_level() -> &'static str {
 /// How the quantized matmuls sum 8-bit dots on this engine (see
 /// [`kernels::narrow_dots_faster`]).
 pub fn int8_dots() -> &'static str {
-    if !cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
-        "16-bit dots (no relaxed SIMD)"
+    if !cfg!(target_arch = "wasm32") {
+        "portable kernels (not wasm)"
+    } else if !cfg!(target_feature = "relaxed-simd") {
+        "SIMD128's 16-bit dots (no relaxed SIMD)"
     } else if kernels::narrow_dots_faster() {
         "relaxed 8-bit dots, small weights' summed in 16-bit lanes (the engine's 32-bit dot is three x86 instructions)"
     } else {
