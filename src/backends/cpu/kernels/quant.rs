@@ -974,6 +974,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                         0..QK / 4,
                         |w| I8x16::load(w as *const i8),
                         |w, xs, a| w.dot4(xs, a),
+                        C > 1 && !N,
                     )
                 }
                 // Q5_0's values as bytes (0..=31, the 7-bit operand).
@@ -983,8 +984,8 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     let load = |w| U8x16::load(w);
                     let dot = |w, xs: ActSlice, a| xs.dot4_u16(w, a);
                     let zero = [[Dot16::zero(); C]; G];
-                    let lo = int8_slices(zero, w, x, 0..QK / 8, load, dot);
-                    let hi = int8_slices(zero, w, x, QK / 8..QK / 4, load, dot);
+                    let lo = int8_slices(zero, w, x, 0..QK / 8, load, dot, C > 1 && !N);
+                    let hi = int8_slices(zero, w, x, QK / 8..QK / 4, load, dot, C > 1 && !N);
                     let mut acc = start();
                     for g in 0..G {
                         for c in 0..C {
@@ -1000,6 +1001,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     0..QK / 4,
                     |w| U8x16::load(w),
                     |w, xs, a| xs.dot4_u(w, a),
+                    C > 1 && !N,
                 ),
                 _ => {
                     // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand); the GEMM
@@ -1011,8 +1013,16 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     });
                     let zero = [[I32x4::splat(0); C]; G];
                     let start = start();
-                    let (mut acc, hi) =
-                        nibble_dots::<G, C, N>(w, x, kind_high(K), planes, false, start, zero);
+                    let (mut acc, hi) = nibble_dots::<G, C, N>(
+                        w,
+                        x,
+                        kind_high(K),
+                        planes,
+                        false,
+                        start,
+                        zero,
+                        C > 1 && !N,
+                    );
                     for g in 0..G {
                         for c in 0..C {
                             acc[g][c] = acc[g][c] + hi[g][c];
@@ -1074,11 +1084,12 @@ unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool>(
     apart: bool,
     mut lo: [[I32x4; C]; G],
     mut hi: [[I32x4; C]; G],
+    roll: bool,
 ) -> ([[I32x4; C]; G], [[I32x4; C]; G]) {
     let two = apart || C == 1;
     let (dl, dh) = if two { (0, 1) } else { (0, 0) };
     let mut d16 = [[[Dot16::zero(); 2]; C]; G];
-    for v in 0..rolled::<C>(4) {
+    for v in 0..rolled(4, roll) {
         let vals: [(U8x16, U8x16); G] = std::array::from_fn(|g| {
             let raw = unsafe { U8x16::load(w[g].add(v * 16)) };
             match planes {
@@ -1156,8 +1167,8 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                 let load = |w| U8x16::load(w);
                 let dot = |w, xs: ActSlice, a| xs.dot4_u(w, a);
                 (
-                    int8_slices(start(0), w, x, 0..QK / 8, load, dot),
-                    int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot),
+                    int8_slices(start(0), w, x, 0..QK / 8, load, dot, C > 1 && !N),
+                    int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot, C > 1 && !N),
                 )
             } else {
                 // Q4_K's nibbles (halves of one scale), or Q6_K's with their two planes of
@@ -1169,7 +1180,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     })
                 });
                 let high = if q4k { High::None } else { High::Crumbs };
-                nibble_dots::<G, C, N>(w, x, high, planes, !q4k, start(0), start(1))
+                nibble_dots::<G, C, N>(w, x, high, planes, !q4k, start(0), start(1), C > 1 && !N)
             };
             for g in 0..G {
                 let ks = p.kscales.add((gs[g] * nb + b) * GROUP_KSCALES);
@@ -1200,18 +1211,20 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
     unsafe { store_tile(out, p, accf, gs, j0) };
 }
 
-/// `n`, hidden from the optimizer for tiles of several activation rows (`C > 1`) so that a
-/// block's loop over its slices stays a loop. Unrolled, LLVM's wasm output computes every
-/// weight vector of a block first and then each output's 8 dots as one nested expression,
-/// and V8 (which keeps that order) spills the tile's accumulators and activations: Chromium
-/// on a Sapphire Rapids core ran 349 instructions a block of a 2 × 4 Q4_0 tile, 105 of them
-/// spill moves. Rolled, each iteration loads a slice's weights and dots them with every
-/// activation row, with nothing spilled in the loop: the prompt's GEMMs 1.07–1.11× faster
-/// (Q8_0, Q4_0, Q4_K; relaxed SIMD), the same in the SIMD128 build. A matrix-vector tile
-/// (`C == 1`) has few live values and stays unrolled.
+/// `n`, hidden from the optimizer where `roll` (tiles of several activation rows on the
+/// 32-bit dot: `C > 1 && !N`) so that a block's loop over its slices stays a loop.
+/// Unrolled, LLVM's wasm output computes every weight vector of a block first and then each
+/// output's 8 dots as one nested expression, and V8 (which keeps that order) spills the
+/// tile's accumulators and activations: Chromium on a Sapphire Rapids core ran 349
+/// instructions a block of a 2 × 4 Q4_0 tile, 105 of them spill moves. Rolled, each
+/// iteration loads a slice's weights and dots them with every activation row, nothing
+/// spilled in the loop: the prompt's GEMMs 1.07–1.11× faster (Q8_0, Q4_0, Q4_K; relaxed
+/// SIMD), the same in the SIMD128 build. Narrow-dot tiles stay unrolled (Firefox ran
+/// Q4_K_M's prompt 0.93× with them rolled), and so does a matrix-vector tile (few live
+/// values).
 #[inline(always)]
-fn rolled<const C: usize>(n: usize) -> usize {
-    if C > 1 {
+fn rolled(n: usize, roll: bool) -> usize {
+    if roll {
         std::hint::black_box(n)
     } else {
         n
@@ -1354,8 +1367,9 @@ unsafe fn int8_slices<W: Copy, A: Copy, const G: usize, const C: usize>(
     slices: Range<usize>,
     load: impl Fn(*const u8) -> W,
     dot: impl Fn(W, ActSlice, A) -> A,
+    roll: bool,
 ) -> [[A; C]; G] {
-    for s in slices.start..slices.start + rolled::<C>(slices.len()) {
+    for s in slices.start..slices.start + rolled(slices.len(), roll) {
         let ws: [W; G] = std::array::from_fn(|g| load(unsafe { w[g].add(s * 16) }));
         for c in 0..C {
             let xs = unsafe { ActSlice::load(x[c].add(s * SLICE_BYTES)) };
