@@ -1012,14 +1012,13 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                         std::array::from_fn(|g| [U8x16::load(w[g].add(GROUP_BLOCK_Q4)); 2])
                     });
                     let zero = [[I32x4::splat(0); C]; G];
-                    let start = start();
                     let (mut acc, hi) = nibble_dots::<G, C, N>(
                         w,
                         x,
                         kind_high(K),
                         planes,
                         false,
-                        start,
+                        start(),
                         zero,
                         C > 1 && !N,
                     );
