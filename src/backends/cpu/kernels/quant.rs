@@ -1020,7 +1020,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                         false,
                         start(),
                         zero,
-                        C > 1 && !N,
+                        C > 1,
                     );
                     for g in 0..G {
                         for c in 0..C {
@@ -1210,17 +1210,17 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
     unsafe { store_tile(out, p, accf, gs, j0) };
 }
 
-/// `n`, hidden from the optimizer where `roll` (tiles of several activation rows on the
-/// 32-bit dot: `C > 1 && !N`) so that a block's loop over its slices stays a loop.
-/// Unrolled, LLVM's wasm output computes every weight vector of a block first and then each
-/// output's 8 dots as one nested expression, and V8 (which keeps that order) spills the
-/// tile's accumulators and activations: Chromium on a Sapphire Rapids core ran 349
-/// instructions a block of a 2 × 4 Q4_0 tile, 105 of them spill moves. Rolled, each
-/// iteration loads a slice's weights and dots them with every activation row, nothing
-/// spilled in the loop: the prompt's GEMMs 1.07–1.11× faster (Q8_0, Q4_0, Q4_K; relaxed
-/// SIMD), the same in the SIMD128 build. Narrow-dot tiles stay unrolled (Firefox ran
-/// Q4_K_M's prompt 0.93× with them rolled), and so does a matrix-vector tile (few live
-/// values).
+/// `n`, hidden from the optimizer where `roll` (a tile of several activation rows) so that a
+/// block's loop over its slices stays a loop. Unrolled, LLVM's wasm output computes every
+/// weight vector of a block first and then each output's 8 dots as one nested expression,
+/// and V8 (which keeps that order) spills the tile's accumulators and activations: Chromium
+/// on a Sapphire Rapids core ran 349 instructions a block of a 2 × 4 Q4_0 tile, 105 of them
+/// spill moves. Rolled, each iteration loads a slice's weights and dots them with every
+/// activation row, nothing spilled in the loop: the prompt's GEMMs 1.07–1.11× faster (Q8_0,
+/// Q4_0, Q4_K; relaxed SIMD), the same in the SIMD128 build, Q4_0's on narrow dots 1.1×
+/// (Chromium without AVX-VNNI) and 1.03–1.05× (Firefox). Q5_0's and Q4_K's tiles on narrow
+/// dots stay unrolled (rolled, Firefox ran Q4_K_M's prompt 0.93–0.97×), and so does a
+/// matrix-vector tile (few live values).
 #[inline(always)]
 fn rolled(n: usize, roll: bool) -> usize {
     if roll {
