@@ -23,8 +23,8 @@ const M_BLOCK: usize = 32;
 
 /// Activation rows quantized for the integer dots (f32 scales kept apart from the i8
 /// values): to Q8_0 by [`encode_act`] (the Q8_0 kernels) or plainly by [`encode_act_plain`]
-/// with each block's integer start (the Q4_0 / Q5_0 panels, [`quantize_q8_biased`]), or to Q8_K with each 16 values' sum (the
-/// K-quant kernels). Filled by [`QuantRows::quantize`].
+/// with each block's integer start (the Q4_0 / Q5_0 panels, [`quantize_q8_biased`]), or to
+/// Q8_K with each 16 values' sum (the K-quant kernels). Filled by [`QuantRows::quantize`].
 #[derive(Default)]
 pub struct QuantRows {
     /// The scales, a fixed count per row (one per block; for the K-quant panels two, the
@@ -32,7 +32,8 @@ pub struct QuantRows {
     pub d: Vec<f32>,
     /// `k` values per row.
     pub q: Vec<i8>,
-    /// The sums, a fixed count per row (none for Q8_0's own encoding).
+    /// The sums, a fixed count per row (none for Q8_0's own encoding; for the Q4_0 / Q5_0
+    /// panels each block's integer start, four times, [`quantize_q8_biased`]).
     pub s: Vec<i32>,
     /// The values as the panels' dots read them ([`encode_slices`]), `k / 4 · SLICE_BYTES`
     /// bytes per row: paired builds, where the kernels asked for them (relaxed SIMD reads
@@ -951,6 +952,8 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
     }
     let (k, nb) = (p.k, p.k / QK);
     let (sums, scales) = (p.sums, p.scales);
+    // A block's loop over its slices stays rolled in tiles of several rows (see `rolled`).
+    let roll = C > 1 && !N;
     let mut accf = [[F32x4::splat(0.0); C]; G];
     let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
     for b in 0..nb {
@@ -974,7 +977,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                         0..QK / 4,
                         |w| I8x16::load(w as *const i8),
                         |w, xs, a| w.dot4(xs, a),
-                        C > 1 && !N,
+                        roll,
                     )
                 }
                 // Q5_0's values as bytes (0..=31, the 7-bit operand).
@@ -984,8 +987,8 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     let load = |w| U8x16::load(w);
                     let dot = |w, xs: ActSlice, a| xs.dot4_u16(w, a);
                     let zero = [[Dot16::zero(); C]; G];
-                    let lo = int8_slices(zero, w, x, 0..QK / 8, load, dot, C > 1 && !N);
-                    let hi = int8_slices(zero, w, x, QK / 8..QK / 4, load, dot, C > 1 && !N);
+                    let lo = int8_slices(zero, w, x, 0..QK / 8, load, dot, roll);
+                    let hi = int8_slices(zero, w, x, QK / 8..QK / 4, load, dot, roll);
                     let mut acc = start();
                     for g in 0..G {
                         for c in 0..C {
@@ -1001,7 +1004,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     0..QK / 4,
                     |w| U8x16::load(w),
                     |w, xs, a| xs.dot4_u(w, a),
-                    C > 1 && !N,
+                    roll,
                 ),
                 _ => {
                     // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand); the GEMM
@@ -1020,6 +1023,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                         false,
                         start(),
                         zero,
+                        // Q4_0's tiles roll on narrow dots too (see `rolled`).
                         C > 1,
                     );
                     for g in 0..G {
@@ -1070,11 +1074,13 @@ unsafe fn store_tile<const G: usize, const C: usize>(
 /// both) a tile of several rows adds both to `lo` (one accumulator an output: half the
 /// registers); a lone row keeps two chains (independent dots). With narrow dots (`N`;
 /// values up to 31) the dots sum in 16-bit lanes ([`Dot16`]) and widen once: 4 a half,
-/// or a tile's 8 (values up to 15) when together.
+/// or a tile's 8 (values up to 15) when together. `roll`: the loop over the block's 4
+/// vectors stays a loop ([`rolled`]).
 ///
 /// # Safety
 /// Each `w[g]` holds a block's nibbles; each `x[c]` an activation block's slices.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool>(
     w: [*const u8; G],
     x: [*const u8; C],
@@ -1146,6 +1152,8 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
 ) {
     let (k, nb, nsb) = (p.k, p.k / QK, p.k / QK_K);
     let q4k = K == KIND_Q4K;
+    // See `rolled`.
+    let roll = C > 1 && !N;
     // `d`s per row and super-block (`k_at`'s layout, a constant here).
     let nd = kind_d_per_row(K);
     let mut accf = [[F32x4::splat(0.0); C]; G];
@@ -1166,8 +1174,8 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                 let load = |w| U8x16::load(w);
                 let dot = |w, xs: ActSlice, a| xs.dot4_u(w, a);
                 (
-                    int8_slices(start(0), w, x, 0..QK / 8, load, dot, C > 1 && !N),
-                    int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot, C > 1 && !N),
+                    int8_slices(start(0), w, x, 0..QK / 8, load, dot, roll),
+                    int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot, roll),
                 )
             } else {
                 // Q4_K's nibbles (halves of one scale), or Q6_K's with their two planes of
@@ -1179,7 +1187,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     })
                 });
                 let high = if q4k { High::None } else { High::Crumbs };
-                nibble_dots::<G, C, N>(w, x, high, planes, !q4k, start(0), start(1), C > 1 && !N)
+                nibble_dots::<G, C, N>(w, x, high, planes, !q4k, start(0), start(1), roll)
             };
             for g in 0..G {
                 let ks = p.kscales.add((gs[g] * nb + b) * GROUP_KSCALES);
