@@ -10,8 +10,9 @@ import { startServer } from '../scripts/serve.mjs';
 const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
 const pageName = process.argv[3] || 'index.html';
 const browser = await launchChromium({
-  // BENCH_CHROMIUM_ARGS="--js-flags=..." adds flags (e.g. to pin V8's wasm tiers).
-  args: process.env.BENCH_CHROMIUM_ARGS ? process.env.BENCH_CHROMIUM_ARGS.split(' ') : [],
+  // BENCH_CHROMIUM_ARGS="--js-flags=..." adds flags (e.g. to pin V8's wasm tiers), split on
+  // spaces; a JSON array instead keeps spaces inside a flag ('["--js-flags=--a --b"]').
+  args: chromiumArgs(process.env.BENCH_CHROMIUM_ARGS),
 });
 try {
   const page = await browser.newPage();
@@ -31,4 +32,10 @@ try {
 } finally {
   await browser.close();
   server.close();
+}
+
+/** BENCH_CHROMIUM_ARGS as a list: a JSON array, or flags separated by spaces. */
+function chromiumArgs(v) {
+  if (!v) return [];
+  return v.trim().startsWith('[') ? JSON.parse(v) : v.split(' ');
 }
