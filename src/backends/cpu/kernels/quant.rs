@@ -952,8 +952,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
     }
     let (k, nb) = (p.k, p.k / QK);
     let (sums, scales) = (p.sums, p.scales);
-    // A block's loop over its slices stays rolled in tiles of several rows (see `rolled`).
-    let roll = C > 1 && !N;
+    let roll = rolls(K, C, N);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
     for b in 0..nb {
@@ -1023,8 +1022,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                         false,
                         start(),
                         zero,
-                        // Q4_0's tiles roll on narrow dots too (see `rolled`).
-                        C > 1,
+                        roll,
                     );
                     for g in 0..G {
                         for c in 0..C {
@@ -1152,8 +1150,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
 ) {
     let (k, nb, nsb) = (p.k, p.k / QK, p.k / QK_K);
     let q4k = K == KIND_Q4K;
-    // See `rolled`.
-    let roll = C > 1 && !N;
+    let roll = rolls(K, C, N);
     // `d`s per row and super-block (`k_at`'s layout, a constant here).
     let nd = kind_d_per_row(K);
     let mut accf = [[F32x4::splat(0.0); C]; G];
@@ -1218,8 +1215,8 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
     unsafe { store_tile(out, p, accf, gs, j0) };
 }
 
-/// `n`, hidden from the optimizer where `roll` (a tile of several activation rows) so that a
-/// block's loop over its slices stays a loop. Unrolled, LLVM's wasm output computes every
+/// `n`, hidden from the optimizer where `roll` (tiles of several activation rows, [`rolls`])
+/// so that a block's loop over its slices stays a loop. Unrolled, LLVM's wasm output computes every
 /// weight vector of a block first and then each output's 8 dots as one nested expression,
 /// and V8 (which keeps that order) spills the tile's accumulators and activations: Chromium
 /// on a Sapphire Rapids core ran 349 instructions a block of a 2 × 4 Q4_0 tile, 105 of them
@@ -1236,6 +1233,13 @@ fn rolled(n: usize, roll: bool) -> usize {
     } else {
         n
     }
+}
+
+/// Whether the tiles of kind `k` over `c` activation rows, on narrow dots or not, keep a
+/// block's slice loop rolled ([`rolled`]): every tile of several rows on the 32-bit dot, and
+/// Q4_0's on narrow dots.
+const fn rolls(k: u8, c: usize, narrow: bool) -> bool {
+    c > 1 && (!narrow || k == KIND_Q4)
 }
 
 /// How a panel block's values keep their bits above the nibbles (after the nibbles).
