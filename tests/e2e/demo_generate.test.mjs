@@ -57,10 +57,21 @@ test('the Generate panel: a GGUF from disk streams, stops mid-answer and continu
   await panel.locator('input.temperature').fill('0');
   await panel.locator('input.max').fill(String(REF.n_ctx - c.prompt.length));
   await panel.locator('textarea.prompt').fill(c.text);
+  // Stop once three pieces are on the page: clicked from the page as the third piece lands
+  // (the tiny model streams hundreds of tokens a second, so a click from here could come
+  // after the answer's last token, and the test would race the model).
+  await page.evaluate(() => {
+    const panel = document.querySelector('#generate');
+    const stop = panel.querySelector('button.stop');
+    const watch = new MutationObserver(() => {
+      if (Number(panel.querySelector('.turn .text')?.dataset.pieces ?? 0) >= 3 && !stop.disabled) {
+        watch.disconnect();
+        stop.click();
+      }
+    });
+    watch.observe(panel.querySelector('.transcript'), { subtree: true, attributes: true, attributeFilter: ['data-pieces'] });
+  });
   await panel.locator('button.send').click();
-  // Stop once three pieces are on the page.
-  await page.waitForFunction(() => Number(document.querySelector('#generate .turn .text')?.dataset.pieces ?? 0) >= 3, null, { timeout: 120_000 });
-  await panel.locator('button.stop').click();
   await waitState('stopped');
   assert.equal(await stats.getAttribute('data-stop-reason'), 'stopped');
   const first = await tokensOf();

@@ -1,5 +1,6 @@
-//! f32 matmul (src0 f32 or f16, Q8_0/Q4_0 for many activation rows, K-quants always, their rows dequantized as they are packed or read): a packed, register-tiled GEMM after BLIS, and a dot-product
-//! GEMV for few activation rows.
+//! f32 matmul (src0 f32 or f16, Q8_0/Q4_0 for many activation rows, K-quants always, their
+//! rows dequantized as they are packed or read): a packed, register-tiled GEMM after BLIS,
+//! and a dot-product GEMV for few activation rows.
 //!
 //! ggml's layout: `dst[m, n] = dot(src0 row m, src1 row n)`, rows along K. The micro-kernel
 //! computes an `MR x NR` tile of `dst` (MR along m, the contiguous dst dim, in f32x4 lanes)
@@ -161,8 +162,8 @@ impl PackedWeights {
 }
 
 /// `dst = src0 · src1ᵀ` for f32/f16 `a` (or a K-quant / Q5_0 `a`, its rows dequantized as
-/// they are read) and f32 `b`, with `a` already packed if `pre` is given (made from this `a`; rows too few for the
-/// GEMM take the GEMV as usual) and `ep` applied to the output as it is stored; `false` when
+/// they are read) and f32 `b`, with `a` already packed if `pre` is given (made from this
+/// `a`; rows too few for the GEMM take the GEMV as usual) and `ep` applied to the output as it is stored; `false` when
 /// this kernel does not apply.
 pub fn matmul_fused(
     par: Par,

@@ -963,8 +963,8 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
             // The biased values' accumulators start at `-bias ·` the activation block's sum
             // (`quantize_q8_biased`).
             let start = || -> [[I32x4; C]; G] {
-                [std::array::from_fn(|c| I32x4::load(xq.s.as_ptr().add(((j0 + c) * nb + b) * 4)));
-                    G]
+                let s = |c: usize| xq.s.as_ptr().add(((j0 + c) * nb + b) * STARTS_PER_BLOCK);
+                [std::array::from_fn(|c| I32x4::load(s(c))); G]
             };
             let acc: [[I32x4; C]; G] = match K {
                 KIND_Q8 => {
@@ -1215,9 +1215,9 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
     unsafe { store_tile(out, p, accf, gs, j0) };
 }
 
-/// `n`, hidden from the optimizer where `roll` (tiles of several activation rows, [`rolls`])
-/// so that a block's loop over its slices stays a loop. Unrolled, LLVM's wasm output computes every
-/// weight vector of a block first and then each output's 8 dots as one nested expression,
+/// `n`, hidden from the optimizer where `roll` (tiles of several activation rows,
+/// [`rolls`]) so that a block's loop over its slices stays a loop. Unrolled, LLVM's wasm
+/// output computes every weight vector of a block first and then each output's 8 dots as one nested expression,
 /// and V8 (which keeps that order) spills the tile's accumulators and activations: Chromium
 /// on a Sapphire Rapids core ran 349 instructions a block of a 2 × 4 Q4_0 tile, 105 of them
 /// spill moves. Rolled, each iteration loads a slice's weights and dots them with every
@@ -1457,7 +1457,7 @@ fn quantize_rows(
                 rows,
                 count,
                 k,
-                [nb, 4 * nb],
+                [nb, STARTS_PER_BLOCK * nb],
                 slices,
                 |x, d, q, s| quantize_q8_biased(x, d, q, s, bias),
             );
@@ -1470,6 +1470,10 @@ fn quantize_rows(
     }
 }
 
+/// `i32`s of a block's dot start in [`Encoding::PanelsBiased`]'s `s`: one vector, the tile's
+/// accumulators' first value.
+const STARTS_PER_BLOCK: usize = 4;
+
 /// [`quantize_q8`] by [`encode_act_plain`], with each block's `-bias ·` sum four times in
 /// `s`: where the integer dots with weights stored `bias` higher start (one vector load a
 /// block and activation row; computing it in the tiles took five instructions).
@@ -1479,7 +1483,7 @@ fn quantize_q8_biased(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut [i32], bia
         .chunks_exact(QK)
         .zip(d.iter_mut())
         .zip(q.chunks_exact_mut(QK))
-        .zip(s.chunks_exact_mut(4))
+        .zip(s.chunks_exact_mut(STARTS_PER_BLOCK))
     {
         *db = encode_act_plain(blk, qb);
         sb.fill(-bias * qb.iter().map(|&v| v as i32).sum::<i32>());
