@@ -19,7 +19,7 @@
 
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows};
-use super::quant::QuantRows;
+use super::quant::{Layout, QuantRows};
 use super::simd::{
     put_slice_row, store_lanes, ActSlice, F32x4, I16x8, I32x4, I8x16, U8x16, SLICE_BYTES,
 };
@@ -640,7 +640,11 @@ fn quantize_rows(
         count,
         k,
         per_row,
-        count >= N_TILE,
+        if count >= N_TILE {
+            Layout::Slices
+        } else {
+            Layout::Rows
+        },
         |x, d, q, s| {
             for (((x, d), q), s) in x
                 .chunks_exact(QK_K)

@@ -39,7 +39,41 @@ pub struct QuantRows {
     /// bytes per row: paired builds, where the kernels asked for them (relaxed SIMD reads
     /// `q`; the row dots read `q` in every build).
     pub x: Vec<u8>,
+    /// The int8 panels' activations again, as their tiles read them ([`Layout::Records`]):
+    /// per [`REC_ROWS`] rows and block a record of [`REC_BYTES`], the rows' slices, sums
+    /// and scales side by side, so that a tile reads them from one address that steps a
+    /// record a block. With a pointer per row and array, a Q4_0 tile of 2 groups × 4 rows
+    /// kept 16 and V8 spilled them: 203 instructions a block besides its 4 × 51 in the slice
+    /// loop, 161 with records (`scripts/perf-wasm.sh`). Rows past the last in its record
+    /// stay zero. `u32`s: the scales and sums in it are read in place.
+    recs: Vec<u32>,
 }
+
+/// How [`QuantRows::quantize`] lays out the rows besides `d` / `q` / `s`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Nothing more (the row dots read `q`).
+    Rows,
+    /// The slices the panels' dots read, per row (`x`, paired builds).
+    Slices,
+    /// The records the int8 panels' tiles read ([`QuantRows::record`]).
+    Records,
+}
+
+/// Activation rows per record of [`QuantRows::record`]: a tile's (tiles start at multiples
+/// of it).
+const REC_ROWS: usize = 4;
+/// Bytes of one row's values in a record: a block's slices ([`SLICE_BYTES`] per 4 values).
+const REC_VALUES: usize = QK / 4 * SLICE_BYTES;
+/// Where a record's sums begin (up to [`REC_SUMS`] `i32`s a row: Q4_0's / Q5_0's start,
+/// [`STARTS_PER_BLOCK`], or the K-quants' two halves' sums), and its scales (up to
+/// [`REC_DS`] `f32`s a row: the scale, and the K-quants' mins' term).
+const REC_STARTS: usize = REC_ROWS * REC_VALUES;
+const REC_SUMS: usize = STARTS_PER_BLOCK;
+const REC_SCALES: usize = REC_STARTS + REC_ROWS * REC_SUMS * 4;
+const REC_DS: usize = 2;
+/// Bytes of one record: [`REC_ROWS`] rows' values, sums and scales for one block.
+const REC_BYTES: usize = REC_SCALES + REC_ROWS * REC_DS * 4;
 
 /// Activation values per thread from which [`QuantRows::quantize`] is cut over threads: the
 /// block encoders take about 1 ns a value (SIMD128), a cut about 7 us (see `MIN_PAR_MACS`),
@@ -47,6 +81,13 @@ pub struct QuantRows {
 const MIN_PAR_QUANT: usize = 1 << 14;
 
 impl QuantRows {
+    /// Row `j`'s record for block 0 ([`Layout::Records`]; the next block's is [`REC_BYTES`]
+    /// on), and the row's lane in it.
+    fn record(&self, j: usize, nb: usize) -> (*const u8, usize) {
+        let at = (j / REC_ROWS * nb * REC_BYTES) / 4;
+        (self.recs[at..].as_ptr() as *const u8, j % REC_ROWS)
+    }
+
     /// Where the slices the panels' dots read start for value `v` of the flat values
     /// ([`SLICE_BYTES`] per 4 values).
     pub fn slices(&self, v: usize) -> *const u8 {
@@ -56,7 +97,7 @@ impl QuantRows {
     /// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]), `k` values each,
     /// rows cut over threads (each row's values are the same whatever the cut): `encode(row,
     /// d, q, s)` writes one row's `per_row[0]` scales, `k` values and `per_row[1]` sums;
-    /// `slices` asks for the panels' slices too (paired builds only).
+    /// `layout` asks for the panels' slices or records too.
     #[allow(clippy::too_many_arguments)]
     pub fn quantize(
         &mut self,
@@ -66,21 +107,36 @@ impl QuantRows {
         count: usize,
         k: usize,
         per_row: [usize; 2],
-        slices: bool,
+        layout: Layout,
         encode: impl Fn(&[f32], &mut [f32], &mut [i8], &mut [i32]) + Sync,
     ) {
-        let ([nd, ns], slices) = (per_row, PAIRED && slices);
+        let ([nd, ns], slices) = (per_row, PAIRED && layout != Layout::Rows);
         self.d.resize(count * nd, 0.0);
         self.q.resize(count * k, 0);
         self.s.resize(count * ns, 0);
         let slice_row = k / 4 * SLICE_BYTES;
         self.x.resize(if slices { count * slice_row } else { 0 }, 0);
-        // Addresses, so the closure is Sync; each range writes only its own rows.
-        let (dp, qp, sp, xp) = (
+        let nb = k / QK;
+        let records = layout == Layout::Records && nb > 0;
+        // Scales and sums a block, as the records keep them.
+        let (ndb, nsb) = if records { (nd / nb, ns / nb) } else { (0, 0) };
+        assert!(
+            ndb <= REC_DS && nsb <= REC_SUMS,
+            "{ndb} scales, {nsb} sums a block"
+        );
+        self.recs.clear();
+        if records {
+            self.recs
+                .resize(count.div_ceil(REC_ROWS) * nb * REC_BYTES / 4, 0);
+        }
+        // Addresses, so the closure is Sync; each range writes only its own rows (and their
+        // lanes of the records).
+        let (dp, qp, sp, xp, rp) = (
             self.d.as_mut_ptr() as usize,
             self.q.as_mut_ptr() as usize,
             self.s.as_mut_ptr() as usize,
             self.x.as_mut_ptr() as usize,
+            self.recs.as_mut_ptr() as usize,
         );
         par.for_ranges(count, MIN_PAR_QUANT.div_ceil(k.max(1)), 1, |r| {
             // A copy only for rows not packed f32 (made once per range).
@@ -115,6 +171,36 @@ impl QuantRows {
                         )
                     };
                     encode_slices(q, x);
+                }
+                if records {
+                    let values = if PAIRED {
+                        xp as *const u8
+                    } else {
+                        qp as *const u8
+                    };
+                    let (t, l) = (f / REC_ROWS, f % REC_ROWS);
+                    for b in 0..nb {
+                        // In range: record (t, b) of the `recs` sized above, row `f`'s lane
+                        // of it; row `f`'s blocks of slices, sums and scales.
+                        unsafe {
+                            let rec = (rp as *mut u8).add((t * nb + b) * REC_BYTES);
+                            std::ptr::copy_nonoverlapping(
+                                values.add(f * slice_row + b * REC_VALUES),
+                                rec.add(l * REC_VALUES),
+                                REC_VALUES,
+                            );
+                            std::ptr::copy_nonoverlapping(
+                                s.as_ptr().add(b * nsb),
+                                rec.add(REC_STARTS + l * REC_SUMS * 4) as *mut i32,
+                                nsb,
+                            );
+                            std::ptr::copy_nonoverlapping(
+                                d.as_ptr().add(b * ndb),
+                                rec.add(REC_SCALES + l * REC_DS * 4) as *mut f32,
+                                ndb,
+                            );
+                        }
+                    }
                 }
             }
         });
@@ -819,7 +905,10 @@ impl Int8Panels {
     /// (`k / 32 · 128` bytes): each vector's nibbles with their higher bits, as
     /// [`int8_tile`]'s byte dots take them.
     fn value_bytes(&self, g: usize, out: &mut [u8]) {
-        debug_assert!(matches!(self.kind, PanelKind::Q5 | PanelKind::Q6K));
+        debug_assert!(matches!(
+            self.kind,
+            PanelKind::Q4 | PanelKind::Q5 | PanelKind::Q6K
+        ));
         let (w, high) = (self.group_values(g), self.kind.high());
         let bb = self.kind.group_block();
         for (b, blk) in out
@@ -830,9 +919,12 @@ impl Int8Panels {
             // In range: block `b` of group `g` (`bb` bytes), and 8 slices of `blk`.
             unsafe {
                 let w = w.add(b * bb);
-                // Q5_0's one plane twice (nothing past the block is read).
+                // Q5_0's one plane twice, Q4_0's none (nothing past the block is read).
                 let second = if high == High::Crumbs { 16 } else { 0 };
-                let planes = [0, second].map(|o| U8x16::load(w.add(GROUP_BLOCK_Q4 + o)));
+                let planes = match high {
+                    High::None => [U8x16::load(w); 2],
+                    _ => [0, second].map(|o| U8x16::load(w.add(GROUP_BLOCK_Q4 + o))),
+                };
                 for v in 0..4 {
                     let raw = U8x16::load(w.add(v * 16));
                     let (lo, hi) = nibble_halves(raw, high, planes, v);
@@ -950,21 +1042,25 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
     if kind_d_per_row(K) != 0 {
         return unsafe { ktile::<K, G, C, N>(out, p, xq, gs, w, j0) };
     }
-    let (k, nb) = (p.k, p.k / QK);
+    let nb = p.k / QK;
     let (sums, scales) = (p.sums, p.scales);
     let roll = rolls(K, C, N);
     let mut accf = [[F32x4::splat(0.0); C]; G];
-    let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
+    // The rows' records ([`Layout::Records`]): tiles of several rows start a record
+    // (`int8_tiled`), so their lanes are constants.
+    let (mut rec, lane) = xq.record(j0, nb);
+    debug_assert!(C == 1 || lane == 0);
+    let lane = if C == 1 { lane } else { 0 };
     for b in 0..nb {
         unsafe {
             let gb: [usize; G] = std::array::from_fn(|g| gs[g] * nb + b);
             let w: [*const u8; G] = w.map(|w| w.add(b * block_bytes(K)));
-            let x: [*const u8; C] = std::array::from_fn(|c| rows[c].add(b * QK / 4 * SLICE_BYTES));
+            let x: [*const u8; C] = std::array::from_fn(|c| rec.add((lane + c) * REC_VALUES));
             // The biased values' accumulators start at `-bias ·` the activation block's sum
             // (`quantize_q8_biased`).
             let start = || -> [[I32x4; C]; G] {
-                let s = |c: usize| xq.s.as_ptr().add(((j0 + c) * nb + b) * STARTS_PER_BLOCK);
-                [std::array::from_fn(|c| I32x4::load(s(c))); G]
+                let s = |c: usize| rec.add(REC_STARTS + (lane + c) * REC_SUMS * 4);
+                [std::array::from_fn(|c| I32x4::load(s(c) as *const i32)); G]
             };
             let acc: [[I32x4; C]; G] = match K {
                 KIND_Q8 => {
@@ -996,7 +1092,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     }
                     acc
                 }
-                KIND_Q5_BYTES => int8_slices(
+                KIND_Q5_BYTES | KIND_Q4_BYTES => int8_slices(
                     start(),
                     w,
                     x,
@@ -1035,10 +1131,12 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
             for g in 0..G {
                 let dw = F32x4::load(scales.add(gb[g] * GROUP));
                 for c in 0..C {
-                    let s = dw * F32x4::splat(*xq.d.get_unchecked((j0 + c) * nb + b));
+                    let dx = *(rec.add(REC_SCALES + (lane + c) * REC_DS * 4) as *const f32);
+                    let s = dw * F32x4::splat(dx);
                     accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(acc[g][c]), s);
                 }
             }
+            rec = rec.add(REC_BYTES);
         }
     }
     unsafe { store_tile(out, p, accf, gs, j0) };
@@ -1148,21 +1246,24 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
     w: [*const u8; G],
     j0: usize,
 ) {
-    let (k, nb, nsb) = (p.k, p.k / QK, p.k / QK_K);
+    let (nb, nsb) = (p.k / QK, p.k / QK_K);
     let q4k = K == KIND_Q4K;
     let roll = rolls(K, C, N);
     // `d`s per row and super-block (`k_at`'s layout, a constant here).
     let nd = kind_d_per_row(K);
     let mut accf = [[F32x4::splat(0.0); C]; G];
-    let rows: [*const u8; C] = std::array::from_fn(|c| xq.slices((j0 + c) * k));
+    // The rows' records, as in `int8_tile`.
+    let (mut rec, lane) = xq.record(j0, nb);
+    debug_assert!(C == 1 || lane == 0);
+    let lane = if C == 1 { lane } else { 0 };
     for b in 0..nb {
         unsafe {
             let w: [*const u8; G] = w.map(|w| w.add(b * block_bytes(K)));
-            let x: [*const u8; C] = std::array::from_fn(|c| rows[c].add(b * QK / 4 * SLICE_BYTES));
+            let x: [*const u8; C] = std::array::from_fn(|c| rec.add((lane + c) * REC_VALUES));
             // The activation sums of the block's halves.
             let xs: [[i32; 2]; C] = std::array::from_fn(|c| {
-                let at = 2 * ((j0 + c) * nb + b);
-                [*xq.s.get_unchecked(at), *xq.s.get_unchecked(at + 1)]
+                let at = rec.add(REC_STARTS + (lane + c) * REC_SUMS * 4) as *const i32;
+                [*at, *at.add(1)]
             });
             let start = |h: usize| -> [[I32x4; C]; G] {
                 [std::array::from_fn(|c| I32x4::splat(if q4k { 0 } else { -32 * xs[c][h] })); G]
@@ -1196,20 +1297,21 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     let dmn = F32x4::load(dp.add(GROUP)) * F32x4::from_i32(sz);
                     for c in 0..C {
                         // The block's `dx` and `-dx · Σx` (`quantize_q8_halves`).
-                        let at = 2 * ((j0 + c) * nb + b);
-                        let (dx, min) = (*xq.d.get_unchecked(at), *xq.d.get_unchecked(at + 1));
+                        let at = rec.add(REC_SCALES + (lane + c) * REC_DS * 4) as *const f32;
+                        let (dx, min) = (*at, *at.add(1));
                         let acc = F32x4::from_i32(lo[g][c] + hi[g][c]);
                         accf[g][c] = accf[g][c].mul_add(acc, dsc * F32x4::splat(dx));
                         accf[g][c] = accf[g][c].mul_add(dmn, F32x4::splat(min));
                     }
                 } else {
                     for c in 0..C {
-                        let dx = *xq.d.get_unchecked(2 * ((j0 + c) * nb + b));
+                        let dx = *(rec.add(REC_SCALES + (lane + c) * REC_DS * 4) as *const f32);
                         let t = lo[g][c].mul(sa) + hi[g][c].mul(sz);
                         accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(t), d * F32x4::splat(dx));
                     }
                 }
             }
+            rec = rec.add(REC_BYTES);
         }
     }
     unsafe { store_tile(out, p, accf, gs, j0) };
@@ -1217,15 +1319,15 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
 
 /// `n`, hidden from the optimizer where `roll` (tiles of several activation rows,
 /// [`rolls`]) so that a block's loop over its slices stays a loop. Unrolled, LLVM's wasm
-/// output computes every weight vector of a block first and then each output's 8 dots as one nested expression,
-/// and V8 (which keeps that order) spills the tile's accumulators and activations: Chromium
-/// on a Sapphire Rapids core ran 349 instructions a block of a 2 × 4 Q4_0 tile, 105 of them
-/// spill moves. Rolled, each iteration loads a slice's weights and dots them with every
-/// activation row, nothing spilled in the loop: the prompt's GEMMs 1.07–1.11× faster (Q8_0,
-/// Q4_0, Q4_K; relaxed SIMD), the same in the SIMD128 build, Q4_0's on narrow dots 1.1×
-/// (Chromium without AVX-VNNI) and 1.03–1.05× (Firefox). Q5_0's and Q4_K's tiles on narrow
-/// dots stay unrolled (rolled, Firefox ran Q4_K_M's prompt 0.93–0.97×), and so does a
-/// matrix-vector tile (few live values).
+/// output computes every weight vector of a block first and then each output's 8 dots as
+/// one nested expression, and V8 (which keeps that order) spills the tile's accumulators
+/// and activations: Chromium on a Sapphire Rapids core ran 349 instructions a block of a
+/// 2 × 4 Q4_0 tile, 105 of them spill moves. Rolled, each iteration loads a slice's weights
+/// and dots them with every activation row, nothing spilled in the loop: the prompt's GEMMs
+/// 1.07–1.11× faster (Q8_0, Q4_0, Q4_K; relaxed SIMD), the same in the SIMD128 build, Q4_0's
+/// on narrow dots 1.1× (Chromium without AVX-VNNI) and 1.03–1.05× (Firefox). Q5_0's and
+/// Q4_K's tiles on narrow dots stay unrolled (rolled, Firefox ran Q4_K_M's prompt
+/// 0.93–0.97×), and so does a matrix-vector tile (few live values).
 #[inline(always)]
 fn rolled(n: usize, roll: bool) -> usize {
     if roll {
@@ -1444,11 +1546,15 @@ fn quantize_rows(
     enc: Encoding,
 ) {
     let nb = k / QK;
-    let slices = enc != Encoding::RowDots;
+    let layout = if enc == Encoding::RowDots {
+        Layout::Rows
+    } else {
+        Layout::Records
+    };
     match enc {
         Encoding::PanelsHalves => {
             let per_row = [2 * nb, 2 * nb];
-            xq.quantize(par, b, rows, count, k, per_row, slices, quantize_q8_halves);
+            xq.quantize(par, b, rows, count, k, per_row, layout, quantize_q8_halves);
         }
         Encoding::PanelsBiased { bias } => {
             xq.quantize(
@@ -1458,12 +1564,12 @@ fn quantize_rows(
                 count,
                 k,
                 [nb, STARTS_PER_BLOCK * nb],
-                slices,
+                layout,
                 |x, d, q, s| quantize_q8_biased(x, d, q, s, bias),
             );
         }
         Encoding::Panels | Encoding::RowDots => {
-            xq.quantize(par, b, rows, count, k, [nb, 0], slices, |x, d, q, _| {
+            xq.quantize(par, b, rows, count, k, [nb, 0], layout, |x, d, q, _| {
                 quantize_q8(x, d, q)
             });
         }
@@ -1559,6 +1665,9 @@ const KIND_Q4K: u8 = 4;
 const KIND_Q6K: u8 = 5;
 /// Q6_K panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
 const KIND_Q6K_BYTES: u8 = 6;
+/// Q4_0 panels' values as bytes, Q8_0's layout, for the GEMM on the 32-bit dot (see
+/// [`int8_tiled`]).
+const KIND_Q4_BYTES: u8 = 7;
 
 // The per-kind properties are `const fn`s of the kind byte, so a kernel's const generic
 // argument folds them to constants and `PanelKind`'s methods read the same table.
@@ -1567,7 +1676,7 @@ const KIND_Q6K_BYTES: u8 = 6;
 const fn kind_bias(k: u8) -> i32 {
     match k {
         KIND_Q5 | KIND_Q5_BYTES => 16,
-        KIND_Q4 => 8,
+        KIND_Q4 | KIND_Q4_BYTES => 8,
         _ => 0,
     }
 }
@@ -1689,10 +1798,15 @@ unsafe fn int8_gemv<const K: u8, const N: bool>(
     }
 }
 
-/// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows. Q5_0's
-/// groups are first unpacked to bytes ([`Int8Panels::q5_bytes`]) for all the tiles of
-/// their columns: putting the fifth bits back costs as much as the dots of a tile's 4
-/// columns (the prompt's matmuls ran 1.7× slower than on byte panels).
+/// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows. Q5_0's and
+/// Q6_K's groups are first unpacked to bytes ([`Int8Panels::value_bytes`]) for all the
+/// tiles of their columns: putting the fifth bits back costs as much as the dots of a tile's
+/// 4 columns (the prompt's matmuls ran 1.7× slower than on byte panels). So are Q4_0's on
+/// the 32-bit dot: a tile's slice loop then has no nibbles to split (6 of its 51
+/// instructions), which made Q5_0's GEMM on bytes 1.07× faster than Q4_0's on nibbles;
+/// on narrow dots Q4_0's nibbles sum 8 dots in 16-bit lanes, which bytes could not. Q4_K's
+/// stay nibbles: as bytes its two halves (a scale each) take two slice loops and twice the
+/// accumulators, and its GEMM ran 0.88×.
 ///
 /// # Safety
 /// As for [`int8_block`].
@@ -1706,9 +1820,10 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
     bytes: &mut Vec<u8>,
 ) {
     let nb = p.k / QK;
-    // Q5_0's and Q6_K's values with higher bits are unpacked to bytes (`value_bytes` writes
-    // every byte of a part).
-    let as_bytes = K == KIND_Q5 || K == KIND_Q6K;
+    // Q5_0's and Q6_K's values with higher bits, and Q4_0's on the 32-bit dot, are
+    // unpacked to bytes (`value_bytes` writes every byte of a part).
+    let q4_bytes = K == KIND_Q4 && !N;
+    let as_bytes = K == KIND_Q5 || K == KIND_Q6K || q4_bytes;
     if as_bytes {
         bytes.resize(2 * nb * GROUP_BLOCK, 0);
     }
@@ -1735,6 +1850,12 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
                         int8_tiles::<KIND_Q5_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
                     } else {
                         int8_tiles::<KIND_Q5_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
+                    }
+                } else if q4_bytes {
+                    if pair {
+                        int8_tiles::<KIND_Q4_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
+                    } else {
+                        int8_tiles::<KIND_Q4_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
                     }
                 } else if K == KIND_Q6K {
                     if pair {
@@ -1883,6 +2004,8 @@ mod tests {
                 (18, 3, 64 * kk, false),
                 (37, 6, 160 * kk, false),
                 (9, 70, 64 * kk, false),
+                // A last column block of one row: the matrix-vector tile on a new record.
+                (11, 65, 32 * kk, false),
                 (13, 1, 64 * kk, true),
                 (9, 8, 64 * kk, true),
             ] {
