@@ -112,7 +112,9 @@ const label = (m) => m.replace('bench-', '').replace('stories15m', 'stories15M')
 const peer = (r) => results.find((x) => x.engine === 'wllama' && x.model === r.model && x.threads === r.threads && !x.error);
 console.log(`\nText generation, headless ${engineVersion}, random weights, greedy; ` +
   `streaming read ${f(bw)} GB/s, int8 dot ${f(peak)} G multiply-adds/s (1 thread, best of 5; ` +
-  `the faster of relaxed SIMD's 32-bit form ${f(probe?.int8Forms?.dot32)} and 16-bit form ${f(probe?.int8Forms?.dot16)}); ` +
+  (probe?.int8Forms?.simd16 != null
+    ? `no relaxed SIMD: SIMD128's 16-bit dot; f32 multiply-add ${f(probe?.f32GMacs)}); `
+    : `the faster of relaxed SIMD's 32-bit form ${f(probe?.int8Forms?.dot32)} and 16-bit form ${f(probe?.int8Forms?.dot16)}); `) +
   `2 threads at once: ${f(probe?.readGBs2)} GB/s, ${f(probe?.int8GMacs2)} G multiply-adds/s; ${minutes} min`);
 console.log('');
 console.log('| model | engine | threads | device | load ms | prefill tok/s (128) | TTFT ms (128) | decode tok/s (ctx 128) | decode tok/s (ctx 1024) | vs wllama (decode 128 / prefill) | peak wasm MiB | file MiB | decode weights GB/s (% of read bw at the run\'s threads) | prefill G multiply-adds/s (% of int8 peak at the run\'s threads) | reps × decode steps |');
