@@ -24,6 +24,9 @@ export const CASES = [
   // row is not a whole number of 256-value super-blocks): most of its prompt's multiply-adds.
   ...['q8_0', 'q4_0', 'q5_0'].map((w) => ({ name: `${w} gemm 4864×64×896`, w, m: 4864, n: 64, k: 896 })),
   ...['q8_0', 'q4_0', 'q4_k', 'q6_k'].map((w) => ({ name: `${w} gemm 896×64×4864`, w, m: 896, n: 64, k: 4864 })),
+  // Its key / value projections (128 outputs, 2 KV heads of 64) and query projection.
+  { name: 'q4_0 gemm 128×64×896', w: 'q4_0', m: 128, n: 64, k: 896 },
+  { name: 'q4_0 gemm 896×64×896', w: 'q4_0', m: 896, n: 64, k: 896 },
   { name: 'q8_0 matvec 4096×4096', w: 'q8_0', m: 4096, n: 1, k: 4096 },
   { name: 'q4_0 matvec 4096×4096', w: 'q4_0', m: 4096, n: 1, k: 4096 },
   { name: 'f32 matvec 4096×4096', w: 'f32', m: 4096, n: 1, k: 4096 },

@@ -45,6 +45,9 @@ build() {  # build NAME RELAXED THREADED
       wasm wasm-pack build "$PROFILE" --target web --out-dir "$OUT/$name" --no-pack -- "$@" >&2
   fi
   rm -f "$OUT/$name/.gitignore"
+  # Release builds keep every function body within JavaScriptCore's optimizing limit
+  # (scripts/wasm-bodies.mjs; Cargo.toml's wasm-opt flags): over it, WebKit runs it 2x slower.
+  if [ "$PROFILE" = --release ]; then node scripts/wasm-bodies.mjs "$OUT/$name/webtensor_bg.wasm" >&2; fi
   local gz; gz=$(gzip -9 -c "$OUT/$name/webtensor_bg.wasm" | wc -c)
   say "$name: $(stat -c %s "$OUT/$name/webtensor_bg.wasm") bytes wasm, $gz gzipped, $(( $(date +%s) - t0 ))s"
 }

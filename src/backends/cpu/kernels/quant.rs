@@ -7,7 +7,7 @@
 use super::elementwise::Epilogue;
 use super::gemm::{Batches, DstRows, Rows};
 use super::simd::{
-    act_slice_at, dot_i8x32, dot_q4x32, encode_act, encode_act_plain, encode_slices, f16_at,
+    act_slice_at, dot_i8x32, dot_q4x32, encode_act, encode_act_plain_sums, encode_slices, f16_at,
     narrow_dots_faster, put_slice_row, slot, store_lanes, ActSlice, Dot16, F32x4, I32x4, I8x16,
     I8x32, U8x16, ACT_OFFSET, PAIRED, SLICE_BYTES,
 };
@@ -22,7 +22,7 @@ use std::ops::Range;
 const M_BLOCK: usize = 32;
 
 /// Activation rows quantized for the integer dots (f32 scales kept apart from the i8
-/// values): to Q8_0 by [`encode_act`] (the Q8_0 kernels) or plainly by [`encode_act_plain`]
+/// values): to Q8_0 by [`encode_act`] (the Q8_0 kernels) or plainly by [`encode_act_plain_sums`]
 /// with each block's integer start (the Q4_0 / Q5_0 panels, [`quantize_q8_biased`]), or to
 /// Q8_K with each 16 values' sum (the K-quant kernels). Filled by [`QuantRows::quantize`].
 #[derive(Default)]
@@ -512,7 +512,7 @@ const COL_BLOCK: usize = 64;
 ///   bits of row `r`'s values `4v + j` (bit `v`) and `16 + 4v + j` (bit `4 + v`), `v` in
 ///   0..4: a row's byte its own (packing writes whole bytes), two shifts and masks a vector.
 ///   Q4_0's and Q5_0's values stay non-negative and 7-bit (relaxed SIMD's dot takes them as
-///   its 7-bit operand, with full-range activations from [`encode_act_plain`]); their bias
+///   its 7-bit operand, with full-range activations from [`encode_act_plain_sums`]); their bias
 ///   (8, 16) is `-bias ·` the activation block's sum, which starts the accumulator.
 /// - Q8_0 only: per `[group][block][row]` an i32, `-ACT_OFFSET ·` the row's block sum,
 ///   which starts that block's integer accumulator (undoing the activation encoding's
@@ -1526,10 +1526,10 @@ enum Encoding {
     /// Q8_0 panels ([`encode_act`], and the slices the panels' dots read).
     Panels,
     /// Q4_0 / Q5_0 panels, whose values exceed the weights' by `bias`
-    /// ([`encode_act_plain`], each block's integer dots' start, `-bias ·` its sum, four
+    /// ([`encode_act_plain_sums`], each block's integer dots' start, `-bias ·` its sum, four
     /// times, [`quantize_q8_biased`]; and the slices).
     PanelsBiased { bias: i32 },
-    /// K-quant panels ([`encode_act_plain`] with the sums of each block's halves and two
+    /// K-quant panels ([`encode_act_plain_sums`] with the sums of each block's halves and two
     /// floats a block, [`quantize_q8_halves`]; and the slices).
     PanelsHalves,
 }
@@ -1580,7 +1580,7 @@ fn quantize_rows(
 /// accumulators' first value.
 const STARTS_PER_BLOCK: usize = 4;
 
-/// [`quantize_q8`] by [`encode_act_plain`], with each block's `-bias ·` sum four times in
+/// [`quantize_q8`] by [`encode_act_plain_sums`], with each block's `-bias ·` sum four times in
 /// `s`: where the integer dots with weights stored `bias` higher start (one vector load a
 /// block and activation row; computing it in the tiles took five instructions).
 #[inline(never)]
@@ -1591,8 +1591,9 @@ fn quantize_q8_biased(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut [i32], bia
         .zip(q.chunks_exact_mut(QK))
         .zip(s.chunks_exact_mut(STARTS_PER_BLOCK))
     {
-        *db = encode_act_plain(blk, qb);
-        sb.fill(-bias * qb.iter().map(|&v| v as i32).sum::<i32>());
+        let (dx, [lo, hi]) = encode_act_plain_sums(blk, qb);
+        *db = dx;
+        sb.fill(-bias * (lo + hi));
     }
 }
 
@@ -1607,10 +1608,8 @@ fn quantize_q8_halves(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut [i32]) {
         .zip(q.chunks_exact_mut(QK))
         .zip(s.chunks_exact_mut(2))
     {
-        let dx = encode_act_plain(blk, qb);
-        for (o, part) in sb.iter_mut().zip(qb.chunks_exact(QK / 2)) {
-            *o = part.iter().map(|&v| v as i32).sum();
-        }
+        let (dx, halves) = encode_act_plain_sums(blk, qb);
+        sb.copy_from_slice(&halves);
         db[0] = dx;
         db[1] = -dx * (sb[0] + sb[1]) as f32;
     }

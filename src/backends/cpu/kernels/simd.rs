@@ -95,7 +95,7 @@ mod imp {
             // mantissa bits: plus 127, shifted up by 23, they are 2^n's bits, the constant's
             // own bits shifted out. One add where a saturating conversion
             // (`i32x4.trunc_sat_f32x4_s`) takes about seven x86 instructions.
-            let t = f32x4_add(self.0, f32x4_splat(12_582_912.0));
+            let t = f32x4_add(self.0, f32x4_splat(super::MAGIC_I32));
             Self(i32x4_shl(i32x4_add(t, i32x4_splat(127)), 23))
         }
         /// Lane-wise conversion of four i32.
@@ -309,7 +309,7 @@ mod imp {
             }
         }
         /// `acc` plus, in each 32-bit lane `r`, the dot of this slice (full-range
-        /// activations, encoded by [`encode_act_plain`](super::encode_act_plain)) with row
+        /// activations, encoded by [`encode_act_plain_sums`](super::encode_act_plain)) with row
         /// `r`'s 4 values in `w` (0..=127, e.g. Q4_0 nibbles, at the bytes
         /// [`slot`](super::slot) gives): relaxed SIMD's 8-bit dot with the weights as its
         /// 7-bit operand, or two 16-bit dots.
@@ -1056,20 +1056,22 @@ pub const ACT_OFFSET: i8 = 64;
 /// row of every quantized matmul. Other lengths than 32 take the scalar path.
 #[inline]
 pub fn encode_act(x: &[f32], q: &mut [i8]) -> f32 {
-    encode_with(x, q, ACT_LEVELS, ACT_OFFSET)
+    encode_with(x, q, ACT_LEVELS, ACT_OFFSET).0
 }
 
 /// Encodes one block of 32 activations as ggml's Q8_0 does (127 levels each side, no offset,
-/// in every build) into `q`; returns the block's scale. For the kernels whose weights are
-/// the 7-bit operand of relaxed SIMD's dot (Q4_0 panels: nibbles 0..=15), so that the
-/// activations keep their full range.
+/// in every build) into `q`; returns the block's scale and the sums of its two halves of
+/// values (16 each). For the kernels whose weights are the 7-bit operand of relaxed SIMD's
+/// dot (Q4_0 panels: nibbles 0..=15), so that the activations keep their full range, and
+/// whose biased or K-quant dots need the sums: summed as the values are made (a sum of the
+/// stored bytes took 100 x86 instructions a block in V8).
 #[inline]
-pub fn encode_act_plain(x: &[f32], q: &mut [i8]) -> f32 {
+pub fn encode_act_plain_sums(x: &[f32], q: &mut [i8]) -> (f32, [i32; 2]) {
     encode_with(x, q, 127.0, 0)
 }
 
 #[inline(always)]
-fn encode_with(x: &[f32], q: &mut [i8], levels: f32, offset: i8) -> f32 {
+fn encode_with(x: &[f32], q: &mut [i8], levels: f32, offset: i8) -> (f32, [i32; 2]) {
     match (
         <&[f32; 32]>::try_from(x),
         <&mut [i8; 32]>::try_from(&mut *q),
@@ -1082,38 +1084,57 @@ fn encode_with(x: &[f32], q: &mut [i8], levels: f32, offset: i8) -> f32 {
 /// [`encode_act`] one value at a time: the reference the SIMD encoding is tested against.
 #[cfg(test)]
 pub fn encode_act_scalar(x: &[f32], q: &mut [i8]) -> f32 {
-    encode_scalar(x, q, ACT_LEVELS, ACT_OFFSET)
+    encode_scalar(x, q, ACT_LEVELS, ACT_OFFSET).0
 }
 
-/// [`encode_act_plain`] one value at a time.
+/// [`encode_act_plain_sums`] one value at a time.
 #[cfg(test)]
-pub fn encode_act_plain_scalar(x: &[f32], q: &mut [i8]) -> f32 {
+pub fn encode_act_plain_scalar(x: &[f32], q: &mut [i8]) -> (f32, [i32; 2]) {
     encode_scalar(x, q, 127.0, 0)
 }
 
+/// The scale, the values (plus `offset`) and the sums of the two halves' values (without
+/// it), one value at a time.
 #[inline(always)]
-fn encode_scalar(x: &[f32], q: &mut [i8], levels: f32, offset: i8) -> f32 {
+fn encode_scalar(x: &[f32], q: &mut [i8], levels: f32, offset: i8) -> (f32, [i32; 2]) {
     let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
     let d = amax / levels;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-    for (o, &v) in q.iter_mut().zip(x) {
-        *o = (v * id).round() as i8 + offset;
+    let mut sums = [0i32; 2];
+    let half = x.len().div_ceil(2);
+    for (i, (o, &v)) in q.iter_mut().zip(x).enumerate() {
+        let r = (v * id).round() as i8;
+        sums[usize::from(i >= half)] += i32::from(r);
+        *o = r.wrapping_add(offset);
     }
-    d
+    (d, sums)
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 #[inline(always)]
-fn encode_block(x: &[f32; 32], q: &mut [i8; 32], levels: f32, offset: i8) -> f32 {
+fn encode_block(x: &[f32; 32], q: &mut [i8; 32], levels: f32, offset: i8) -> (f32, [i32; 2]) {
     encode_scalar(x, q, levels, offset)
 }
 
 /// Eight f32x4: the block's max |x| by `pmax` (NaN lanes ignored, as `f32::max` does), then
-/// `x / d` rounded half away from zero (`trunc`, plus one step where the dropped part is at
-/// least 0.5), narrowed to i8 with saturation, plus the offset.
+/// `s = x / d` rounded half away from zero and saturated to i8, plus the offset; and the
+/// halves' sums of the values, from their i32 lanes.
+///
+/// `s` is first clamped to [-128, 127] (what the saturating `as i8` does after rounding;
+/// NaN lanes stay NaN), so that every later step is exact and the narrowing needs no
+/// saturation. The rounding is `trunc(s + copysign(0.49999997, s))`, the constant the
+/// largest f32 below 0.5: equal to `f32::round` for every f32 of magnitude below 2^22
+/// (checked for all of them; with 0.5 itself 0.49999997 would round up). The integer-valued
+/// result is converted by adding 1.5 · 2^23 (its value then in the low mantissa bits) and
+/// subtracting that constant's bits: two instructions where the saturating conversion
+/// (`i32x4.trunc_sat_f32x4_s`) takes about seven x86 instructions; NaN lanes are masked to
+/// 0, as the scalar `as i8` gives. The i32 lanes are narrowed to i16 (`narrow`, exact) and
+/// their low bytes taken by a shuffle: two saturating narrows in a row make LLVM clamp each
+/// vector to i16 with two constants and shuffle (V8 materializing every constant), which
+/// with the old rounding made the block 150 instructions.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 #[inline(always)]
-fn encode_block(x: &[f32; 32], q: &mut [i8; 32], levels: f32, offset: i8) -> f32 {
+fn encode_block(x: &[f32; 32], q: &mut [i8; 32], levels: f32, offset: i8) -> (f32, [i32; 2]) {
     use core::arch::wasm32::*;
     let p = x.as_ptr() as *const v128;
     // In range: 8 × 16 bytes of the 32 f32.
@@ -1125,24 +1146,49 @@ fn encode_block(x: &[f32; 32], q: &mut [i8; 32], levels: f32, offset: i8) -> f32
     let amax = f32x4_pmax(amax, i32x4_shuffle::<1, 0, 3, 2>(amax, amax));
     let d = f32x4_extract_lane::<0>(amax) / levels;
     let id = f32x4_splat(if d != 0.0 { 1.0 / d } else { 0.0 });
-    let (half, one, sign) = (f32x4_splat(0.5), f32x4_splat(1.0), f32x4_splat(-0.0));
+    let (below_half, sign) = (f32x4_splat(ROUND_BELOW_HALF), f32x4_splat(-0.0));
+    let (lo, hi, magic) = (
+        f32x4_splat(-128.0),
+        f32x4_splat(127.0),
+        f32x4_splat(MAGIC_I32),
+    );
     let r: [v128; 8] = std::array::from_fn(|i| {
         let s = f32x4_mul(v[i], id);
-        let t = f32x4_trunc(s);
-        let away = v128_or(one, v128_and(s, sign));
-        let step = v128_and(f32x4_ge(f32x4_abs(f32x4_sub(s, t)), half), away);
-        i32x4_trunc_sat_f32x4(f32x4_add(t, step))
+        // `pmax(s, lo)` is `s` where `s` is NaN (and `pmin` likewise).
+        let c = f32x4_pmin(f32x4_pmax(s, lo), hi);
+        let t = f32x4_trunc(f32x4_add(c, v128_or(below_half, v128_and(c, sign))));
+        // NaN lanes 0, as `as i8` gives.
+        v128_and(i32x4_sub(f32x4_add(t, magic), magic), f32x4_eq(s, s))
     });
     let off = i8x16_splat(offset);
     let o = q.as_mut_ptr() as *mut v128;
+    let mut sums = [0i32; 2];
     for h in 0..2 {
-        let lo = i16x8_narrow_i32x4(r[h * 4], r[h * 4 + 1]);
-        let hi = i16x8_narrow_i32x4(r[h * 4 + 2], r[h * 4 + 3]);
+        let r = &r[h * 4..h * 4 + 4];
+        let (a, b) = (
+            i16x8_narrow_i32x4(r[0], r[1]),
+            i16x8_narrow_i32x4(r[2], r[3]),
+        );
+        let bytes =
+            i8x16_shuffle::<0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30>(a, b);
         // In range: 2 × 16 bytes of the 32 i8.
-        unsafe { v128_store(o.add(h), i8x16_add(i8x16_narrow_i16x8(lo, hi), off)) };
+        unsafe { v128_store(o.add(h), i8x16_add(bytes, off)) };
+        let t = i32x4_add(i32x4_add(r[0], r[1]), i32x4_add(r[2], r[3]));
+        let t = i32x4_add(t, i32x4_shuffle::<2, 3, 0, 1>(t, t));
+        let t = i32x4_add(t, i32x4_shuffle::<1, 0, 3, 2>(t, t));
+        sums[h] = i32x4_extract_lane::<0>(t);
     }
-    d
+    (d, sums)
 }
+
+/// The largest f32 below 0.5 (see [`encode_block`]).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+const ROUND_BELOW_HALF: f32 = f32::from_bits(0.5f32.to_bits() - 1);
+
+/// 1.5 · 2^23: an integer-valued f32 `v` (|v| < 2^22) plus this holds `v` in its low
+/// mantissa bits, so that its bits minus this constant's are `v` as an i32.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+const MAGIC_I32: f32 = 12_582_912.0;
 
 /// 2^112: an f16's exponent and mantissa shifted into an f32 (`bits << 13`) read as f32 is
 /// the f16's value times 2^-112, for normal and subnormal f16 alike.
@@ -1406,11 +1452,9 @@ mod tests {
         assert_eq!(out, [3.0, -6.0, 9.0, 13.5]);
     }
 
-    /// The int8 GEMM's 4-row dot: lane `r` adds row `r`'s 4 weights times the activation
-    /// slice, every weight value against every activation level the encoding makes.
     /// The block encoder (SIMD128 on wasm) against the scalar one, bit for bit: random
-    /// blocks, blocks whose values land exactly on .5 after scaling (the rounding ties), signed
-    /// zeros, an all-zero block, a NaN, and huge and tiny magnitudes.
+    /// blocks, blocks whose values land exactly on .5 after scaling (the rounding ties) or
+    /// just below it, signed zeros, an all-zero block, a NaN, and huge and tiny magnitudes.
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn block_encoding_matches_scalar() {
@@ -1433,6 +1477,26 @@ mod tests {
             }
         }));
         blocks.push(std::array::from_fn(|i| if i % 2 == 0 { -0.0 } else { 0.0 }));
+        // Subnormal scales: `1 / d` far from `levels / amax`, or infinite, so that `x / d`
+        // leaves the i8 range and saturates.
+        for amax in [1e-44f32, 3e-39, 1e-37] {
+            blocks.push(std::array::from_fn(|i| (i as f32 - 15.5) / 16.5 * amax));
+        }
+        // max |x| = ACT_LEVELS again (d = 1): the largest f32 below each half-integer, where
+        // adding 0.5 itself would round up (see `encode_block`), and the half-integers.
+        blocks.push(std::array::from_fn(|i| {
+            let h = (i / 2 % 8) as f32 + 0.5;
+            let v = if i % 2 == 0 {
+                f32::from_bits(h.to_bits() - 1)
+            } else {
+                h
+            };
+            match i {
+                0 => ACT_LEVELS,
+                _ if i >= 16 => -v,
+                _ => v,
+            }
+        }));
         blocks.push(std::array::from_fn(|i| {
             if i == 5 {
                 f32::NAN
@@ -1444,18 +1508,23 @@ mod tests {
             let (mut got, mut want) = ([0i8; 32], [0i8; 32]);
             let (d, dw) = (encode_act(x, &mut got), encode_act_scalar(x, &mut want));
             assert_eq!((d.to_bits(), got), (dw.to_bits(), want), "block {x:?}");
-            let (d, dw) = (
-                encode_act_plain(x, &mut got),
+            let ((d, sums), (dw, sums_w)) = (
+                encode_act_plain_sums(x, &mut got),
                 encode_act_plain_scalar(x, &mut want),
             );
             assert_eq!(
-                (d.to_bits(), got),
-                (dw.to_bits(), want),
+                (d.to_bits(), got, sums),
+                (dw.to_bits(), want, sums_w),
                 "plain block {x:?}"
             );
+            let halves: [i32; 2] =
+                [0, 16].map(|h| got[h..h + 16].iter().map(|&v| i32::from(v)).sum());
+            assert_eq!(sums, halves, "plain block {x:?}");
         }
     }
 
+    /// The int8 GEMM's 4-row dot: lane `r` adds row `r`'s 4 weights times the activation
+    /// slice, every weight value against every activation level the encoding makes.
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn four_row_dot_matches_scalar() {
