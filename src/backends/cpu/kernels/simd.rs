@@ -1250,11 +1250,15 @@ impl I8x32 {
 }
 
 /// `e^r · 2^-n` split of `e^x` (`x` in range, `n = round(x / ln 2)`): returns `(e^r, n)`, the
-/// reduced argument's exponential from Cephes' polynomial.
+/// reduced argument's exponential from Cephes' polynomial. Multiply-adds throughout
+/// ([`F32x4::mul_add`]: fused with relaxed SIMD, 8 instructions fewer and half the
+/// polynomial's latency; a multiply and an add otherwise, as before).
 #[inline(always)]
 fn exp_reduced(x: F32x4) -> (F32x4, F32x4) {
     let n = (x * F32x4::splat(std::f32::consts::LOG2_E)).round();
-    let r = x - n * F32x4::splat(0.693_359_4) + n * F32x4::splat(2.121_944_4e-4);
+    let r = x
+        .mul_add(n, F32x4::splat(-0.693_359_4))
+        .mul_add(n, F32x4::splat(2.121_944_4e-4));
     let mut p = F32x4::splat(1.987_569_1e-4);
     for c in [
         1.398_199_9e-3,
@@ -1263,9 +1267,9 @@ fn exp_reduced(x: F32x4) -> (F32x4, F32x4) {
         1.666_666_5e-1,
         0.5,
     ] {
-        p = p * r + F32x4::splat(c);
+        p = F32x4::splat(c).mul_add(p, r);
     }
-    (p * r * r + r + F32x4::splat(1.0), n)
+    (r.mul_add(p * r, r) + F32x4::splat(1.0), n)
 }
 
 /// `e^x` lane-wise, relative error about 2e-7 (Cephes' polynomial after range reduction by
