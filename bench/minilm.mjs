@@ -87,6 +87,8 @@ try {
     const r = await visitor.open(`http://127.0.0.1:${server.address().port}/bench/minilm.html?${q}`);
     await visitor.close();
     if (r.error) { console.log(`  failed: ${r.error}`); perRound.push({ runner, type, device, threads, error: r.error }); continue; }
+    // Over WebDriver the page's log does not reach us: its profile, from the result.
+    if (r.profile && ENGINE !== 'chromium') console.log(r.profile);
     perRound.push({ ...r, runner, threads, device });
   }
 } finally {
