@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { benchResult, launchChromium } from '../scripts/chromium.mjs';
 import { launchEngine } from '../scripts/webdriver.mjs';
+import { formatRow } from './cpu-matmul.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
 // Served from the repository root, so bench pages reach models/ too.
@@ -46,10 +47,11 @@ if (ENGINE === 'chromium') {
   } finally {
     await b.close();
   }
-  // No console over WebDriver: the rows, as the page logs them.
-  for (const r of result.rows || []) {
-    console.log(`${r.case.padEnd(24)} ${r.impl.padEnd(30)} ${String(r.threads).padStart(2)}t ${r.ms.toFixed(2).padStart(9)} ms ${r.gflops.toFixed(2).padStart(8)} GFLOP/s ${r.pctPeak.toFixed(1).padStart(6)}% of peak`);
-  }
+  // No console over WebDriver: the rows, as the page logs them (the matmul page's; other
+  // pages' results as JSON).
+  const matmulRows = (result.rows || []).filter((r) => r.gflops != null);
+  for (const r of matmulRows) console.log(formatRow(r));
+  if (!matmulRows.length) console.log(JSON.stringify(result, null, 2));
 }
 server.close();
 if (result.error) throw new Error(result.error);

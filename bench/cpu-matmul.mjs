@@ -97,6 +97,11 @@ export function simdPeak(webtensor) {
  * `label` names the webtensor build, `threads` the thread count every implementation was set
  * up with (for the labels). Returns {peak, rows: [{case, impl, threads, ms, gflops, pctPeak}]}.
  */
+/** One result row as the page logs it (and `bench/browser.mjs` prints it over WebDriver). */
+export function formatRow(r) {
+  return `${r.case.padEnd(24)} ${r.impl.padEnd(30)} ${String(r.threads).padStart(2)}t ${r.ms.toFixed(2).padStart(9)} ms ${r.gflops.toFixed(2).padStart(8)} GFLOP/s ${r.pctPeak.toFixed(1).padStart(6)}% of peak`;
+}
+
 export async function runBench({ webtensor, ort, tf, reps = 7, log = console.log, only, label = '', threads = 1 }) {
   const peak = simdPeak(webtensor);
   log(`wasm SIMD f32 peak (1 thread, mul+add probe): ${peak.toFixed(1)} GFLOP/s`);
@@ -105,7 +110,7 @@ export async function runBench({ webtensor, ort, tf, reps = 7, log = console.log
     const gflops = 2 * c.m * c.n * c.k / (ms / 1e3) / 1e9;
     const row = { case: c.name, impl, threads, ms: +ms.toFixed(3), gflops: +gflops.toFixed(2), pctPeak: +(100 * gflops / peak).toFixed(1) };
     rows.push(row);
-    log(`${c.name.padEnd(24)} ${impl.padEnd(30)} ${String(threads).padStart(2)}t ${ms.toFixed(2).padStart(9)} ms ${gflops.toFixed(2).padStart(8)} GFLOP/s ${row.pctPeak.toFixed(1).padStart(6)}% of peak`);
+    log(formatRow(row));
   };
   for (const c of CASES.filter((c) => !only || only.test(c.name))) {
     const bench = new webtensor.MatmulBench(c.w, c.m, c.n, c.k);
