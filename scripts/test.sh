@@ -132,7 +132,8 @@ step "JS surface: bindings = worker = proxy = types (scripts/check-js-surface.mj
 step "example apps: npm pack, webpack, Vite, plain ESM (scripts/build-apps.sh)" bash scripts/build-apps.sh
 E2E_REQUIRE_THREADS=$([ -n "${WASM_THREADS_TC:-}" ] && echo 1 || echo 0)
 # (tests/e2e/engines.test.mjs: MiniLM in Chromium, Firefox and WebKitGTK over WebDriver,
-# about 2 min; it writes the README's browser table to target/e2e/engines.md, printed below.)
+# about 2 min; it writes the README's browser table to target/e2e/engines.md, printed and checked
+# against the README's below.)
 step "end-to-end page tests" env E2E_REQUIRE_WEBGPU=${E2E_REQUIRE_WEBGPU:-1} \
   E2E_REQUIRE_THREADS="$E2E_REQUIRE_THREADS" E2E_REQUIRE_ENGINES=1 node --test tests/e2e/
 
@@ -140,6 +141,8 @@ if [ -f target/e2e/engines.md ]; then
   printf '\n---------------------------------------------------------------- browser table\n'
   cat target/e2e/engines.md
 fi
+# The README's browser support table is this run's (--write there when a change is meant).
+step "README's browser table = this run's (scripts/readme-engines.mjs)" node scripts/readme-engines.mjs
 printf '\n---------------------------------------------------------------- test summary\n'
 printf '%s\n' "${STEPS[@]}"
 echo "total: $(( $(date +%s) - T0 ))s"

@@ -11,7 +11,8 @@
 //     adapter's shader-f16;
 //   - the embed time (6 sentences; median of 5 on the CPU, 1 run on WebGPU).
 // Writes target/e2e/engines.json and target/e2e/engines.md: the README's browser table
-// (scripts/test.sh prints it). An engine whose driver is missing is skipped with the reason,
+// (scripts/readme-engines.mjs renders it, checks the README's against it, and with --write
+// puts it there; scripts/test.sh runs the check). An engine whose driver is missing is skipped with the reason,
 // unless E2E_REQUIRE_ENGINES=1.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +22,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { launchEngine, engineAvailability, engineSkip } from '../../scripts/webdriver.mjs';
 import { startServer } from '../../scripts/serve.mjs';
+import { table, runMeta } from '../../scripts/readme-engines.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const OUT = path.join(ROOT, 'target/e2e');
@@ -47,9 +49,11 @@ after(() => {
   server?.close();
   if (!Object.keys(results).length) return;
   fs.mkdirSync(OUT, { recursive: true });
-  fs.writeFileSync(path.join(OUT, 'engines.json'), JSON.stringify(results, null, 2));
-  fs.writeFileSync(path.join(OUT, 'engines.md'), table(results));
-  console.log(`# browser table (target/e2e/engines.md):\n${table(results).replace(/^/gm, '# ')}`);
+  const meta = runMeta();
+  fs.writeFileSync(path.join(OUT, 'engines.json'), JSON.stringify({ _meta: meta, ...results }, null, 2));
+  const md = table(results, meta);
+  fs.writeFileSync(path.join(OUT, 'engines.md'), md);
+  console.log(`# browser table (target/e2e/engines.md):\n${md.replace(/^/gm, '# ')}`);
 });
 
 function reference(ids) {  // tests/reference/minilm_reference.py (numpy, float64)
@@ -146,19 +150,4 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
     t.diagnostic(`${b.version}: ${row.modes.worker.build}, ${row.modes.worker.threads} thread(s); reasons: ${row.modes.worker.reasons.join('; ') || 'none'}`);
     results[engine] = row;
   });
-}
-
-/** The README's browser table from this run. */
-function table(rs) {
-  const lines = ['| Engine | Version | Build picked (threads) | Why not a faster one | WebGPU | `shader-f16` | MiniLM min cosine f32 / Q8_0 (CPU; WebGPU f32) | embed 6 sentences ms f32 / Q8_0 (CPU; WebGPU f32) |',
-    '|---|---|---|---|---|---|---|---|'];
-  for (const r of Object.values(rs)) {
-    const w = r.modes.worker;
-    const c = (k) => w.runs[k] ? w.runs[k].minCosine.toFixed(5) : '—';
-    const ms = (k) => w.runs[k] ? w.runs[k].embedMs.toFixed(1) : '—';
-    lines.push(`| ${r.engine} | ${r.version} | ${w.build} (${w.threads}) | ${w.reasons.join('; ').replace(/\|/g, '/') || '—'} | ` +
-      `${w.webgpu === 'no' ? 'no' : String(w.webgpu).replace(/\|/g, '/').slice(0, 80)} | ${w.f16 ?? '—'} | ` +
-      `${c('cpu-f32')} / ${c('cpu-q8_0')}; ${c('webgpu-f32')} | ${ms('cpu-f32')} / ${ms('cpu-q8_0')}; ${ms('webgpu-f32')} |`);
-  }
-  return lines.join('\n') + '\n';
 }
