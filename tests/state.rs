@@ -135,6 +135,44 @@ fn rows_written_at_positions_and_read_by_later_runs() {
     }
 }
 
+/// A program that only writes a state (a prompt chunk whose logits nobody reads) has no
+/// output and runs; the next run, and `State::read`, see its rows. A graph that writes no
+/// state and has no output is still an error.
+#[test]
+fn a_program_that_only_writes_a_state_runs_without_an_output() {
+    for (rt, dev) in runtimes() {
+        let s = rt.create_state("cache", DType::F32, &[2, 4], dev).unwrap();
+        let mut p = Program::new();
+        let st = p.state(&s).unwrap();
+        let g = p.graph_mut();
+        let x = g.input("x", DType::F32, &[2, 1]).unwrap();
+        let pos = g.input("pos", DType::I32, &[1]).unwrap();
+        let y = g.scale(x, 2.0).unwrap();
+        g.set_rows(st, y, pos).unwrap();
+        for (at, v) in [(1, 3.0f32), (3, -1.5)] {
+            let inputs = HashMap::from([
+                ("x".to_string(), bytes(&[v, v + 1.0])),
+                ("pos".to_string(), i32s(&[at])),
+            ]);
+            let out = block_on(rt.run(&p, &inputs)).unwrap();
+            assert!(out.is_empty(), "{}", s.device_name());
+        }
+        assert_eq!(
+            f32s(&block_on(s.read()).unwrap()),
+            [0.0, 0.0, 6.0, 8.0, 0.0, 0.0, -3.0, -1.0],
+            "{}",
+            s.device_name()
+        );
+        let mut q = Program::new();
+        let x = q.graph_mut().input("x", DType::F32, &[2]).unwrap();
+        q.graph_mut().relu(x).unwrap();
+        let err = block_on(rt.run(&q, &HashMap::from([("x".to_string(), bytes(&[1.0, 2.0]))])))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no output"), "{err}");
+    }
+}
+
 /// With a GPU and the CPU in one runtime, every op touching a state runs on the state's
 /// device, whichever that is; the rest is placed as usual.
 #[test]

@@ -15,7 +15,8 @@
 //! (`T` to a power of two from 8, `n_kv` to a multiple of [`KV_STEP`]) and the positions,
 //! cache rows, causal mask and the row to read logits from are inputs, so each bucket's
 //! [`Program`] is built once and the runtime reuses its prepared session: a decode step
-//! plans nothing and, on WebGPU, creates no GPU object.
+//! plans nothing and, on WebGPU, creates no GPU object. Only a prompt's last chunk computes
+//! logits, and its last layer only for the token they are read from.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -155,8 +156,8 @@ pub struct Decoder {
     batch: usize,
     /// The tokens in the cache, in order.
     history: Vec<u32>,
-    /// Programs by (chunk tokens, attended rows), built once.
-    programs: RefCell<HashMap<(usize, usize), Program>>,
+    /// Programs by (chunk tokens, attended rows, logits read), built once.
+    programs: RefCell<HashMap<(usize, usize, bool), Program>>,
     last_shape: std::cell::Cell<Option<(usize, usize)>>,
     /// Whether attention is the fused op.
     fused: bool,
@@ -416,6 +417,7 @@ impl Decoder {
             1,
             KV_STEP.min(n_ctx),
             false,
+            true,
         )?;
         let homes = rt.weight_homes(probe.graph())?;
         let by_name: HashMap<&str, TensorId> = infos
@@ -479,8 +481,9 @@ impl Decoder {
             }
         }
         let stored = rt.store_weights(&specs, src, progress)?;
-        // Every bucket's session stays cached: (chunk sizes) × (attended lengths).
-        let chunks = chunk_sizes(opts.batch.min(n_ctx)).len() + 1;
+        // Every bucket's session stays cached: (chunk sizes, decode, a full chunk without
+        // logits) × (attended lengths).
+        let chunks = chunk_sizes(opts.batch.min(n_ctx)).len() + 2;
         rt.reserve_cached_sessions(chunks * n_ctx.div_ceil(KV_STEP));
         Ok(Self {
             config,
@@ -595,11 +598,16 @@ impl Decoder {
                 self.n_ctx
             )));
         }
-        let mut logits = Vec::new();
-        for chunk in ids.chunks(self.batch) {
-            logits = self.run_chunk(rt, chunk).await?;
+        // Only the last chunk's logits are read: the others' graphs end at the last layer's
+        // cache writes.
+        let mut chunks = ids.chunks(self.batch).peekable();
+        while let Some(chunk) = chunks.next() {
+            let logits = self.run_chunk(rt, chunk, chunks.peek().is_none()).await?;
+            if let Some(logits) = logits {
+                return Ok(logits);
+            }
         }
-        Ok(logits)
+        Err(Error::Graph("prefill ran no chunk".into()))
     }
 
     /// Runs one decode step on an empty cache and forgets it, so that what a first run
@@ -636,9 +644,10 @@ impl Decoder {
         Ok(out)
     }
 
-    /// The program of a chunk of `t` tokens attending over `n_kv` rows (built once).
-    pub fn program(&self, t: usize, n_kv: usize) -> Result<Program> {
-        if let Some(p) = self.programs.borrow().get(&(t, n_kv)) {
+    /// The program of a chunk of `t` tokens attending over `n_kv` rows (built once): with
+    /// `logits`, its output is the last token's logits; without, it only writes the cache.
+    pub fn program(&self, t: usize, n_kv: usize, logits: bool) -> Result<Program> {
+        if let Some(p) = self.programs.borrow().get(&(t, n_kv, logits)) {
             return Ok(p.clone());
         }
         let mut p = Program::new();
@@ -661,8 +670,11 @@ impl Decoder {
             t,
             n_kv,
             self.fused,
+            logits,
         )?;
-        self.programs.borrow_mut().insert((t, n_kv), p.clone());
+        self.programs
+            .borrow_mut()
+            .insert((t, n_kv, logits), p.clone());
         Ok(p)
     }
 
@@ -672,7 +684,7 @@ impl Decoder {
         match self.last_shape.get() {
             Some((t, n_kv)) => Ok(format!(
                 "{t} token(s) over {n_kv} cache rows\n{}",
-                rt.explain(&self.program(t, n_kv)?)?
+                rt.explain(&self.program(t, n_kv, true)?)?
             )),
             None => Ok("nothing run yet".into()),
         }
@@ -690,11 +702,19 @@ impl Decoder {
         (t, n_kv)
     }
 
-    async fn run_chunk(&mut self, rt: &Runtime, ids: &[u32]) -> Result<Vec<f32>> {
+    /// Runs one chunk; returns its last token's logits when `logits`.
+    async fn run_chunk(
+        &mut self,
+        rt: &Runtime,
+        ids: &[u32],
+        logits: bool,
+    ) -> Result<Option<Vec<f32>>> {
         let n = ids.len();
         let (t, n_kv) = self.shape(n);
-        let program = self.program(t, n_kv)?;
-        self.last_shape.set(Some((t, n_kv)));
+        let program = self.program(t, n_kv, logits)?;
+        if logits {
+            self.last_shape.set(Some((t, n_kv)));
+        }
         let start = self.len();
         let mut tokens = vec![0i32; t];
         let mut pos = vec![0i32; t];
@@ -728,6 +748,10 @@ impl Decoder {
             ("last".to_string(), bytemuck::cast_slice(&last).to_vec()),
         ]);
         let outs = rt.run(&program, &inputs).await?;
+        if !logits {
+            self.history.extend_from_slice(ids);
+            return Ok(None);
+        }
         let (_, _, bytes) = outs
             .into_iter()
             .next()
@@ -740,7 +764,7 @@ impl Decoder {
             )));
         }
         self.history.extend_from_slice(ids);
-        Ok(bytemuck::pod_collect_to_vec(&bytes))
+        Ok(Some(bytemuck::pod_collect_to_vec(&bytes)))
     }
 }
 
@@ -771,7 +795,11 @@ pub fn argmax(v: &[f32]) -> u32 {
 ///
 /// Inputs: `tokens`, `pos` (RoPE positions) and `rows` (cache rows written) I32 `[t]`;
 /// `mask` f32 `[n_kv, t]` (0 where a token sees a row, a large negative value elsewhere);
-/// `last` I32 `[1]`, the token whose logits are read. Output: `logits` f32 `[n_vocab, 1]`.
+/// `last` I32 `[1]`, the token whose logits are read. Output: `logits` f32 `[n_vocab, 1]`,
+/// or, without `logits`, none: the graph writes the caches and ends at the last layer's K/V.
+/// The last layer computes only what the logits need past its cache writes: the `last`
+/// token's query, attention row, output projection and feed-forward (llama.cpp's
+/// `inp_out_ids`), not the chunk's other `t - 1`.
 /// Attention is the fused op when `fused`, matmuls and a softmax otherwise.
 #[allow(clippy::too_many_arguments)]
 fn build(
@@ -783,6 +811,7 @@ fn build(
     t: usize,
     n_kv: usize,
     fused: bool,
+    logits: bool,
 ) -> Result<()> {
     let w: HashMap<String, TensorId> = ids
         .iter()
@@ -806,8 +835,11 @@ fn build(
     };
     let scale = 1.0 / (hd as f32).sqrt();
     let mut x = g.get_rows(get("token_embd.weight")?, tokens)?;
+    // Whether x is down to the `last` token's row (the last layer of a chunk of several).
+    let mut selected = false;
     for (i, &(kc, vc)) in caches.iter().enumerate() {
         let b = |s: &str| format!("blk.{i}.{s}");
+        let last_layer = i + 1 == caches.len();
         let h = norm(g, x, &b("attn_norm.weight"))?;
         let proj = |g: &mut Graph, name: &str, heads: usize| -> Result<TensorId> {
             let mut y = g.matmul(get(&b(&format!("{name}.weight")))?, h)?;
@@ -816,14 +848,11 @@ fn build(
             }
             g.reshape(y, &[hd, heads, t])
         };
-        let mut q = proj(g, "attn_q", nh)?;
         let mut k = proj(g, "attn_k", nkv)?;
         let v = proj(g, "attn_v", nkv)?;
         if c.arch == Arch::Qwen3 {
-            q = norm(g, q, &b("attn_q_norm.weight"))?;
             k = norm(g, k, &b("attn_k_norm.weight"))?;
         }
-        let q = g.rope(q, pos, c.rope)?;
         let k = g.rope(k, pos, c.rope)?;
         // [hd, heads, t] → [hd, t, heads]: rows by token within each head.
         let by_token = [0, 2, 1, 3];
@@ -831,6 +860,25 @@ fn build(
         let v = g.permute(v, by_token)?;
         let kc = g.set_rows(kc, k, rows)?;
         let vc = g.set_rows(vc, v, rows)?;
+        if last_layer && !logits {
+            return Ok(());
+        }
+        let mut q = proj(g, "attn_q", nh)?;
+        if c.arch == Arch::Qwen3 {
+            q = norm(g, q, &b("attn_q_norm.weight"))?;
+        }
+        let q = g.rope(q, pos, c.rope)?;
+        // From here on the last layer carries only the `last` token: its query row, its mask
+        // row and its residual.
+        let (q, mask, tq) = if last_layer && t > 1 {
+            let q = g.reshape(q, &[hd * nh, t])?;
+            let q = g.get_rows(q, last)?;
+            x = g.get_rows(x, last)?;
+            selected = true;
+            (g.reshape(q, &[hd, nh, 1])?, g.get_rows(mask, last)?, 1)
+        } else {
+            (q, mask, t)
+        };
         let es = g.tensor(kc).dtype.block_bytes();
         let head_bytes = (n_ctx + 1) * hd * es;
         let keys = g.view(kc, &[hd, n_kv, nkv], &[es, hd * es, head_bytes], 0)?;
@@ -849,7 +897,7 @@ fn build(
             let o = g.permute(o, by_token)?;
             g.cont(o)?
         };
-        let o = g.reshape(o, &[hd * nh, t])?;
+        let o = g.reshape(o, &[hd * nh, tq])?;
         let o = g.matmul(get(&b("attn_output.weight"))?, o)?;
         x = g.add(x, o)?;
         let h = norm(g, x, &b("ffn_norm.weight"))?;
@@ -860,7 +908,9 @@ fn build(
         let y = g.matmul(get(&b("ffn_down.weight"))?, y)?;
         x = g.add(x, y)?;
     }
-    let x = g.get_rows(x, last)?;
+    if !selected {
+        x = g.get_rows(x, last)?;
+    }
     let x = norm(g, x, "output_norm.weight")?;
     let out = if c.tied {
         "token_embd.weight"

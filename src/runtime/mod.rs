@@ -418,9 +418,16 @@ impl Runtime {
         inputs: &HashMap<String, Value>,
         keep_on_device: bool,
     ) -> Result<Vec<(String, DType, Value)>> {
-        if p.graph.outputs().is_empty() {
+        // A graph that only writes states (a prefill chunk whose logits nobody reads) has
+        // no output; one that does neither would compute nothing anyone sees.
+        let writes_state = || {
+            p.graph
+                .iter()
+                .any(|(id, t)| t.role == Role::Compute && p.graph.state_of(id).is_some())
+        };
+        if p.graph.outputs().is_empty() && !writes_state() {
             return Err(Error::Graph(
-                "the graph has no output (mark one with output())".into(),
+                "the graph has no output (mark one with output()) and writes no state".into(),
             ));
         }
         // Device tensors stay borrowed (kept alive) until the run is done with them.
