@@ -162,6 +162,19 @@ impl TensorView {
         self.nb[0] == self.dtype.block_bytes()
     }
 
+    /// The same memory as one batch of `ne[1] · ne[2] · ne[3]` rows, when the rows of each
+    /// batch follow the last batch's (dims 2 and 3 add no gaps); `None` otherwise.
+    pub fn batches_as_rows(&self) -> Option<TensorView> {
+        if self.nb[2] != self.nb[1] * self.ne[1] || self.nb[3] != self.nb[2] * self.ne[2] {
+            return None;
+        }
+        let mut f = *self;
+        f.ne = [self.ne[0], self.ne[1] * self.ne[2] * self.ne[3], 1, 1];
+        f.nb[2] = f.nb[1] * f.ne[1];
+        f.nb[3] = f.nb[2];
+        Some(f)
+    }
+
     /// Row `(i1, i2, i3)` as f32 into `out` (`ne[0]` values), any dtype and stride.
     pub fn load_row(&self, i1: usize, i2: usize, i3: usize, out: &mut [f32]) {
         if self.dtype.is_quantized() || (self.rows_contiguous() && self.dtype != DType::I32) {

@@ -179,11 +179,6 @@ pub fn matmul_fused(
     matmul_with(par, dst, a, b, pre, ep)
 }
 
-/// Whether `v`'s rows follow each other across its batches (dims 2 and 3 add no gaps).
-fn rows_flat(v: &TensorView) -> bool {
-    v.nb[2] == v.nb[1] * v.ne[1] && v.nb[3] == v.nb[2] * v.ne[2]
-}
-
 /// Activation rows from which a packed weight pays off (fewer take the GEMV).
 pub fn prepack_worth(n: usize) -> bool {
     n > GEMV_MAX_N
@@ -219,15 +214,10 @@ fn matmul_with(
     // them all, not once a batch (MiniLM's batch of 16 × 32 tokens, f32: 8 GEMMs of 32
     // rows, each streaming 2.4 MB of FFN panels from past the L2). Each element is the same
     // dot in the same order either way.
-    if batches > 1 && a.ne[2] == 1 && a.ne[3] == 1 && rows_flat(b) && rows_flat(dst) {
-        let flat = |v: &TensorView| {
-            let mut f = *v;
-            f.ne = [v.ne[0], v.ne[1] * v.ne[2] * v.ne[3], 1, 1];
-            f.nb[2] = f.nb[1] * f.ne[1];
-            f.nb[3] = f.nb[2];
-            f
-        };
-        return matmul_with(par, &flat(dst), a, &flat(b), pre, ep);
+    if batches > 1 && a.ne[2] == 1 && a.ne[3] == 1 {
+        if let (Some(fd), Some(fb)) = (dst.batches_as_rows(), b.batches_as_rows()) {
+            return matmul_with(par, &fd, a, &fb, pre, ep);
+        }
     }
     // Tasks: every batch cut into `tiles` output rectangles along one dim (tiles on
     // boundaries of `align`), so each task writes its own part of dst; each dst element is
