@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/build-pkg.sh OUT_DIR [--dev|--release] [cargo args...] -- builds webtensor's four wasm
+# scripts/build-pkg.sh OUT_DIR [--dev|--release|--profiling] [cargo args...] -- builds webtensor's four wasm
 # builds into OUT_DIR/<build>/ (wasm-pack, --target web) and copies the loader (js/index.js,
 # which picks one at load) to OUT_DIR/index.js:
 #   simd128          SIMD128 (.cargo/config.toml's flags)
@@ -12,13 +12,14 @@
 # Without a threaded toolchain (setup could not install it, e.g. the Debian route) the
 # threaded builds are skipped with a note, and the loader falls back to the others.
 # WEBTENSOR_BUILDS="simd128 threads" builds only those. Prints each build's gzipped size.
+# --profiling: the release build with the wasm's function names kept, for perf profiles.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 # shellcheck source=/dev/null
 source scripts/.env.sh
-OUT=${1:?usage: build-pkg.sh OUT_DIR [--dev|--release] [cargo args...]}; shift
+OUT=${1:?usage: build-pkg.sh OUT_DIR [--dev|--release|--profiling] [cargo args...]}; shift
 PROFILE=--release
-if [ "${1:-}" = --dev ] || [ "${1:-}" = --release ]; then PROFILE=$1; shift; fi
+case "${1:-}" in --dev | --release | --profiling) PROFILE=$1; shift ;; esac
 say() { printf '[build-pkg] %s\n' "$*" >&2; }
 mkdir -p "$OUT"
 build() {  # build NAME RELAXED THREADED
@@ -47,7 +48,7 @@ build() {  # build NAME RELAXED THREADED
   rm -f "$OUT/$name/.gitignore"
   # Release builds keep every function body within JavaScriptCore's optimizing limit
   # (scripts/wasm-bodies.mjs; Cargo.toml's wasm-opt flags): over it, WebKit runs it 2x slower.
-  if [ "$PROFILE" = --release ]; then node scripts/wasm-bodies.mjs "$OUT/$name/webtensor_bg.wasm" >&2; fi
+  if [ "$PROFILE" != --dev ]; then node scripts/wasm-bodies.mjs "$OUT/$name/webtensor_bg.wasm" >&2; fi
   local gz; gz=$(gzip -9 -c "$OUT/$name/webtensor_bg.wasm" | wc -c)
   say "$name: $(stat -c %s "$OUT/$name/webtensor_bg.wasm") bytes wasm, $gz gzipped, $(( $(date +%s) - t0 ))s"
 }

@@ -7,6 +7,9 @@
 #   scripts/perf-wasm.sh OUT_DIR            (with bench/browser.mjs's variables, e.g.
 #   BENCH_ONLY="q4_0 gemm 896×64×4864" BENCH_QUERY="threads=1&peers=0&pkgdir=.pkg-X" BENCH_REPS=600)
 # OUT_DIR/ann.txt: the annotated code; OUT_DIR/perf.jit.data for `perf report`/`perf annotate`.
+# Functions show as wasm-function[N] unless the package was built with its names kept
+# (`scripts/build-pkg.sh bench/.pkg-X --profiling --features bench`: the release code, named);
+# `perf report --sort pid,sym` then tells the page's thread from the pool's workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=$(realpath -m "${1:?usage: scripts/perf-wasm.sh OUT_DIR}")
