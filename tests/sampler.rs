@@ -53,6 +53,61 @@ fn greedy_is_argmax_first_on_ties() {
     assert_eq!(s.last_candidates(), &[(1, 1.0)]);
 }
 
+/// Greedy without penalties takes a one-pass path over the logits (eight lanes, then the
+/// first id holding the maximum); with a penalty that changes nothing yet (no token
+/// accepted) it goes through the candidate list. Both pick the same id on long vectors with
+/// ties far apart, NaN, infinities and signed zeros.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn greedy_fast_path_picks_what_the_candidate_list_picks() {
+    let general = SamplerOptions {
+        repeat_penalty: 1.1,
+        ..SamplerOptions::greedy()
+    };
+    let mut x = 0x2545_f491_u32;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    for case in 0..40 {
+        let n = 1 + (next() % 3000) as usize;
+        let mut logits: Vec<f32> = (0..n)
+            .map(|_| (next() % 2001) as f32 / 100.0 - 10.0)
+            .collect();
+        // Ties at two random places, specials sprinkled.
+        let (a, b) = ((next() as usize) % n, (next() as usize) % n);
+        let top = if case % 5 == 0 { f32::INFINITY } else { 20.5 };
+        logits[a] = top;
+        logits[b] = top;
+        for _ in 0..n / 50 {
+            let i = (next() as usize) % n;
+            if logits[i] != top {
+                logits[i] = [f32::NAN, f32::NEG_INFINITY, -0.0, 0.0][(next() % 4) as usize];
+            }
+        }
+        if case % 7 == 0 {
+            // Nothing above -inf but signed zeros: the first zero either way.
+            for l in logits.iter_mut() {
+                if l.is_finite() && *l != 0.0 {
+                    *l = f32::NEG_INFINITY;
+                }
+            }
+            let i = (next() as usize) % n;
+            logits[i] = if case % 2 == 0 { -0.0 } else { 0.0 };
+        }
+        let fast = Sampler::new(SamplerOptions::greedy())
+            .unwrap()
+            .sample(&logits);
+        let slow = Sampler::new(general.clone()).unwrap().sample(&logits);
+        match (fast, slow) {
+            (Ok(f), Ok(s)) => assert_eq!(f, s, "case {case}: n {n}, ties at {a} and {b}"),
+            (f, s) => panic!("case {case}: {f:?} vs {s:?}"),
+        }
+    }
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn temperature_zero_ignores_cuts_and_seed() {

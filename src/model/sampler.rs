@@ -239,6 +239,39 @@ impl Sampler {
         l - (count as f32 * o.frequency_penalty + o.presence_penalty)
     }
 
+    /// Greedy without penalties: the first maximum in id order, NaN and -inf never chosen
+    /// (what `sample`'s general path picks), without its candidate list. The maximum in 8
+    /// independent lanes (`f32::max` passes over NaN), then the first id holding it: a
+    /// decode step's 151936 logits in 47 us natively, against 137 us for the candidate list
+    /// or a single compare-and-keep loop (a chain of dependent, mispredicted branches).
+    fn greedy(&mut self, logits: &[f32]) -> Result<u32> {
+        let mut lanes = [f32::NEG_INFINITY; 8];
+        let chunks = logits.chunks_exact(8);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for (m, &l) in lanes.iter_mut().zip(c) {
+                *m = m.max(l);
+            }
+        }
+        let top = rest
+            .iter()
+            .chain(&lanes)
+            .fold(f32::NEG_INFINITY, |m, &l| m.max(l));
+        self.last.clear();
+        let Some(id) = (top > f32::NEG_INFINITY)
+            .then(|| logits.iter().position(|&l| l == top))
+            .flatten()
+        else {
+            return Err(Error::InvalidArgument(format!(
+                "sampler: none of the {} logits is a number above -inf",
+                logits.len()
+            )));
+        };
+        let id = id as u32;
+        self.last.push((id, 1.0));
+        Ok(id)
+    }
+
     /// Picks the next token from `logits` (one per vocabulary id, any length >= 1): the
     /// penalties from the accepted history, then top-k, top-p, min-p (on the penalized
     /// logits, before temperature, as in llama.cpp's chain), temperature, and a draw. NaN
@@ -252,6 +285,9 @@ impl Sampler {
                 "sampler: {} logits exceed the u32 id range",
                 logits.len()
             )));
+        }
+        if self.opts.temperature == 0.0 && self.opts.penalties_off() {
+            return self.greedy(logits);
         }
         let mut cands = std::mem::take(&mut self.cands);
         cands.clear();
