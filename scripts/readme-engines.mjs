@@ -94,17 +94,22 @@ function sameCosines(a, b) {
     (Number.isFinite(+v) && Number.isFinite(+y[i]) && Math.abs(+v - +y[i]) <= COSINE_TOLERANCE));
 }
 
-/** README.md's text with the block between the markers replaced by `md`. */
-export function splice(readme, md) {
+/** Where README.md's marked block starts and ends (after BEGIN, at END). */
+function markers(readme) {
   const a = readme.indexOf(BEGIN), b = readme.indexOf(END);
   if (a < 0 || b < a) throw new Error(`README.md has no ${BEGIN} … ${END} block`);
-  return readme.slice(0, a + BEGIN.length) + '\n' + md + readme.slice(b);
+  return [a + BEGIN.length, b];
+}
+
+/** README.md's text with the block between the markers replaced by `md`. */
+export function splice(readme, md) {
+  const [a, b] = markers(readme);
+  return readme.slice(0, a) + '\n' + md + readme.slice(b);
 }
 
 function block(readme) {
-  const a = readme.indexOf(BEGIN), b = readme.indexOf(END);
-  if (a < 0 || b < a) throw new Error(`README.md has no ${BEGIN} … ${END} block`);
-  return readme.slice(a + BEGIN.length, b);
+  const [a, b] = markers(readme);
+  return readme.slice(a, b);
 }
 
 function main(argv) {

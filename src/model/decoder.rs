@@ -600,14 +600,11 @@ impl Decoder {
         }
         // Only the last chunk's logits are read: the others' graphs end at the last layer's
         // cache writes.
-        let mut chunks = ids.chunks(self.batch).peekable();
-        while let Some(chunk) = chunks.next() {
-            let logits = self.run_chunk(rt, chunk, chunks.peek().is_none()).await?;
-            if let Some(logits) = logits {
-                return Ok(logits);
-            }
+        let (rest, last) = ids.split_at((ids.len() - 1) / self.batch * self.batch);
+        for chunk in rest.chunks(self.batch) {
+            self.run_chunk(rt, chunk, false).await?;
         }
-        Err(Error::Graph("prefill ran no chunk".into()))
+        self.run_chunk(rt, last, true).await
     }
 
     /// Runs one decode step on an empty cache and forgets it, so that what a first run
@@ -702,13 +699,9 @@ impl Decoder {
         (t, n_kv)
     }
 
-    /// Runs one chunk; returns its last token's logits when `logits`.
-    async fn run_chunk(
-        &mut self,
-        rt: &Runtime,
-        ids: &[u32],
-        logits: bool,
-    ) -> Result<Option<Vec<f32>>> {
+    /// Runs one chunk; returns its last token's logits when `logits` (else nothing, an
+    /// empty vector: the program only writes the cache).
+    async fn run_chunk(&mut self, rt: &Runtime, ids: &[u32], logits: bool) -> Result<Vec<f32>> {
         let n = ids.len();
         let (t, n_kv) = self.shape(n);
         let program = self.program(t, n_kv, logits)?;
@@ -748,23 +741,22 @@ impl Decoder {
             ("last".to_string(), bytemuck::cast_slice(&last).to_vec()),
         ]);
         let outs = rt.run(&program, &inputs).await?;
-        if !logits {
-            self.history.extend_from_slice(ids);
-            return Ok(None);
-        }
-        let (_, _, bytes) = outs
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::Graph("the decoder graph has no output".into()))?;
-        if bytes.len() != self.config.n_vocab * 4 {
-            return Err(Error::Graph(format!(
-                "logits have {} bytes, expected {}",
-                bytes.len(),
-                self.config.n_vocab * 4
-            )));
-        }
+        let read = match (logits, outs.into_iter().next()) {
+            (false, _) => Vec::new(),
+            (true, None) => {
+                return Err(Error::Graph("the decoder graph has no output".into()));
+            }
+            (true, Some((_, _, bytes))) if bytes.len() != self.config.n_vocab * 4 => {
+                return Err(Error::Graph(format!(
+                    "logits have {} bytes, expected {}",
+                    bytes.len(),
+                    self.config.n_vocab * 4
+                )));
+            }
+            (true, Some((_, _, bytes))) => bytemuck::pod_collect_to_vec(&bytes),
+        };
         self.history.extend_from_slice(ids);
-        Ok(Some(bytemuck::pod_collect_to_vec(&bytes)))
+        Ok(read)
     }
 }
 
@@ -778,15 +770,10 @@ fn chunk_sizes(batch: usize) -> Vec<usize> {
     v
 }
 
-/// Index of the largest value (the first on ties).
+/// Index of the largest value (the first on ties; NaN never, 0 when nothing is above -inf):
+/// [`crate::model::sampler::first_max`].
 pub fn argmax(v: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &x) in v.iter().enumerate() {
-        if x > v[best] {
-            best = i;
-        }
-    }
-    best as u32
+    crate::model::sampler::first_max(v).unwrap_or(0)
 }
 
 /// Adds the graph of a chunk of `t` tokens attending over the first `n_kv` cache rows to
@@ -835,8 +822,9 @@ fn build(
     };
     let scale = 1.0 / (hd as f32).sqrt();
     let mut x = g.get_rows(get("token_embd.weight")?, tokens)?;
-    // Whether x is down to the `last` token's row (the last layer of a chunk of several).
-    let mut selected = false;
+    // The last layer carries only the `last` token's row past its cache writes (a chunk of
+    // several whose logits are read).
+    let select = logits && t > 1;
     for (i, &(kc, vc)) in caches.iter().enumerate() {
         let b = |s: &str| format!("blk.{i}.{s}");
         let last_layer = i + 1 == caches.len();
@@ -868,13 +856,11 @@ fn build(
             q = norm(g, q, &b("attn_q_norm.weight"))?;
         }
         let q = g.rope(q, pos, c.rope)?;
-        // From here on the last layer carries only the `last` token: its query row, its mask
-        // row and its residual.
-        let (q, mask, tq) = if last_layer && t > 1 {
+        // Selected: the `last` token's query row, mask row and residual.
+        let (q, mask, tq) = if last_layer && select {
             let q = g.reshape(q, &[hd * nh, t])?;
             let q = g.get_rows(q, last)?;
             x = g.get_rows(x, last)?;
-            selected = true;
             (g.reshape(q, &[hd, nh, 1])?, g.get_rows(mask, last)?, 1)
         } else {
             (q, mask, t)
@@ -908,7 +894,7 @@ fn build(
         let y = g.matmul(get(&b("ffn_down.weight"))?, y)?;
         x = g.add(x, y)?;
     }
-    if !selected {
+    if !select {
         x = g.get_rows(x, last)?;
     }
     let x = norm(g, x, "output_norm.weight")?;
