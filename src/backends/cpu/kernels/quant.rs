@@ -1092,6 +1092,21 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     }
                     acc
                 }
+                // Q4_0's values as bytes (0..=15) on narrow dots: a block's 8 dots in one
+                // 16-bit sum (`Dot16`'s bound), widened once.
+                KIND_Q4_BYTES if N => {
+                    let zero = [[Dot16::zero(); C]; G];
+                    let load = |w| U8x16::load(w);
+                    let dot = |w, xs: ActSlice, a| xs.dot4_u16(w, a);
+                    let d = int8_slices(zero, w, x, 0..QK / 4, load, dot, roll);
+                    let mut acc = start();
+                    for g in 0..G {
+                        for c in 0..C {
+                            acc[g][c] = d[g][c].widen(acc[g][c]);
+                        }
+                    }
+                    acc
+                }
                 KIND_Q5_BYTES | KIND_Q4_BYTES => int8_slices(
                     start(),
                     w,
@@ -1102,9 +1117,9 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     roll,
                 ),
                 _ => {
-                    // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand); the GEMM
-                    // (C > 1) reads Q5_0 as bytes (KIND_Q5_BYTES).
-                    debug_assert!(K != KIND_Q5 || C == 1);
+                    // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand) one row at
+                    // a time; the GEMM (C > 1) reads both as bytes (`int8_tiled`).
+                    debug_assert!(C == 1);
                     // Q5_0's fifth bits (see `Int8Panels`).
                     let planes: Option<[[U8x16; 2]; G]> = (K == KIND_Q5).then(|| {
                         std::array::from_fn(|g| [U8x16::load(w[g].add(GROUP_BLOCK_Q4)); 2])
@@ -1325,9 +1340,11 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
 /// 2 × 4 Q4_0 tile, 105 of them spill moves. Rolled, each iteration loads a slice's weights
 /// and dots them with every activation row, nothing spilled in the loop: the prompt's GEMMs
 /// 1.07–1.11× faster (Q8_0, Q4_0, Q4_K; relaxed SIMD), the same in the SIMD128 build, Q4_0's
-/// on narrow dots 1.1× (Chromium without AVX-VNNI) and 1.03–1.05× (Firefox). Q5_0's and
-/// Q4_K's tiles on narrow dots stay unrolled (rolled, Firefox ran Q4_K_M's prompt
-/// 0.93–0.97×), and so does a matrix-vector tile (few live values).
+/// on narrow dots 1.1× (Chromium without AVX-VNNI) and 1.03–1.05× (Firefox); its byte
+/// panels on narrow dots unrolled ran the GEMM 0.65× (AMD EPYC without AVX-VNNI, Chromium),
+/// and two slices an iteration 0.95×. Q5_0's and Q4_K's tiles on narrow dots stay unrolled
+/// (rolled, Firefox ran Q4_K_M's prompt 0.93–0.97×), and so does a matrix-vector tile (few
+/// live values).
 #[inline(always)]
 fn rolled(n: usize, roll: bool) -> usize {
     if roll {
@@ -1339,9 +1356,9 @@ fn rolled(n: usize, roll: bool) -> usize {
 
 /// Whether the tiles of kind `k` over `c` activation rows, on narrow dots or not, keep a
 /// block's slice loop rolled ([`rolled`]): every tile of several rows on the 32-bit dot, and
-/// Q4_0's on narrow dots.
+/// Q4_0's on narrow dots (its GEMM reads byte panels, [`int8_tiled`]).
 const fn rolls(k: u8, c: usize, narrow: bool) -> bool {
-    c > 1 && (!narrow || k == KIND_Q4)
+    c > 1 && (!narrow || k == KIND_Q4_BYTES)
 }
 
 /// How a panel block's values keep their bits above the nibbles (after the nibbles).
@@ -1664,8 +1681,7 @@ const KIND_Q4K: u8 = 4;
 const KIND_Q6K: u8 = 5;
 /// Q6_K panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
 const KIND_Q6K_BYTES: u8 = 6;
-/// Q4_0 panels' values as bytes, Q8_0's layout, for the GEMM on the 32-bit dot (see
-/// [`int8_tiled`]).
+/// Q4_0 panels' values as bytes, Q8_0's layout, for the GEMM (see [`int8_tiled`]).
 const KIND_Q4_BYTES: u8 = 7;
 
 // The per-kind properties are `const fn`s of the kind byte, so a kernel's const generic
@@ -1800,10 +1816,11 @@ unsafe fn int8_gemv<const K: u8, const N: bool>(
 /// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows. Q5_0's and
 /// Q6_K's groups are first unpacked to bytes ([`Int8Panels::value_bytes`]) for all the
 /// tiles of their columns: putting the fifth bits back costs as much as the dots of a tile's
-/// 4 columns (the prompt's matmuls ran 1.7× slower than on byte panels). So are Q4_0's on
-/// the 32-bit dot: a tile's slice loop then has no nibbles to split (6 of its 51
-/// instructions), which made Q5_0's GEMM on bytes 1.07× faster than Q4_0's on nibbles;
-/// on narrow dots Q4_0's nibbles sum 8 dots in 16-bit lanes, which bytes could not. Q4_K's
+/// 4 columns (the prompt's matmuls ran 1.7× slower than on byte panels). So are Q4_0's: a
+/// tile's slice loop then has no nibbles to split (on the 32-bit dot 6 of its 51
+/// instructions: Q5_0's GEMM on bytes ran 1.07× faster than Q4_0's on nibbles), and on
+/// narrow dots a block's 8 byte dots sum in one 16-bit lane as the nibbles' did (AMD EPYC
+/// without AVX-VNNI, Chromium: `q4_0 gemm 4864×64×896` 6.5 → 6.0 ms, 1.07×). Q4_K's
 /// stay nibbles: as bytes its two halves (a scale each) take two slice loops and twice the
 /// accumulators, and its GEMM ran 0.88×.
 ///
@@ -1819,9 +1836,9 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
     bytes: &mut Vec<u8>,
 ) {
     let nb = p.k / QK;
-    // Q5_0's and Q6_K's values with higher bits, and Q4_0's on the 32-bit dot, are
-    // unpacked to bytes (`value_bytes` writes every byte of a part).
-    let q4_bytes = K == KIND_Q4 && !N;
+    // Q5_0's and Q6_K's values with higher bits, and Q4_0's, are unpacked to bytes
+    // (`value_bytes` writes every byte of a part).
+    let q4_bytes = K == KIND_Q4;
     let as_bytes = K == KIND_Q5 || K == KIND_Q6K || q4_bytes;
     if as_bytes {
         bytes.resize(2 * nb * GROUP_BLOCK, 0);
