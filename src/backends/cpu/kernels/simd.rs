@@ -275,6 +275,23 @@ mod imp {
                 I32x4(i32x4_add(i32x4_add(acc.0, lo), hi))
             }
         }
+        /// [`I8x16::dot4`] where the engine's 32-bit dot is slow ([`narrow_dots_faster`]):
+        /// with relaxed SIMD the 8-bit dot into 16-bit lanes, widened by a 16-bit dot with
+        /// ones and added (x86 without AVX-VNNI: `pmaddubsw`, `pmaddwd`, `paddd`, against
+        /// V8's five instructions for the 32-bit dot, which makes its ones every time).
+        /// Exact: a 16-bit lane holds two products of at most `128 · 127`.
+        #[inline(always)]
+        pub fn dot4_split(self, x: ActSlice, acc: I32x4) -> I32x4 {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                let d = i16x8_relaxed_dot_i8x16_i7x16(self.0, x.0);
+                I32x4(i32x4_add(acc.0, i32x4_dot_i16x8(d, i16x8_splat(1))))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                self.dot4(x, acc)
+            }
+        }
     }
 
     /// One activation slice (4 values) as the dots take it: relaxed SIMD's 8-bit dot the 4 i8
@@ -756,6 +773,11 @@ mod imp {
         #[inline(always)]
         pub fn dot4(self, x: ActSlice, acc: I32x4) -> I32x4 {
             x.dot_pairs(|i| self.0[i] as i32, acc)
+        }
+        /// [`I8x16::dot4`] (one form in this build).
+        #[inline(always)]
+        pub fn dot4_split(self, x: ActSlice, acc: I32x4) -> I32x4 {
+            self.dot4(x, acc)
         }
     }
 
