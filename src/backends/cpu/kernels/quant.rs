@@ -1286,7 +1286,14 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
             };
             let (lo, hi) = if K == KIND_Q6K_BYTES {
                 let load = |w| U8x16::load(w);
-                let dot = |w, xs: ActSlice, a| xs.dot4_u(w, a);
+                // On narrow dots the 32-bit dot split in two ([`ActSlice::dot4_u_split`]).
+                let dot = |w, xs: ActSlice, a| {
+                    if N {
+                        xs.dot4_u_split(w, a)
+                    } else {
+                        xs.dot4_u(w, a)
+                    }
+                };
                 (
                     int8_slices(start(0), w, x, 0..QK / 8, load, dot, roll),
                     int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot, roll),
@@ -1359,7 +1366,7 @@ fn rolled(n: usize, roll: bool) -> usize {
 /// block's slice loop rolled ([`rolled`]): every tile of several rows on the 32-bit dot, and
 /// Q4_0's on narrow dots (its GEMM reads byte panels, [`int8_tiled`]).
 const fn rolls(k: u8, c: usize, narrow: bool) -> bool {
-    c > 1 && (!narrow || k == KIND_Q4_BYTES || k == KIND_Q8)
+    c > 1 && (!narrow || matches!(k, KIND_Q4_BYTES | KIND_Q8 | KIND_Q6K_BYTES))
 }
 
 /// How a panel block's values keep their bits above the nibbles (after the nibbles).
@@ -1738,10 +1745,11 @@ const fn block_bytes(k: u8) -> usize {
 /// 1.7× with `--no-liftoff`).
 ///
 /// `narrow`: small weights' dots (Q4_0's, Q5_0's and Q4_K's) summed in 16-bit lanes
-/// ([`Dot16`]) before widening, and Q8_0's 32-bit dots split into a 16-bit dot and its
-/// widening ([`I8x16::dot4_split`]), where this engine's 32-bit dot is slower
-/// ([`narrow_dots_faster`]; AMD EPYC without AVX-VNNI, Chromium: `q8_0 gemm 1536×512×384`
-/// 10.5 → 8.9–9.5 ms). The integer sums are exact either way: the same results.
+/// ([`Dot16`]) before widening, and Q8_0's and Q6_K's (the GEMM's bytes) 32-bit dots split
+/// into a 16-bit dot and its widening ([`I8x16::dot4_split`]), where this engine's 32-bit
+/// dot is slower ([`narrow_dots_faster`]; AMD EPYC without AVX-VNNI, Chromium: `q8_0 gemm
+/// 1536×512×384` 10.5 → 8.9–9.5 ms, `q6_k gemm 896×64×4864` 13.0–14.1 → 10.5 ms). The
+/// integer sums are exact either way: the same results.
 ///
 /// # Safety
 /// As for [`int8_tile`], for every group of `groups` and row of `cols`.
@@ -1756,7 +1764,8 @@ unsafe fn int8_block(
     narrow: bool,
 ) {
     unsafe {
-        // Narrow dots where they apply: small weights' dots (Q4_0, Q5_0, Q4_K) and Q8_0's.
+        // Narrow dots where they apply: small weights' dots (Q4_0, Q5_0, Q4_K), Q8_0's and
+        // the Q6_K GEMM's.
         let (j, n) = (cols.start, narrow);
         match (p.kind, cols.len() == 1) {
             (PanelKind::Q8, true) if n => int8_gemv::<KIND_Q8, true>(out, p, xq, groups, j),
@@ -1785,6 +1794,9 @@ unsafe fn int8_block(
             }
             (PanelKind::Q4K, false) => {
                 int8_tiled::<KIND_Q4K, false>(out, p, xq, groups, cols, bytes)
+            }
+            (PanelKind::Q6K, false) if n => {
+                int8_tiled::<KIND_Q6K, true>(out, p, xq, groups, cols, bytes)
             }
             (PanelKind::Q6K, false) => {
                 int8_tiled::<KIND_Q6K, false>(out, p, xq, groups, cols, bytes)
@@ -1882,9 +1894,9 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
                     }
                 } else if K == KIND_Q6K {
                     if pair {
-                        int8_tiles::<KIND_Q6K_BYTES, 2, false>(out, p, xq, [g, g + 1], w, j, c);
+                        int8_tiles::<KIND_Q6K_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
                     } else {
-                        int8_tiles::<KIND_Q6K_BYTES, 1, false>(out, p, xq, [g], [w[0]], j, c);
+                        int8_tiles::<KIND_Q6K_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
                     }
                 } else if pair {
                     int8_tiles::<K, 2, N>(out, p, xq, [g, g + 1], w, j, c);

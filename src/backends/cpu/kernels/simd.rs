@@ -343,6 +343,20 @@ mod imp {
                 I32x4(i32x4_add(i32x4_add(acc.0, lo), hi))
             }
         }
+        /// [`ActSlice::dot4_u`] where the engine's 32-bit dot is slow, as
+        /// [`I8x16::dot4_split`] does it (weights up to 127: exact).
+        #[inline(always)]
+        pub fn dot4_u_split(self, w: U8x16, acc: I32x4) -> I32x4 {
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                let d = i16x8_relaxed_dot_i8x16_i7x16(self.0, w.0);
+                I32x4(i32x4_add(acc.0, i32x4_dot_i16x8(d, i16x8_splat(1))))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                self.dot4_u(w, acc)
+            }
+        }
         /// [`ActSlice::dot4_u`] into [`Dot16`]'s lanes: with relaxed SIMD its 8-bit dot into
         /// 16-bit lanes (one x86 instruction; the 32-bit form takes three). Exact while a
         /// lane's sum fits i16: a dot adds at most `2 · 127 · w`, so 8 dots of weights up to
@@ -824,6 +838,11 @@ mod imp {
         #[inline(always)]
         pub fn dot4_u(self, w: U8x16, acc: I32x4) -> I32x4 {
             self.dot_pairs(|i| w.0[i] as i32, acc)
+        }
+        /// [`ActSlice::dot4_u`] (one form in this build).
+        #[inline(always)]
+        pub fn dot4_u_split(self, w: U8x16, acc: I32x4) -> I32x4 {
+            self.dot4_u(w, acc)
         }
         /// [`ActSlice::dot4_u`] into [`Dot16`] (32-bit lanes in this build).
         #[inline(always)]
