@@ -126,7 +126,7 @@ pub fn int8_dots() -> &'static str {
     } else if !cfg!(target_feature = "relaxed-simd") {
         "SIMD128's 16-bit dots (no relaxed SIMD)"
     } else if kernels::narrow_dots_faster() {
-        "relaxed 8-bit dots, small weights' summed in 16-bit lanes (the engine's 32-bit dot is three x86 instructions)"
+        "relaxed 8-bit dots into 16-bit lanes, small weights' summed there (the engine's 32-bit dot is several x86 instructions)"
     } else {
         "relaxed 8-bit dots in 32-bit lanes (one instruction on this engine)"
     }
