@@ -1132,6 +1132,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                         kind_high(K),
                         planes,
                         false,
+                        false,
                         start(),
                         zero,
                         roll,
@@ -1186,8 +1187,9 @@ unsafe fn store_tile<const G: usize, const C: usize>(
 /// both) a tile of several rows adds both to `lo` (one accumulator an output: half the
 /// registers); a lone row keeps two chains (independent dots). With narrow dots (`N`;
 /// values up to 31) the dots sum in 16-bit lanes ([`Dot16`]) and widen once: 4 a half,
-/// or a tile's 8 (values up to 15) when together. `roll`: the loop over the block's 4
-/// vectors stays a loop ([`rolled`]).
+/// or a tile's 8 (values up to 15) when together; without, `split` takes each 32-bit dot
+/// as [`ActSlice::dot4_u_split`] (Q6_K's values up to 63 on narrow-dot engines). `roll`: the
+/// loop over the block's 4 vectors stays a loop ([`rolled`]).
 ///
 /// # Safety
 /// Each `w[g]` holds a block's nibbles; each `x[c]` an activation block's slices.
@@ -1199,12 +1201,20 @@ unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool>(
     high: High,
     planes: Option<[[U8x16; 2]; G]>,
     apart: bool,
+    split: bool,
     mut lo: [[I32x4; C]; G],
     mut hi: [[I32x4; C]; G],
     roll: bool,
 ) -> ([[I32x4; C]; G], [[I32x4; C]; G]) {
     let two = apart || C == 1;
     let (dl, dh) = if two { (0, 1) } else { (0, 0) };
+    let dot = |x: ActSlice, w, a| {
+        if split {
+            x.dot4_u_split(w, a)
+        } else {
+            x.dot4_u(w, a)
+        }
+    };
     let mut d16 = [[[Dot16::zero(); 2]; C]; G];
     for v in 0..rolled(4, roll) {
         let vals: [(U8x16, U8x16); G] = std::array::from_fn(|g| {
@@ -1224,10 +1234,10 @@ unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool>(
                     d[dl] = xl.dot4_u16(l, d[dl]);
                     d[dh] = xh.dot4_u16(h, d[dh]);
                 } else if two {
-                    lo[g][c] = xl.dot4_u(l, lo[g][c]);
-                    hi[g][c] = xh.dot4_u(h, hi[g][c]);
+                    lo[g][c] = dot(xl, l, lo[g][c]);
+                    hi[g][c] = dot(xh, h, hi[g][c]);
                 } else {
-                    lo[g][c] = xh.dot4_u(h, xl.dot4_u(l, lo[g][c]));
+                    lo[g][c] = dot(xh, h, dot(xl, l, lo[g][c]));
                 }
             }
         }
@@ -1300,15 +1310,19 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                 )
             } else {
                 // Q4_K's nibbles (halves of one scale), or Q6_K's with their two planes of
-                // higher bits (values up to 63: never narrow dots; a scale a half).
-                debug_assert!(q4k || !N);
+                // higher bits (values up to 63: no 16-bit sums, on narrow dots split 32-bit
+                // dots; a scale a half).
                 let planes: Option<[[U8x16; 2]; G]> = (!q4k).then(|| {
                     std::array::from_fn(|g| {
                         [0, 16].map(|o| U8x16::load(w[g].add(GROUP_BLOCK_Q4 + o)))
                     })
                 });
-                let high = if q4k { High::None } else { High::Crumbs };
-                nibble_dots::<G, C, N>(w, x, high, planes, !q4k, start(0), start(1), roll)
+                let (lo, hi) = (start(0), start(1));
+                if q4k {
+                    nibble_dots::<G, C, N>(w, x, High::None, planes, false, false, lo, hi, roll)
+                } else {
+                    nibble_dots::<G, C, false>(w, x, High::Crumbs, planes, true, N, lo, hi, roll)
+                }
             };
             for g in 0..G {
                 let ks = p.kscales.add((gs[g] * nb + b) * GROUP_KSCALES);
@@ -1745,11 +1759,11 @@ const fn block_bytes(k: u8) -> usize {
 /// 1.7× with `--no-liftoff`).
 ///
 /// `narrow`: small weights' dots (Q4_0's, Q5_0's and Q4_K's) summed in 16-bit lanes
-/// ([`Dot16`]) before widening, and Q8_0's and Q6_K's (the GEMM's bytes) 32-bit dots split
-/// into a 16-bit dot and its widening ([`I8x16::dot4_split`]), where this engine's 32-bit
-/// dot is slower ([`narrow_dots_faster`]; AMD EPYC without AVX-VNNI, Chromium: `q8_0 gemm
-/// 1536×512×384` 10.5 → 8.9–9.5 ms, `q6_k gemm 896×64×4864` 13.0–14.1 → 10.5 ms). The
-/// integer sums are exact either way: the same results.
+/// ([`Dot16`]) before widening, and Q8_0's and Q6_K's 32-bit dots split into a 16-bit dot
+/// and its widening ([`I8x16::dot4_split`]), where this engine's 32-bit dot is slower
+/// ([`narrow_dots_faster`]; AMD EPYC without AVX-VNNI, Chromium: `q8_0 gemm 1536×512×384`
+/// 10.5 → 8.9–9.5 ms, `q6_k gemm 896×64×4864` 13.0–14.1 → 10.5 ms, `q6_k matvec 4096×4096`
+/// 1.30–1.31 → 1.20–1.25 ms). The integer sums are exact either way: the same results.
 ///
 /// # Safety
 /// As for [`int8_tile`], for every group of `groups` and row of `cols`.
@@ -1765,7 +1779,7 @@ unsafe fn int8_block(
 ) {
     unsafe {
         // Narrow dots where they apply: small weights' dots (Q4_0, Q5_0, Q4_K), Q8_0's and
-        // the Q6_K GEMM's.
+        // Q6_K's.
         let (j, n) = (cols.start, narrow);
         match (p.kind, cols.len() == 1) {
             (PanelKind::Q8, true) if n => int8_gemv::<KIND_Q8, true>(out, p, xq, groups, j),
@@ -1776,6 +1790,7 @@ unsafe fn int8_block(
             (PanelKind::Q4, true) => int8_gemv::<KIND_Q4, false>(out, p, xq, groups, j),
             (PanelKind::Q4K, true) if n => int8_gemv::<KIND_Q4K, true>(out, p, xq, groups, j),
             (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K, false>(out, p, xq, groups, j),
+            (PanelKind::Q6K, true) if n => int8_gemv::<KIND_Q6K, true>(out, p, xq, groups, j),
             (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, false>(out, p, xq, groups, j),
             (PanelKind::Q8, false) if n => {
                 int8_tiled::<KIND_Q8, true>(out, p, xq, groups, cols, bytes)
