@@ -1378,7 +1378,8 @@ fn rolled(n: usize, roll: bool) -> usize {
 
 /// Whether the tiles of kind `k` over `c` activation rows, on narrow dots or not, keep a
 /// block's slice loop rolled ([`rolled`]): every tile of several rows on the 32-bit dot, and
-/// Q4_0's on narrow dots (its GEMM reads byte panels, [`int8_tiled`]).
+/// on narrow dots Q4_0's (its GEMM reads byte panels, [`int8_tiled`]) and the split 32-bit
+/// dots' (Q8_0's, Q6_K's bytes), whose loops are the 32-bit dot's.
 const fn rolls(k: u8, c: usize, narrow: bool) -> bool {
     c > 1 && (!narrow || matches!(k, KIND_Q4_BYTES | KIND_Q8 | KIND_Q6K_BYTES))
 }
