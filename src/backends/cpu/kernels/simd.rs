@@ -276,16 +276,15 @@ mod imp {
             }
         }
         /// [`I8x16::dot4`] where the engine's 32-bit dot is slow ([`narrow_dots_faster`]):
-        /// with relaxed SIMD the 8-bit dot into 16-bit lanes, widened by a 16-bit dot with
-        /// ones and added (x86 without AVX-VNNI: `pmaddubsw`, `pmaddwd`, `paddd`, against
+        /// with relaxed SIMD the 8-bit dot into 16-bit lanes, widened as [`Dot16::widen`]
+        /// does it (x86 without AVX-VNNI: `pmaddubsw`, `pmaddwd`, `paddd`, against
         /// V8's five instructions for the 32-bit dot, which makes its ones every time).
         /// Exact: a 16-bit lane holds two products of at most `128 · 127`.
         #[inline(always)]
         pub fn dot4_split(self, x: ActSlice, acc: I32x4) -> I32x4 {
             #[cfg(target_feature = "relaxed-simd")]
             {
-                let d = i16x8_relaxed_dot_i8x16_i7x16(self.0, x.0);
-                I32x4(i32x4_add(acc.0, i32x4_dot_i16x8(d, i16x8_splat(1))))
+                Dot16(i16x8_relaxed_dot_i8x16_i7x16(self.0, x.0)).widen(acc)
             }
             #[cfg(not(target_feature = "relaxed-simd"))]
             {
@@ -349,8 +348,7 @@ mod imp {
         pub fn dot4_u_split(self, w: U8x16, acc: I32x4) -> I32x4 {
             #[cfg(target_feature = "relaxed-simd")]
             {
-                let d = i16x8_relaxed_dot_i8x16_i7x16(self.0, w.0);
-                I32x4(i32x4_add(acc.0, i32x4_dot_i16x8(d, i16x8_splat(1))))
+                Dot16(i16x8_relaxed_dot_i8x16_i7x16(self.0, w.0)).widen(acc)
             }
             #[cfg(not(target_feature = "relaxed-simd"))]
             {
