@@ -52,10 +52,29 @@ build() {  # build NAME RELAXED THREADED
   local gz; gz=$(gzip -9 -c "$OUT/$name/webtensor_bg.wasm" | wc -c)
   say "$name: $(stat -c %s "$OUT/$name/webtensor_bg.wasm") bytes wasm, $gz gzipped, $(( $(date +%s) - t0 ))s"
 }
-build simd128 "" 0 "$@"
-build simd128-relaxed +relaxed-simd 0 "$@"
-build threads "" 1 "$@"
-build threads-relaxed +relaxed-simd 1 "$@"
+# The builds run WEBTENSOR_PKG_JOBS at a time (default: 2 where the machine has 2 cores or
+# more). Each has its own target dir, and most of a release build is the crate's one codegen
+# unit and its LTO, on one core: on a 2-core machine (AMD EPYC) two at once took the four
+# release builds 529 s against 656 s one at a time. With more than one at a time each build's
+# output goes to a log, printed when it ends.
+JOBS=${WEBTENSOR_PKG_JOBS:-$(( $(nproc) >= 2 ? 2 : 1 ))}
+LOGS=$(mktemp -d); trap 'rm -rf "$LOGS"' EXIT
+pids=(); names=(); failed=()
+reap() {  # waits for the oldest running build and prints its log
+  local st=0; wait "${pids[0]}" || st=$?
+  cat "$LOGS/${names[0]}.log" >&2
+  if [ "$st" -ne 0 ]; then failed+=("${names[0]}"); fi
+  pids=("${pids[@]:1}"); names=("${names[@]:1}")
+}
+for spec in simd128::0 simd128-relaxed:+relaxed-simd:0 threads::1 threads-relaxed:+relaxed-simd:1; do
+  IFS=: read -r name relaxed threaded <<<"$spec"
+  if [ "$JOBS" -le 1 ]; then build "$name" "$relaxed" "$threaded" "$@"; continue; fi
+  (build "$name" "$relaxed" "$threaded" "$@") >"$LOGS/$name.log" 2>&1 &
+  pids+=($!); names+=("$name")
+  if [ ${#pids[@]} -ge "$JOBS" ]; then reap; fi
+done
+while [ ${#pids[@]} -gt 0 ]; do reap; done
+if [ ${#failed[@]} -gt 0 ]; then say "FAILED: ${failed[*]}"; exit 1; fi
 # The package's own files: the entry, the in-thread engine loader, the builds' paths, the
 # engine's worker and its proxy, the pool worker, the model cache, types, package.json and
 # README (thread_pool.js is a wasm-bindgen snippet: each build has its copy).

@@ -4,9 +4,10 @@
 #   model files (MiniLM GGUFs, tokenizer vectors) → fuzz targets (a minute each) →
 #   wasm tests in Node → wasm tests in
 #   headless Chromium (WebGPU on SwiftShader; also the unit tests on the relaxed-SIMD build),
-#   headless Firefox ESR (WebGPU on lavapipe) and WebKitGTK's MiniBrowser under Xvfb (no
-#   WebGPU), single-thread; Chromium and Firefox threaded (2 threads) →
-#   pkg/ built, and its JS surface checked (scripts/check-js-surface.mjs: the bindings'
+#   WebKitGTK's MiniBrowser under Xvfb (no WebGPU), single-thread; Chromium threaded
+#   (2 threads) → headless Firefox ESR (WebGPU on lavapipe) single-thread and threaded, in the
+#   background beside the fuzz targets and the package build →
+#   pkg/ built (two builds at a time), and its JS surface checked (scripts/check-js-surface.mjs: the bindings'
 #   d.ts against the worker's calls, the proxy and index.d.ts) → example apps (the package
 #   packed with npm pack, installed into a webpack 5, a Vite and a plain-ESM app, each
 #   built) → end-to-end page tests (pkg/: the loader and its four builds,
@@ -34,6 +35,28 @@ step() {  # step NAME CMD...
   "$@"
   STEPS+=("$(printf '%-44s %5ss' "$name" $(( $(date +%s) - t )))")
 }
+
+# bg_steps FUNCTION runs FUNCTION's steps in a background shell (output to a log; stops at
+# its first failure) while the steps after it run; join_bg waits for it, prints its output and
+# summary lines, and stops the run if it failed. One at a time.
+BG_PID=
+bg_steps() {
+  BG_NAME=$1 BG_LOG=$(mktemp) BG_SUMMARY=$(mktemp)
+  printf '\n==> %s: in the background (its output comes after the steps it runs beside)\n' "$1"
+  (STEPS=(); "$1"; printf '%s\n' "${STEPS[@]}" >"$BG_SUMMARY") >"$BG_LOG" 2>&1 &
+  BG_PID=$!
+}
+join_bg() {
+  local st=0 line; wait "$BG_PID" || st=$?
+  BG_PID=
+  printf '\n==> %s (ran in the background): its output\n' "$BG_NAME"
+  cat "$BG_LOG"
+  while IFS= read -r line; do STEPS+=("$line (background)"); done <"$BG_SUMMARY"
+  rm -f "$BG_LOG" "$BG_SUMMARY"
+  if [ "$st" -ne 0 ]; then echo "FAILED: $BG_NAME (exit $st)"; exit "$st"; fi
+}
+kill_tree() { local c; for c in $(pgrep -P "$1"); do kill_tree "$c"; done; kill "$1" 2>/dev/null || true; }
+trap 'if [ -n "$BG_PID" ]; then kill_tree "$BG_PID"; fi' EXIT
 
 step "setup (scripts/setup.sh)" bash scripts/setup.sh
 # shellcheck source=/dev/null
@@ -100,8 +123,6 @@ in_firefox() (  # in_firefox CMD...: a subshell, so the driver variables stay in
   unset CHROMEDRIVER SAFARIDRIVER; export GECKODRIVER="$WEBTENSOR_GECKODRIVER"
   "$@"
 )
-step "wasm tests in headless Firefox" in_firefox \
-  wasm cargo test --target wasm32-unknown-unknown --test web_browser -- --skip every_matmul_kernel_passes
 in_webkit() {
   # (xvfb-run runs a program, not the wasm function: a shell that sources .env.sh again)
   SAFARIDRIVER="$WEBTENSOR_WEBKITDRIVER" xvfb-run -a -s "-screen 0 1280x1024x24" bash -c \
@@ -110,18 +131,32 @@ in_webkit() {
 }
 step "wasm tests in WebKit (MiniBrowser under Xvfb)" in_webkit
 # The same browser tests on the threaded build with a 2-thread pool on the page's main thread
-# (wasm-bindgen-test-runner serves the page cross-origin isolated).
+# (wasm-bindgen-test-runner serves the page cross-origin isolated), all but
+# every_matmul_kernel_passes: it forces each WGSL matmul kernel in turn, and the kernels do not
+# change with the wasm build (the single-thread Chromium step runs it on the same adapter).
+# The op suite here still runs WebGPU from shared memory (the threaded build's uploads and
+# readbacks). It took 187 of this step's 292 s.
 step "wasm tests in headless Chromium, threaded (2 threads)" threaded test --target wasm32-unknown-unknown \
-  --features threads -Z build-std=panic_abort,std --test web_browser
-# The threaded build in Firefox too (shared memory and the worker pool there: the pool test
-# checks its 2 threads ran), all but the op suite and every_matmul_kernel_passes, whose
-# WebGPU halves take minutes there (each Firefox WebGPU readback takes about 100 ms) and which
-# the single-thread Firefox step and Chromium's threaded one run: about 40 s.
-step "wasm tests in headless Firefox, threaded (2 threads)" in_firefox \
-  threaded test --target wasm32-unknown-unknown --features threads -Z build-std=panic_abort,std \
-  --test web_browser -- --skip every_matmul_kernel_passes --skip op_suite_on_every_device
+  --features threads -Z build-std=panic_abort,std --test web_browser -- --skip every_matmul_kernel_passes
+firefox_steps() {
+  step "wasm tests in headless Firefox" in_firefox \
+    wasm cargo test --target wasm32-unknown-unknown --test web_browser -- --skip every_matmul_kernel_passes
+  # The threaded build in Firefox too (shared memory and the worker pool there: the pool test
+  # checks its 2 threads ran), all but the op suite and every_matmul_kernel_passes, whose
+  # WebGPU halves take minutes there (each Firefox WebGPU readback takes about 100 ms) and
+  # which the single-thread Firefox step and Chromium's threaded one run: about 40 s.
+  step "wasm tests in headless Firefox, threaded (2 threads)" in_firefox \
+    threaded test --target wasm32-unknown-unknown --features threads -Z build-std=panic_abort,std \
+    --test web_browser -- --skip every_matmul_kernel_passes --skip op_suite_on_every_device
+}
+# Firefox's two steps mostly wait (its WebGPU answers on a 100 ms timer: 184 s of the
+# single-thread step's wall time used 0.6 of this machine's 2 cores), so they run in the
+# background while the fuzz targets and the package build, which keep both cores busy, run
+# in front; their output is printed after the package build.
+bg_steps firefox_steps
 step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
+join_bg
 # One JS surface: the built bindings (pkg/<build>/webtensor.d.ts) against js/worker.js's OPS,
 # js/proxy.js and js/index.d.ts; then its self-test shows that it catches differences.
 js_surface() {

@@ -256,9 +256,9 @@ async fn op_suite_on_every_device() {
 
 /// The matmul cases with each WebGPU matmul kernel forced on every shape, on SwiftShader. Of
 /// the K-quants, Q3_K (blocks at 2 mod 4 bytes), Q4_K and Q6_K (Q4_K_M's pair): all five
-/// forced over every K-quant took 542 s here on a loaded machine, twice per test run (the
-/// threaded build too); Q2_K and Q5_K run every kernel natively (tests/webgpu.rs, the same
-/// WGSL) and the default kernels in this browser (the op suite above).
+/// forced over every K-quant took 542 s here on a loaded machine; Q2_K and Q5_K run every
+/// kernel natively (tests/webgpu.rs, the same WGSL) and the default kernels in this browser
+/// (the op suite above). The test command runs it in the single-thread Chromium build only.
 #[wasm_bindgen_test]
 async fn every_matmul_kernel_passes() {
     if !has_webgpu("every_matmul_kernel_passes") {
