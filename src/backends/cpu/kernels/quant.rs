@@ -1066,13 +1066,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                 KIND_Q8 => {
                     let acc = std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
                     // On narrow dots the 32-bit dot split in two ([`I8x16::dot4_split`]).
-                    let dot = |w: I8x16, xs, a| {
-                        if N {
-                            w.dot4_split(xs, a)
-                        } else {
-                            w.dot4(xs, a)
-                        }
-                    };
+                    let dot = |w: I8x16, xs, a| w.dot4_as::<N>(xs, a);
                     let load = |w| I8x16::load(w as *const i8);
                     int8_slices(acc, w, x, 0..QK / 4, load, dot, roll)
                 }
@@ -1126,12 +1120,11 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                         std::array::from_fn(|g| [U8x16::load(w[g].add(GROUP_BLOCK_Q4)); 2])
                     });
                     let zero = [[I32x4::splat(0); C]; G];
-                    let (mut acc, hi) = nibble_dots::<G, C, N>(
+                    let (mut acc, hi) = nibble_dots::<G, C, N, false>(
                         w,
                         x,
                         kind_high(K),
                         planes,
-                        false,
                         false,
                         start(),
                         zero,
@@ -1185,36 +1178,30 @@ unsafe fn store_tile<const G: usize, const C: usize>(
 /// in `planes`; Q4_K) with activation rows `x`: each output's low-half dots added to `lo`, its
 /// high-half dots to `hi`. Where the halves need not stay apart (`!apart`: one scale for
 /// both) a tile of several rows adds both to `lo` (one accumulator an output: half the
-/// registers); a lone row keeps two chains (independent dots). With narrow dots (`N`;
-/// values up to 31) the dots sum in 16-bit lanes ([`Dot16`]) and widen once: 4 a half,
-/// or a tile's 8 (values up to 15) when together; without, `split` takes each 32-bit dot
-/// as [`ActSlice::dot4_u_split`] (Q6_K's values up to 63 on narrow-dot engines). `roll`: the
-/// loop over the block's 4 vectors stays a loop ([`rolled`]).
+/// registers); a lone row keeps two chains (independent dots). How the dots sum: with `N`
+/// (narrow dots, values up to 31) in 16-bit lanes ([`Dot16`]), widened once: 4 a half, or a
+/// tile's 8 (values up to 15) when together; else each a 32-bit dot, split in two when
+/// `SPLIT` ([`ActSlice::dot4_u_as`]: Q6_K's values up to 63 on narrow-dot engines, where
+/// `N` must be false). `roll`: the loop over the block's 4 vectors stays a loop ([`rolled`]).
 ///
 /// # Safety
 /// Each `w[g]` holds a block's nibbles; each `x[c]` an activation block's slices.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool>(
+unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool, const SPLIT: bool>(
     w: [*const u8; G],
     x: [*const u8; C],
     high: High,
     planes: Option<[[U8x16; 2]; G]>,
     apart: bool,
-    split: bool,
     mut lo: [[I32x4; C]; G],
     mut hi: [[I32x4; C]; G],
     roll: bool,
 ) -> ([[I32x4; C]; G], [[I32x4; C]; G]) {
     let two = apart || C == 1;
     let (dl, dh) = if two { (0, 1) } else { (0, 0) };
-    let dot = |x: ActSlice, w, a| {
-        if split {
-            x.dot4_u_split(w, a)
-        } else {
-            x.dot4_u(w, a)
-        }
-    };
+    debug_assert!(!(N && SPLIT));
+    let dot = |x: ActSlice, w, a| x.dot4_u_as::<SPLIT>(w, a);
     let mut d16 = [[[Dot16::zero(); 2]; C]; G];
     for v in 0..rolled(4, roll) {
         let vals: [(U8x16, U8x16); G] = std::array::from_fn(|g| {
@@ -1297,13 +1284,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
             let (lo, hi) = if K == KIND_Q6K_BYTES {
                 let load = |w| U8x16::load(w);
                 // On narrow dots the 32-bit dot split in two ([`ActSlice::dot4_u_split`]).
-                let dot = |w, xs: ActSlice, a| {
-                    if N {
-                        xs.dot4_u_split(w, a)
-                    } else {
-                        xs.dot4_u(w, a)
-                    }
-                };
+                let dot = |w, xs: ActSlice, a| xs.dot4_u_as::<N>(w, a);
                 (
                     int8_slices(start(0), w, x, 0..QK / 8, load, dot, roll),
                     int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot, roll),
@@ -1319,9 +1300,9 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                 });
                 let (lo, hi) = (start(0), start(1));
                 if q4k {
-                    nibble_dots::<G, C, N>(w, x, High::None, planes, false, false, lo, hi, roll)
+                    nibble_dots::<G, C, N, false>(w, x, High::None, planes, false, lo, hi, roll)
                 } else {
-                    nibble_dots::<G, C, false>(w, x, High::Crumbs, planes, true, N, lo, hi, roll)
+                    nibble_dots::<G, C, false, N>(w, x, High::Crumbs, planes, true, lo, hi, roll)
                 }
             };
             for g in 0..G {
@@ -1781,42 +1762,41 @@ unsafe fn int8_block(
     unsafe {
         // Narrow dots where they apply: small weights' dots (Q4_0, Q5_0, Q4_K), Q8_0's and
         // Q6_K's.
-        let (j, n) = (cols.start, narrow);
+        if narrow {
+            int8_kernel::<true>(out, p, xq, groups, cols, bytes)
+        } else {
+            int8_kernel::<false>(out, p, xq, groups, cols, bytes)
+        }
+    }
+}
+
+/// [`int8_block`] with the narrow-dot choice a constant (`N`): the kernel for the panels'
+/// kind, matrix-vector for one activation row, tiled for more.
+///
+/// # Safety
+/// As for [`int8_block`].
+#[inline(always)]
+unsafe fn int8_kernel<const N: bool>(
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    groups: Range<usize>,
+    cols: Range<usize>,
+    bytes: &mut Vec<u8>,
+) {
+    unsafe {
+        let j = cols.start;
         match (p.kind, cols.len() == 1) {
-            (PanelKind::Q8, true) if n => int8_gemv::<KIND_Q8, true>(out, p, xq, groups, j),
-            (PanelKind::Q8, true) => int8_gemv::<KIND_Q8, false>(out, p, xq, groups, j),
-            (PanelKind::Q5, true) if n => int8_gemv::<KIND_Q5, true>(out, p, xq, groups, j),
-            (PanelKind::Q5, true) => int8_gemv::<KIND_Q5, false>(out, p, xq, groups, j),
-            (PanelKind::Q4, true) if n => int8_gemv::<KIND_Q4, true>(out, p, xq, groups, j),
-            (PanelKind::Q4, true) => int8_gemv::<KIND_Q4, false>(out, p, xq, groups, j),
-            (PanelKind::Q4K, true) if n => int8_gemv::<KIND_Q4K, true>(out, p, xq, groups, j),
-            (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K, false>(out, p, xq, groups, j),
-            (PanelKind::Q6K, true) if n => int8_gemv::<KIND_Q6K, true>(out, p, xq, groups, j),
-            (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, false>(out, p, xq, groups, j),
-            (PanelKind::Q8, false) if n => {
-                int8_tiled::<KIND_Q8, true>(out, p, xq, groups, cols, bytes)
-            }
-            (PanelKind::Q8, false) => int8_tiled::<KIND_Q8, false>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q5, false) if n => {
-                int8_tiled::<KIND_Q5, true>(out, p, xq, groups, cols, bytes)
-            }
-            (PanelKind::Q5, false) => int8_tiled::<KIND_Q5, false>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q4, false) if n => {
-                int8_tiled::<KIND_Q4, true>(out, p, xq, groups, cols, bytes)
-            }
-            (PanelKind::Q4, false) => int8_tiled::<KIND_Q4, false>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q4K, false) if n => {
-                int8_tiled::<KIND_Q4K, true>(out, p, xq, groups, cols, bytes)
-            }
-            (PanelKind::Q4K, false) => {
-                int8_tiled::<KIND_Q4K, false>(out, p, xq, groups, cols, bytes)
-            }
-            (PanelKind::Q6K, false) if n => {
-                int8_tiled::<KIND_Q6K, true>(out, p, xq, groups, cols, bytes)
-            }
-            (PanelKind::Q6K, false) => {
-                int8_tiled::<KIND_Q6K, false>(out, p, xq, groups, cols, bytes)
-            }
+            (PanelKind::Q8, true) => int8_gemv::<KIND_Q8, N>(out, p, xq, groups, j),
+            (PanelKind::Q5, true) => int8_gemv::<KIND_Q5, N>(out, p, xq, groups, j),
+            (PanelKind::Q4, true) => int8_gemv::<KIND_Q4, N>(out, p, xq, groups, j),
+            (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K, N>(out, p, xq, groups, j),
+            (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, N>(out, p, xq, groups, j),
+            (PanelKind::Q8, false) => int8_tiled::<KIND_Q8, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q5, false) => int8_tiled::<KIND_Q5, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q4, false) => int8_tiled::<KIND_Q4, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K, N>(out, p, xq, groups, cols, bytes),
         }
     }
 }

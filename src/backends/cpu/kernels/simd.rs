@@ -989,6 +989,32 @@ mod imp {
 
 pub use imp::*;
 
+// The narrow-dot choice ([`narrow_dots_faster`], the kernels' const `N`) as a const parameter,
+// so that a kernel passes it on instead of branching at each dot.
+impl I8x16 {
+    /// [`I8x16::dot4_split`] if `SPLIT`, else [`I8x16::dot4`].
+    #[inline(always)]
+    pub fn dot4_as<const SPLIT: bool>(self, x: ActSlice, acc: I32x4) -> I32x4 {
+        if SPLIT {
+            self.dot4_split(x, acc)
+        } else {
+            self.dot4(x, acc)
+        }
+    }
+}
+
+impl ActSlice {
+    /// [`ActSlice::dot4_u_split`] if `SPLIT`, else [`ActSlice::dot4_u`].
+    #[inline(always)]
+    pub fn dot4_u_as<const SPLIT: bool>(self, w: U8x16, acc: I32x4) -> I32x4 {
+        if SPLIT {
+            self.dot4_u_split(w, acc)
+        } else {
+            self.dot4_u(w, acc)
+        }
+    }
+}
+
 /// Whether the int8 panels pair their values for SIMD128's 16-bit dot (see [`slot`]): every
 /// build but relaxed SIMD's, whose 8-bit dot takes each row's 4 values side by side.
 pub const PAIRED: bool = !cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd"));
