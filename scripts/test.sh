@@ -149,8 +149,8 @@ firefox_steps() {
     threaded test --target wasm32-unknown-unknown --features threads -Z build-std=panic_abort,std \
     --test web_browser -- --skip every_matmul_kernel_passes --skip op_suite_on_every_device
 }
-# Firefox's two steps mostly wait (its WebGPU answers on a 100 ms timer: 184 s of the
-# single-thread step's wall time used 0.6 of this machine's 2 cores), so they run in the
+# Firefox's two steps mostly wait (its WebGPU answers on a 100 ms timer: the single-thread
+# step used 190 s of CPU over 278 s of wall time on this 2-core machine), so they run in the
 # background while the fuzz targets and the package build, which keep both cores busy, run
 # in front; their output is printed after the package build.
 bg_steps firefox_steps
