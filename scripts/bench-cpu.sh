@@ -16,7 +16,7 @@ source scripts/.env.sh
 run_pass() {  # $1 = build (scripts/build-pkg.sh's name), $2 = extra target features, $3 = JSON suffix, $4 = node flags
   local build=$1 feat=$2 node_flags=${4:-}
   echo "== building ($build)"
-  RUSTFLAGS="-C target-feature=+simd128$feat" wasm wasm-pack build --release --target nodejs --out-dir bench/.pkg-node -- --features bench >/dev/null 2>&1
+  RUSTFLAGS="-C target-feature=+simd128$feat" wasm bash scripts/wasm-build.sh bench/.pkg-node nodejs --release --features bench >/dev/null 2>&1
   WEBTENSOR_BUILDS=$build bash scripts/build-pkg.sh bench/.pkg-cpu --release --features bench >/dev/null 2>&1
   echo "== Node ($build)"; node $node_flags bench/node.mjs "target/bench/cpu-matmul-node$3.json"
   echo "== Chromium ($build)"; BENCH_QUERY="pkgdir=.pkg-cpu&build=$build" node bench/browser.mjs "target/bench/cpu-matmul-chromium$3.json"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Adapted from the team recipe (shared/toolchain/setup-wasm.sh); scripts/setup.sh calls it.
 # setup-wasm.sh -- idempotent setup of a Rust -> wasm32-unknown-unknown toolchain on Debian 12
-# (rustup already present), plus wasm-bindgen-cli (pinned), wasm-pack, headless Chromium +
-# chromedriver, and wabt (wasm-objdump, to check for SIMD opcodes).
+# (rustup already present), plus wasm-bindgen-cli (pinned), wasm-opt (npm binaryen), headless
+# Chromium + chromedriver, and wabt (wasm-objdump, to check for SIMD opcodes). (No wasm-pack:
+# scripts/wasm-build.sh runs cargo, wasm-bindgen and wasm-opt itself.)
 #
 # Route for the wasm32 target (WASM_SETUP_ROUTE):
 #   auto   (default) `rustup target add wasm32-unknown-unknown` with a timeout; if that fails
@@ -21,13 +22,12 @@
 #   WASM_SETUP_ROUTE        auto | rustup | debian            (default auto)
 #   WASM_RUSTUP_TIMEOUT     seconds allowed for `rustup target add` (default 60)
 #   WASM_RUSTUP_TOOLCHAIN   rustup toolchain that gets the target in the rustup route (default stable)
-#   WASM_TOOLS_TOOLCHAIN    rustup toolchain that compiles wasm-bindgen-cli/wasm-pack (default stable)
+#   WASM_TOOLS_TOOLCHAIN    rustup toolchain that compiles wasm-bindgen-cli (default stable)
 #   WASM_TOOLCHAIN_ALIAS    name of the rustup link to the working toolchain (default wasm)
 #   WASM_DEB_RUST_VERSION   Debian rustc-web version to use (default: one already in the cache,
 #                           else apt's candidate)
 #   WASM_BINDGEN_VERSION    wasm-bindgen-cli version (default: the wasm-bindgen version in
 #                           $WASM_SETUP_PROJECT_DIR/Cargo.lock, else 0.2.130)
-#   WASM_PACK_VERSION       wasm-pack version (default 0.15.1)
 #   WASM_SETUP_PROJECT_DIR  optional project dir: its Cargo.lock pins wasm-bindgen-cli, and it
 #                           gets `rustup override set $WASM_TOOLCHAIN_ALIAS`
 #   WASM_SETUP_BROWSER      1 = install chromium + chromium-driver (default), 0 = skip
@@ -35,9 +35,9 @@
 #                           Do NOT add Debian's binaryen: its wasm-opt 108 miscompiles
 #                           current wasm-bindgen output (externref table))
 #   WASM_OPT_VERSION        binaryen version from npm whose wasm-opt (JS/wasm build) is put on
-#                           PATH for wasm-pack (default 132.0.0; "none" = skip)
-#   WASM_SETUP_LINK_BIN     1 (default) = symlink the tools into ~/.cargo/bin so that wasm-pack
-#                           and cargo find them without sourcing env.sh; 0 = don't
+#                           PATH for scripts/wasm-build.sh (default 132.0.0; "none" = skip)
+#   WASM_SETUP_LINK_BIN     1 (default) = symlink the tools into ~/.cargo/bin so that cargo
+#                           finds them without sourcing env.sh; 0 = don't
 #   WASM_SETUP_KEEP_FULL_SRC 1 = keep all of rust-web-src (default: keep only library/)
 #   WASM_THREADS_NIGHTLY    the dated nightly (with rust-src, clippy and the wasm32 target)
 #                           that builds the threaded wasm builds with -Zbuild-std (default
@@ -54,7 +54,6 @@ RUSTUP_TIMEOUT="${WASM_RUSTUP_TIMEOUT:-60}"
 HOST_TC="${WASM_RUSTUP_TOOLCHAIN:-stable}"
 TOOLS_TC="${WASM_TOOLS_TOOLCHAIN:-stable}"
 ALIAS="${WASM_TOOLCHAIN_ALIAS:-wasm}"
-WASM_PACK_VERSION="${WASM_PACK_VERSION:-0.15.1}"
 WASM_OPT_VERSION="${WASM_OPT_VERSION:-132.0.0}"
 LINK_BIN="${WASM_SETUP_LINK_BIN:-1}"
 PROJECT_DIR="${WASM_SETUP_PROJECT_DIR:-}"
@@ -363,8 +362,6 @@ install_tool() {  # crate version binary
 }
 step "wasm-bindgen-cli $WASM_BINDGEN_VERSION"
 install_tool wasm-bindgen-cli "$WASM_BINDGEN_VERSION" wasm-bindgen; done_step
-step "wasm-pack $WASM_PACK_VERSION"
-install_tool wasm-pack "$WASM_PACK_VERSION" wasm-pack; done_step
 if [ "$WASM_OPT_VERSION" != none ]; then
   step "wasm-opt (binaryen $WASM_OPT_VERSION from npm)"
   if ! "$CACHE/binaryen/node_modules/.bin/wasm-opt" --version 2>/dev/null | grep -q "version ${WASM_OPT_VERSION%%.*} "; then
@@ -380,7 +377,7 @@ fi
 if [ "$LINK_BIN" = 1 ]; then
   mkdir -p "$CARGO_BIN"
   for b in "$CACHE"/tools/bin/*; do
-    [ -f "$b" ] && [ -x "$b" ] || continue   # skip e.g. wasm-pack.stamp
+    [ -f "$b" ] && [ -x "$b" ] || continue
     ln -sfn "$b" "$CARGO_BIN/$(basename "$b")"
   done
 fi
@@ -421,11 +418,10 @@ T_TOTAL=$(awk -v a="$T_START" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}')
   echo "toolchain for wasm: $WASM_TC  (alias: +$ALIAS); threaded builds: ${THREADS_TC:-none}"
   echo "  $(rustc +"$ALIAS" -V)"
   echo "  $(cargo +"$ALIAS" -V)"
-  echo "  $("$CACHE/tools/bin/wasm-bindgen" --version)   $("$CACHE/tools/bin/wasm-pack" --version)"
+  echo "  $("$CACHE/tools/bin/wasm-bindgen" --version)"
   [ -x "$CACHE/tools/bin/wasm-opt" ] && echo "  $("$CACHE/tools/bin/wasm-opt" --version)"
   [ "$BROWSER" = 1 ] && echo "  $(chromium --version 2>/dev/null)   $(chromedriver --version | cut -d' ' -f1-2)"
   echo "  node $(node --version 2>/dev/null || echo missing)"
   echo "use:   source $CACHE/env.sh   (or: cargo +$ALIAS build --target $TARGET)"
   echo "tests: cargo +$ALIAS test --target $TARGET   (runner, CHROMEDRIVER, webdriver.json from env.sh)"
-  echo "       or: wasm-pack test --node ; wasm-pack test --headless --chrome"
 } >&2

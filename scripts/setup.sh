@@ -3,7 +3,7 @@
 #   - the wasm32 target (rustup, with a timeout; falling back to Debian's rustc-web route),
 #     and a pinned dated nightly with rust-src for the threaded builds (build-std; skipped
 #     with a warning when it cannot be installed),
-#     wasm-bindgen-cli matching Cargo.lock, wasm-pack, a wasm-opt that works (npm binaryen),
+#     wasm-bindgen-cli matching Cargo.lock, a wasm-opt that works (npm binaryen),
 #     chromium + chromium-driver, wabt (scripts/setup-wasm.sh does these, cached in
 #     ~/.cache/wasm-toolchain);
 #   - mesa-vulkan-drivers (lavapipe: native wgpu without a GPU);
@@ -25,26 +25,39 @@ if ! rustup component list --installed 2>/dev/null | grep -q '^clippy'; then
   timeout 120 rustup component add clippy rustfmt >&2 || say "WARNING: could not add clippy/rustfmt"
 fi
 
+CACHE="${WASM_TOOLCHAIN_CACHE:-$HOME/.cache/wasm-toolchain}"
+
+# geckodriver (Firefox's WebDriver) from crates.io, pinned; about 3 min to compile once. In its
+# own root, not tools/bin (linked into ~/.cargo/bin): on PATH, the test runner would take it
+# over chromedriver whenever no driver variable is set. It compiles in the background beside
+# setup-wasm.sh, whose apt and rustup steps mostly wait on downloads.
+GECKODRIVER_VERSION=0.37.1
+# (its --version panics on a closed pipe: read it whole; the first line is "geckodriver X.Y.Z")
+gecko_v=$("$CACHE/geckodriver/bin/geckodriver" --version 2>/dev/null || true)
+read -r _ gecko_v _ <<<"$gecko_v"
+gecko_pid=""
+if [ "$gecko_v" != "$GECKODRIVER_VERSION" ]; then
+  say "cargo install geckodriver@$GECKODRIVER_VERSION in the background (compiles natively; takes minutes)"
+  mkdir -p "$CACHE/logs"
+  ( cd "$CACHE" && env -u CARGO_TARGET_DIR -u RUSTFLAGS cargo install geckodriver \
+      --version "$GECKODRIVER_VERSION" --locked --force --root "$CACHE/geckodriver" ) \
+    >"$CACHE/logs/install-geckodriver.log" 2>&1 &
+  gecko_pid=$!
+  # (if setup-wasm.sh fails first, the install does not outlive this script)
+  trap '[ -z "$gecko_pid" ] || kill "$gecko_pid" 2>/dev/null || true' EXIT
+fi
+
 # firefox-esr, webkit2gtk-driver, xvfb (+ xauth for xvfb-run): the Firefox and WebKit test steps.
 WASM_BINDGEN_VERSION="$BINDGEN" \
   WASM_SETUP_EXTRA_APT="wabt mesa-vulkan-drivers firefox-esr webkit2gtk-driver xvfb xauth" \
   WASM_SETUP_LINK_BIN="${WASM_SETUP_LINK_BIN:-1}" bash "$ROOT/scripts/setup-wasm.sh"
 
-CACHE="${WASM_TOOLCHAIN_CACHE:-$HOME/.cache/wasm-toolchain}"
-
-# geckodriver (Firefox's WebDriver) from crates.io, pinned; about 4 min to compile once. In its
-# own root, not tools/bin (linked into ~/.cargo/bin): on PATH, the test runner would take it
-# over chromedriver whenever no driver variable is set.
-GECKODRIVER_VERSION=0.37.1
-# (its --version panics on a closed pipe: read it whole; the first line is "geckodriver X.Y.Z")
-gecko_v=$("$CACHE/geckodriver/bin/geckodriver" --version 2>/dev/null || true)
-read -r _ gecko_v _ <<<"$gecko_v"
-if [ "$gecko_v" != "$GECKODRIVER_VERSION" ]; then
-  say "cargo install geckodriver@$GECKODRIVER_VERSION (compiles natively; takes minutes)"
-  mkdir -p "$CACHE/logs"
-  ( cd "$CACHE" && cargo install geckodriver --version "$GECKODRIVER_VERSION" --locked --force \
-      --root "$CACHE/geckodriver" ) >"$CACHE/logs/install-geckodriver.log" 2>&1 \
-    || { tail -30 "$CACHE/logs/install-geckodriver.log" >&2; say "cargo install geckodriver failed"; exit 1; }
+if [ -n "$gecko_pid" ]; then
+  say "waiting for geckodriver's cargo install"
+  st=0; wait "$gecko_pid" || st=$?; gecko_pid=""
+  if [ "$st" -ne 0 ]; then
+    tail -30 "$CACHE/logs/install-geckodriver.log" >&2; say "cargo install geckodriver failed"; exit 1
+  fi
 fi
 cat >"$ROOT/scripts/.env.sh" <<ENV
 # written by scripts/setup.sh: the wasm tools and browser test settings

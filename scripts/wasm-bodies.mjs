@@ -2,7 +2,7 @@
 // in bytes and exits 1 if any is over LIMIT (default 100000: JavaScriptCore never compiles a
 // wasm function with its optimizing tier, OMG, when the body is larger than that
 // (`maximumOMGCandidateCost`): such a function runs on the baseline tier, 2x slower in
-// WebKit; see Cargo.toml's wasm-opt flags). Reads the code section itself, so it needs no
+// WebKit; see scripts/wasm-build.sh's wasm-opt flags). Reads the code section itself, so it needs no
 // wabt on a clean machine.
 import { readFileSync } from 'node:fs';
 
