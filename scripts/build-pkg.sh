@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/build-pkg.sh OUT_DIR [--dev|--release|--profiling] [cargo args...] -- builds webtensor's four wasm
-# builds into OUT_DIR/<build>/ (scripts/wasm-build.sh: cargo, wasm-bindgen --target web, wasm-opt) and copies the loader (js/index.js,
-# which picks one at load) to OUT_DIR/index.js:
+# builds into OUT_DIR/<build>/ (scripts/wasm-build.sh: cargo, wasm-bindgen --target web,
+# wasm-opt) and copies the loader (js/index.js, which picks one at load) to OUT_DIR/index.js:
 #   simd128          SIMD128 (.cargo/config.toml's flags)
 #   simd128-relaxed  + relaxed SIMD (fused multiply-add)
 #   threads          + atomics, bulk memory, mutable globals, shared memory; std rebuilt for
@@ -46,7 +46,8 @@ build() {  # build NAME RELAXED THREADED
       wasm bash scripts/wasm-build.sh "$OUT/$name" web "$PROFILE" "$@" >&2
   fi
   # Release builds keep every function body within JavaScriptCore's optimizing limit
-  # (scripts/wasm-bodies.mjs; scripts/wasm-build.sh's wasm-opt flags): over it, WebKit runs it 2x slower.
+  # (scripts/wasm-bodies.mjs; scripts/wasm-build.sh's wasm-opt flags): over it, WebKit runs
+  # it 2x slower.
   if [ "$PROFILE" != --dev ]; then node scripts/wasm-bodies.mjs "$OUT/$name/webtensor_bg.wasm" >&2; fi
   local gz; gz=$(gzip -9 -c "$OUT/$name/webtensor_bg.wasm" | wc -c)
   say "$name: $(stat -c %s "$OUT/$name/webtensor_bg.wasm") bytes wasm, $gz gzipped, $(( $(date +%s) - t0 ))s"

@@ -39,11 +39,11 @@ gecko_pid=""
 if [ "$gecko_v" != "$GECKODRIVER_VERSION" ]; then
   say "cargo install geckodriver@$GECKODRIVER_VERSION in the background (compiles natively; takes minutes)"
   mkdir -p "$CACHE/logs"
-  ( cd "$CACHE" && env -u CARGO_TARGET_DIR -u RUSTFLAGS cargo install geckodriver \
+  ( cd "$CACHE" && exec env -u CARGO_TARGET_DIR -u RUSTFLAGS cargo install geckodriver \
       --version "$GECKODRIVER_VERSION" --locked --force --root "$CACHE/geckodriver" ) \
     >"$CACHE/logs/install-geckodriver.log" 2>&1 &
   gecko_pid=$!
-  # (if setup-wasm.sh fails first, the install does not outlive this script)
+  # (if setup-wasm.sh fails first, the install does not outlive this script: the pid is cargo's)
   trap '[ -z "$gecko_pid" ] || kill "$gecko_pid" 2>/dev/null || true' EXIT
 fi
 

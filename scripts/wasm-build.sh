@@ -32,6 +32,11 @@ case "$PROFILE" in
   --dev) cargo_profile=(); dir=debug; bindgen_flags=(--debug) ;;
   --profiling) WASM_OPT_FLAGS=(-g "${WASM_OPT_FLAGS[@]}") ;;
 esac
+# (cargo runs in the crate's directory, for its .cargo/config.toml: a relative target dir is
+# made absolute first, so the wasm is looked for where cargo put it)
+if [ -n "${CARGO_TARGET_DIR:-}" ]; then
+  mkdir -p "$CARGO_TARGET_DIR"; CARGO_TARGET_DIR=$(cd "$CARGO_TARGET_DIR" && pwd); export CARGO_TARGET_DIR
+fi
 (cd "$ROOT" && cargo build --lib --target wasm32-unknown-unknown "${cargo_profile[@]}" "$@")
 wasm="${CARGO_TARGET_DIR:-$ROOT/target}/wasm32-unknown-unknown/$dir/webtensor.wasm"
 rm -rf "$OUT"; mkdir -p "$OUT"

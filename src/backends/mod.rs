@@ -5,6 +5,7 @@
 //! bindings, benchmarks) reaches the devices through these, never through `cpu` or `webgpu`.
 
 pub mod cpu;
+#[cfg(feature = "webgpu")]
 pub mod webgpu;
 
 use std::rc::Rc;
@@ -13,6 +14,7 @@ use crate::backend::{Device, Registry};
 use crate::error::Result;
 
 pub use cpu::simd_level;
+#[cfg(feature = "webgpu")]
 pub use webgpu::{all_devices_buffers as gpu_buffers, LiveBuffers};
 
 /// The CPU device's thread pool ([`cpu::threads`]): its size, the threaded wasm build's
@@ -48,14 +50,19 @@ pub async fn registry_for(gpu: bool) -> Registry {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceOptions {
     /// The WebGPU device's planning knobs (its matmul kernels, row widths, fusion).
+    #[cfg(feature = "webgpu")]
     pub webgpu: webgpu::WebGpuOptions,
 }
 
 /// [`registry_for`] with its devices planning by `opts` (the GPU device itself, its adapter
-/// and memory, are the page's one, shared).
+/// and memory, are the page's one, shared). Built without the `webgpu` feature, the CPU
+/// alone whatever `gpu` says.
 pub async fn registry_with(gpu: bool, opts: DeviceOptions) -> Registry {
     let mut reg = Registry::new();
     reg.register(Rc::new(cpu::CpuReg::new(cpu::KernelSet::Fast)));
+    #[cfg(not(feature = "webgpu"))]
+    let _ = (gpu, opts);
+    #[cfg(feature = "webgpu")]
     if gpu {
         let gpu = webgpu_reg().await;
         if opts.webgpu == webgpu::WebGpuOptions::default() {
@@ -67,12 +74,12 @@ pub async fn registry_with(gpu: bool, opts: DeviceOptions) -> Registry {
     reg
 }
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(feature = "webgpu", not(target_arch = "wasm32")))]
 async fn webgpu_reg() -> Rc<webgpu::WebGpuReg> {
     Rc::new(webgpu::WebGpuReg::new().await)
 }
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(feature = "webgpu", target_arch = "wasm32"))]
 async fn webgpu_reg() -> Rc<webgpu::WebGpuReg> {
     thread_local! {
         static WEBGPU: std::cell::RefCell<Option<Rc<webgpu::WebGpuReg>>> =

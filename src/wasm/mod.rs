@@ -124,11 +124,18 @@ async fn add_browser_adapter_info(device: &Object) {
     unchecked_return_type = "{ created: number, live: number, liveBytes: number }"
 )]
 pub fn gpu_buffers() -> Result<Object, JsError> {
-    let b = crate::backends::gpu_buffers();
+    #[cfg(feature = "webgpu")]
+    let (created, live, live_bytes) = {
+        let b = crate::backends::gpu_buffers();
+        (b.created, b.live, b.live_bytes)
+    };
+    // Built without the `webgpu` feature: no GPU buffers, ever.
+    #[cfg(not(feature = "webgpu"))]
+    let (created, live, live_bytes) = (0u64, 0u64, 0u64);
     let o = Object::new();
-    set(&o, "created", &(b.created as f64).into())?;
-    set(&o, "live", &(b.live as f64).into())?;
-    set(&o, "liveBytes", &(b.live_bytes as f64).into())?;
+    set(&o, "created", &(created as f64).into())?;
+    set(&o, "live", &(live as f64).into())?;
+    set(&o, "liveBytes", &(live_bytes as f64).into())?;
     Ok(o)
 }
 
