@@ -209,6 +209,96 @@ fn layer_weights(c: &DecoderConfig, i: usize) -> Vec<(String, Vec<usize>)> {
         .collect()
 }
 
+/// One weight as the engine stores it: its name, dtype and shape, and the file's byte
+/// ranges that hold it (one tensor's, or the parts of a joined projection, see
+/// [`join_projections`]).
+#[derive(Clone, Debug)]
+struct WeightInfo {
+    name: String,
+    dtype: DType,
+    ne: Vec<usize>,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+/// The joined Q, K and V projection of a layer (and its bias), as llama.cpp names a fused
+/// one (`attn_qkv`).
+const QKV: &str = "attn_qkv";
+/// The joined gate and up projections of a layer's feed-forward.
+const GATE_UP: &str = "ffn_gate_up";
+/// Projections that read the same input, joined along their outermost dim (output rows)
+/// when the file stores them in one dtype: (joined name, parts), each name a layer's
+/// `blk.{i}.` suffix without `.weight` / `.bias`.
+const JOINS: [(&str, &[&str]); 2] = [
+    (QKV, &["attn_q", "attn_k", "attn_v"]),
+    (GATE_UP, &["ffn_gate", "ffn_up"]),
+];
+
+/// `infos` with each layer's projections of [`JOINS`] stored as one weight where all parts
+/// share a dtype (the layer's Q8_0 or Q4_0 Q, K, V; a Q4_K_M file's gate and up, whose V is
+/// often Q6_K beside a Q4_K Q and K, which then stay apart): one matmul reads the layer's
+/// normed input once (quantized once, in the int8 kernels), and the thread team splits one
+/// wider product instead of two or three small ones (a Qwen2.5-0.5B layer's K and V are 128
+/// rows each). Their biases, when the file has them (qwen2's Q, K, V), join with them. The
+/// matrices' rows are whole blocks, so the joined weight is the parts' bytes one after
+/// another.
+fn join_projections(infos: Vec<WeightInfo>, n_layer: usize) -> Vec<WeightInfo> {
+    let mut by_name: HashMap<String, WeightInfo> =
+        infos.iter().map(|w| (w.name.clone(), w.clone())).collect();
+    // Joined weights by their first part's name.
+    let mut joined = HashMap::new();
+    for i in 0..n_layer {
+        for (name, parts) in JOINS {
+            let weights: Option<Vec<&WeightInfo>> = parts
+                .iter()
+                .map(|p| by_name.get(&format!("blk.{i}.{p}.weight")))
+                .collect();
+            let Some(weights) = weights else { continue };
+            let (dtype, cols) = (weights[0].dtype, weights[0].ne[0]);
+            if weights
+                .iter()
+                .any(|w| w.dtype != dtype || w.ne.len() != 2 || w.ne[0] != cols)
+            {
+                continue;
+            }
+            for suffix in ["weight", "bias"] {
+                let names: Vec<String> = parts
+                    .iter()
+                    .map(|p| format!("blk.{i}.{p}.{suffix}"))
+                    .collect();
+                let Some(ps) = names
+                    .iter()
+                    .map(|n| by_name.get(n))
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    continue;
+                };
+                let mut ne = ps[0].ne.clone();
+                if let Some(outer) = ne.last_mut() {
+                    *outer = ps.iter().filter_map(|w| w.ne.last()).sum();
+                }
+                let w = WeightInfo {
+                    name: format!("blk.{i}.{name}.{suffix}"),
+                    dtype: ps[0].dtype,
+                    ne,
+                    ranges: ps.iter().flat_map(|w| w.ranges.clone()).collect(),
+                };
+                for n in &names {
+                    by_name.remove(n);
+                }
+                joined.insert(names[0].clone(), w);
+            }
+        }
+    }
+    // The file's order, each joined weight where its first part was.
+    infos
+        .into_iter()
+        .filter_map(|w| match by_name.remove(&w.name) {
+            Some(w) => Some(w),
+            None => joined.remove(&w.name),
+        })
+        .collect()
+}
+
 /// The decoder's hyper-parameters from `g`'s metadata (and `token_embd`'s shape).
 pub fn config_from_gguf(g: &Gguf) -> Result<DecoderConfig> {
     let arch = Arch::parse(g.get_str("general.architecture")?)?;
@@ -374,7 +464,7 @@ impl Decoder {
         for i in 0..config.n_layer {
             expected.extend(layer_weights(&config, i));
         }
-        let mut infos = Vec::with_capacity(expected.len());
+        let mut infos: Vec<WeightInfo> = Vec::with_capacity(expected.len());
         for (name, want) in &expected {
             let t = g.tensor(name).ok_or_else(|| tensor_err(name, "missing"))?;
             if &t.ne != want {
@@ -390,14 +480,20 @@ impl Decoder {
                     format!("{}; norms and biases must be f32", t.dtype),
                 ));
             }
-            infos.push((name.clone(), t.dtype, t.ne.clone(), g.tensor_range(t)));
+            infos.push(WeightInfo {
+                name: name.clone(),
+                dtype: t.dtype,
+                ne: t.ne.clone(),
+                ranges: vec![g.tensor_range(t)],
+            });
         }
+        let infos = join_projections(infos, config.n_layer);
         // Each weight lives where the runtime's own plan of a one-token step runs its ops
         // (the cache as plain inputs here: its home follows the layer's weights).
         let mut probe = Program::new();
         let ids = infos
             .iter()
-            .map(|(n, dt, ne, _)| probe.graph_mut().weight(n, *dt, ne))
+            .map(|w| probe.graph_mut().weight(&w.name, w.dtype, &w.ne))
             .collect::<Result<Vec<_>>>()?;
         let kv_ne = [config.head_dim, n_ctx + 1, config.n_head_kv];
         let mut caches = Vec::new();
@@ -422,7 +518,7 @@ impl Decoder {
         let homes = rt.weight_homes(probe.graph())?;
         let by_name: HashMap<&str, TensorId> = infos
             .iter()
-            .map(|w| w.0.as_str())
+            .map(|w| w.name.as_str())
             .zip(ids.iter().copied())
             .collect();
         let home = |name: &str| -> Result<usize> {
@@ -438,20 +534,22 @@ impl Decoder {
         let specs = infos
             .iter()
             .zip(&ids)
-            .map(|((name, dtype, ne, range), &id)| {
+            .map(|(w, &id)| {
                 Ok(WeightSpec {
-                    name: name.clone(),
-                    device: home(name)?,
-                    dtype: *dtype,
-                    ne: ne.clone(),
-                    ranges: vec![range.clone()],
+                    name: w.name.clone(),
+                    device: home(&w.name)?,
+                    dtype: w.dtype,
+                    ne: w.ne.clone(),
+                    ranges: w.ranges.clone(),
                     matrix_only: matrix.contains(&id),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         let mut cache = Vec::with_capacity(config.n_layer);
         for i in 0..config.n_layer {
-            let d = home(&format!("blk.{i}.attn_k.weight"))?;
+            // The cache lives with the layer's K projection (alone, or joined with Q and V).
+            let d = home(&format!("blk.{i}.attn_k.weight"))
+                .or_else(|_| home(&format!("blk.{i}.{QKV}.weight")))?;
             let dtype = match opts.kv_dtype {
                 Some(dt @ (DType::F32 | DType::F16)) => dt,
                 Some(other) => {
@@ -489,7 +587,7 @@ impl Decoder {
             config,
             tokenizer,
             chat,
-            weights: infos.into_iter().map(|w| w.0).zip(stored).collect(),
+            weights: infos.into_iter().map(|w| w.name).zip(stored).collect(),
             cache,
             n_ctx,
             batch: opts.batch.min(n_ctx),
@@ -829,7 +927,39 @@ fn build(
         let b = |s: &str| format!("blk.{i}.{s}");
         let last_layer = i + 1 == caches.len();
         let h = norm(g, x, &b("attn_norm.weight"))?;
+        // Q, K and V as [hd, heads, t]: from one joined projection (views of its rows, see
+        // `join_projections`), or each from its own.
+        let qkv = match w.get(&b(&format!("{QKV}.weight"))) {
+            Some(&wqkv) => {
+                let mut y = g.matmul(wqkv, h)?; // [(nh + 2 nkv) hd, t]
+                if let Some(&bias) = w.get(&b(&format!("{QKV}.bias"))) {
+                    y = g.add(y, bias)?;
+                }
+                let [e, row, ..] = g.tensor(y).nb;
+                let heads = |g: &mut Graph, n: usize, first: usize| {
+                    g.view(y, &[hd, n, t], &[e, e * hd, row], e * hd * first)
+                };
+                Some([
+                    heads(g, nh, 0)?,
+                    heads(g, nkv, nh)?,
+                    heads(g, nkv, nh + nkv)?,
+                ])
+            }
+            None => None,
+        };
         let proj = |g: &mut Graph, name: &str, heads: usize| -> Result<TensorId> {
+            if let Some(qkv) = qkv {
+                let part = ["attn_q", "attn_k", "attn_v"]
+                    .iter()
+                    .position(|p| *p == name)
+                    .ok_or_else(|| Error::Graph(format!("no projection {name}")))?;
+                let mut y = qkv[part];
+                if let Some(&bias) = w.get(&b(&format!("{name}.bias"))) {
+                    let bias = g.reshape(bias, &[hd, heads])?;
+                    y = g.add(y, bias)?;
+                }
+                return Ok(y);
+            }
             let mut y = g.matmul(get(&b(&format!("{name}.weight")))?, h)?;
             if c.arch == Arch::Qwen2 {
                 y = g.add(y, get(&b(&format!("{name}.bias")))?)?;
@@ -887,9 +1017,22 @@ fn build(
         let o = g.matmul(get(&b("attn_output.weight"))?, o)?;
         x = g.add(x, o)?;
         let h = norm(g, x, &b("ffn_norm.weight"))?;
-        let gate = g.matmul(get(&b("ffn_gate.weight"))?, h)?;
+        let (gate, up) = match w.get(&b(&format!("{GATE_UP}.weight"))) {
+            Some(&wgu) => {
+                // [2 n_ff, tq]: each token's gate then up values.
+                let y = g.matmul(wgu, h)?;
+                let [e, row, ..] = g.tensor(y).nb;
+                let n = g.tensor(y).ne[1];
+                let half =
+                    |g: &mut Graph, i: usize| g.view(y, &[c.n_ff, n], &[e, row], e * c.n_ff * i);
+                (half(g, 0)?, half(g, 1)?)
+            }
+            None => (
+                g.matmul(get(&b("ffn_gate.weight"))?, h)?,
+                g.matmul(get(&b("ffn_up.weight"))?, h)?,
+            ),
+        };
         let gate = g.silu(gate)?;
-        let up = g.matmul(get(&b("ffn_up.weight"))?, h)?;
         let y = g.mul(gate, up)?;
         let y = g.matmul(get(&b("ffn_down.weight"))?, y)?;
         x = g.add(x, y)?;
@@ -907,4 +1050,77 @@ fn build(
     g.set_name(logits, "logits")?;
     g.set_output(logits)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(name: &str, dtype: DType, ne: &[usize], at: usize) -> WeightInfo {
+        WeightInfo {
+            name: name.into(),
+            dtype,
+            ne: ne.to_vec(),
+            ranges: std::iter::once(at..at + 10).collect(),
+        }
+    }
+
+    #[test]
+    fn projections_join_only_where_their_parts_share_a_dtype() {
+        // Layer 0: Q, K, V (with biases) and gate, up all Q8_0; layer 1: V in Q6_K (a
+        // Q4_K_M file's mix), gate and up Q4_K.
+        let q = DType::Q8_0;
+        let mut infos = vec![info("token_embd.weight", q, &[64, 100], 0)];
+        for (i, dv, dgu) in [(0, q, q), (1, DType::Q6_K, DType::Q4_K)] {
+            let b = |s: &str| format!("blk.{i}.{s}");
+            let at = 1000 * (i + 1);
+            infos.extend([
+                info(&b("attn_norm.weight"), DType::F32, &[64], at),
+                info(&b("attn_q.weight"), q, &[64, 64], at + 10),
+                info(&b("attn_k.weight"), q, &[64, 16], at + 20),
+                info(&b("attn_v.weight"), dv, &[64, 16], at + 30),
+                info(&b("attn_output.weight"), q, &[64, 64], at + 40),
+                info(&b("ffn_gate.weight"), dgu, &[64, 96], at + 50),
+                info(&b("ffn_up.weight"), dgu, &[64, 96], at + 60),
+                info(&b("ffn_down.weight"), q, &[96, 64], at + 70),
+                info(&b("attn_q.bias"), DType::F32, &[64], at + 80),
+                info(&b("attn_k.bias"), DType::F32, &[16], at + 90),
+                info(&b("attn_v.bias"), DType::F32, &[16], at + 100),
+            ]);
+        }
+        let out = join_projections(infos, 2);
+        let names: Vec<&str> = out.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "token_embd.weight",
+                "blk.0.attn_norm.weight",
+                "blk.0.attn_qkv.weight",
+                "blk.0.attn_output.weight",
+                "blk.0.ffn_gate_up.weight",
+                "blk.0.ffn_down.weight",
+                "blk.0.attn_qkv.bias",
+                "blk.1.attn_norm.weight",
+                "blk.1.attn_q.weight",
+                "blk.1.attn_k.weight",
+                "blk.1.attn_v.weight",
+                "blk.1.attn_output.weight",
+                "blk.1.ffn_gate_up.weight",
+                "blk.1.ffn_down.weight",
+                "blk.1.attn_q.bias",
+                "blk.1.attn_k.bias",
+                "blk.1.attn_v.bias",
+            ]
+        );
+        let by = |n: &str| out.iter().find(|w| w.name == n).cloned();
+        let qkv = by("blk.0.attn_qkv.weight").expect("joined");
+        assert_eq!((qkv.dtype, qkv.ne.clone()), (DType::Q8_0, vec![64, 96]));
+        assert_eq!(qkv.ranges, vec![1010..1020, 1020..1030, 1030..1040]);
+        let bias = by("blk.0.attn_qkv.bias").expect("joined");
+        assert_eq!(bias.ne, vec![96]);
+        assert_eq!(bias.ranges, vec![1080..1090, 1090..1100, 1100..1110]);
+        let gu = by("blk.1.ffn_gate_up.weight").expect("joined");
+        assert_eq!((gu.dtype, gu.ne.clone()), (DType::Q4_K, vec![64, 192]));
+        assert_eq!(gu.ranges, vec![2050..2060, 2060..2070]);
+    }
 }
