@@ -76,6 +76,45 @@ unsafe fn f16_row(p: *const u8, out: &mut [f32]) {
     }
 }
 
+/// `a · b` over `k` packed f32 `a` and little-endian f16 `b`, each vector of `b` converted
+/// as it is loaded: a lone query row's score reads each key once, so converting the row
+/// into a buffer first only adds a store and a load a vector. The same sum in the same order
+/// as [`dot_f32`] of `a` and `b` converted.
+///
+/// # Safety
+/// `a` readable for `k` f32, `b` for `2 * k` bytes.
+#[inline(always)]
+unsafe fn dot_f32_f16(a: *const f32, b: *const u8, k: usize) -> f32 {
+    unsafe {
+        let z = F32x4::splat(0.0);
+        let (mut s0, mut s1, mut s2, mut s3) = (z, z, z, z);
+        let mut i = 0;
+        while i + 16 <= k {
+            s0 = s0.mul_add(F32x4::load(a.add(i)), F32x4::load_f16(b.add(2 * i)));
+            s1 = s1.mul_add(F32x4::load(a.add(i + 4)), F32x4::load_f16(b.add(2 * i + 8)));
+            s2 = s2.mul_add(
+                F32x4::load(a.add(i + 8)),
+                F32x4::load_f16(b.add(2 * i + 16)),
+            );
+            s3 = s3.mul_add(
+                F32x4::load(a.add(i + 12)),
+                F32x4::load_f16(b.add(2 * i + 24)),
+            );
+            i += 16;
+        }
+        while i + 4 <= k {
+            s0 = s0.mul_add(F32x4::load(a.add(i)), F32x4::load_f16(b.add(2 * i)));
+            i += 4;
+        }
+        let mut s = ((s0 + s1) + (s2 + s3)).hsum();
+        while i < k {
+            s += *a.add(i) * f16_at(b.add(2 * i));
+            i += 1;
+        }
+        s
+    }
+}
+
 /// Whether `v` is `dtype` (f32 or f16) with packed rows at element-aligned addresses.
 fn packed_rows(v: &TensorView) -> bool {
     match v.dtype {
@@ -141,12 +180,14 @@ pub fn attention(
     let items = units * splits;
     let per_item = BLOCK.min(rows) * n_kv.div_ceil(splits) * (d + d_v);
     let min_items = MIN_PAR_ELEMS.div_ceil(per_item.max(1));
+    // Rows a block holds at most (a decode step's: the GQA group, often 1).
+    let block_rows = BLOCK.min(rows);
     // Partial results of split ranges: per item and row, max, sum and d_v weighted values.
     let stride = 2 + d_v;
     let mut partial = vec![
         0f32;
         if splits > 1 {
-            items * BLOCK * stride
+            items * block_rows * stride
         } else {
             0
         }
@@ -161,12 +202,13 @@ pub fn attention(
     };
     par.for_ranges(items, min_items, 1, |range| {
         let mut w = Scratch {
-            q: vec![0f32; BLOCK * d],
+            q: vec![0f32; block_rows * d],
             k: vec![0f32; d],
-            kt: vec![0f32; d * TILE],
+            // The transposed key tile, for blocks of more than DOT_ROWS rows only.
+            kt: vec![0f32; if block_rows > DOT_ROWS { d * TILE } else { 0 }],
             vt: vec![0f32; TILE * d_v],
-            s: vec![0f32; BLOCK * TILE],
-            acc: vec![0f32; BLOCK * d_v],
+            s: vec![0f32; block_rows * TILE],
+            acc: vec![0f32; block_rows * d_v],
             m: [f32::NEG_INFINITY; BLOCK],
             l: [0f32; BLOCK],
         };
@@ -190,7 +232,7 @@ pub fn attention(
             }
             w.m = [f32::NEG_INFINITY; BLOCK];
             w.l = [0.0; BLOCK];
-            w.acc.fill(0.0);
+            w.acc[..n_rows * d_v].fill(0.0);
             // SAFETY: every pointer below is inside its view (indices within `ne`).
             unsafe { run_block(&mut w, k, v, kh, kb, keys, n_rows, &masks, d, d_v, scale) };
             if splits == 1 {
@@ -200,8 +242,8 @@ pub fn attention(
                 }
             } else {
                 for r in 0..n_rows {
-                    // This item's slot: `BLOCK * stride` floats, its own.
-                    let p = out.at((item * BLOCK + r) * stride);
+                    // This item's slot: `block_rows * stride` floats, its own.
+                    let p = out.at((item * block_rows + r) * stride);
                     unsafe {
                         *p = w.m[r];
                         *p.add(1) = w.l[r];
@@ -217,8 +259,9 @@ pub fn attention(
         for unit in 0..units {
             let blk = unit % blocks;
             for r in 0..BLOCK.min(rows - blk * BLOCK) {
-                let part =
-                    |s: usize| &partial[((unit * splits + s) * BLOCK + r) * stride..][..stride];
+                let part = |s: usize| {
+                    &partial[((unit * splits + s) * block_rows + r) * stride..][..stride]
+                };
                 let m = (0..splits).fold(f32::NEG_INFINITY, |a, s| a.max(part(s)[0]));
                 let mut l = 0.0;
                 acc.fill(0.0);
@@ -312,6 +355,11 @@ unsafe fn run_block(
                     scores_rows::<1>(q.add(r * d), kt, d, sp.add(r * TILE));
                 }
             }
+        } else if n_rows == 1 && k.dtype == DType::F16 {
+            for j in 0..tile {
+                let kp = k.ptr_at([0, j0 + j, kh, kb]);
+                w.s[j] = unsafe { dot_f32_f16(w.q.as_ptr(), kp, d) };
+            }
         } else {
             for j in 0..tile {
                 let kp = unsafe { row_f32(k.ptr_at([0, j0 + j, kh, kb]), k.dtype, &mut w.k) };
@@ -351,30 +399,53 @@ unsafe fn run_block(
             }
             w.l[r] += unsafe { exp_sum(s.as_mut_ptr(), tile, m_new) };
         }
-        // Values: the tile's rows as f32 (converted once), then acc_r += s[r][j] * v_j.
-        for j in 0..tile {
-            let vp = v.ptr_at([0, j0 + j, kh, kb]);
-            if v.dtype == DType::F32 {
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        vp as *const f32,
-                        w.vt.as_mut_ptr().add(j * d_v),
-                        d_v,
-                    )
-                };
-            } else {
+        // Values: acc_r += s[r][j] * v_j, read where the cache holds them (f32, or a lone
+        // row's f16 converted as loaded), else the tile's f16 rows converted once first.
+        let (acc, sp) = (w.acc.as_mut_ptr(), w.s.as_ptr());
+        let v0 = v.ptr_at([0, j0, kh, kb]);
+        let (v_rows, row_bytes) = if v.dtype == DType::F16 && n_rows > 1 {
+            for j in 0..tile {
+                let vp = v.ptr_at([0, j0 + j, kh, kb]);
                 unsafe { f16_row(vp, &mut w.vt[j * d_v..(j + 1) * d_v]) };
             }
-        }
-        let (acc, sp, vt) = (w.acc.as_mut_ptr(), w.s.as_ptr(), w.vt.as_ptr());
+            (w.vt.as_ptr() as *const u8, 4 * d_v)
+        } else {
+            (v0 as *const u8, v.nb[1])
+        };
+        let direct_f16 = v.dtype == DType::F16 && n_rows == 1;
         let mut r = 0;
         unsafe {
             while r + 2 <= n_rows {
-                weigh_values::<2>(acc.add(r * d_v), sp.add(r * TILE), vt, tile, d_v);
+                weigh_values::<2, F32s>(
+                    acc.add(r * d_v),
+                    sp.add(r * TILE),
+                    v_rows,
+                    row_bytes,
+                    tile,
+                    d_v,
+                );
                 r += 2;
             }
             if r < n_rows {
-                weigh_values::<1>(acc.add(r * d_v), sp.add(r * TILE), vt, tile, d_v);
+                if direct_f16 {
+                    weigh_values::<1, F16s>(
+                        acc.add(r * d_v),
+                        sp.add(r * TILE),
+                        v_rows,
+                        row_bytes,
+                        tile,
+                        d_v,
+                    );
+                } else {
+                    weigh_values::<1, F32s>(
+                        acc.add(r * d_v),
+                        sp.add(r * TILE),
+                        v_rows,
+                        row_bytes,
+                        tile,
+                        d_v,
+                    );
+                }
             }
         }
         j0 += tile;
@@ -421,22 +492,25 @@ unsafe fn scores_rows<const R: usize>(q: *const f32, kt: *const f32, d: usize, s
     }
 }
 
-/// `acc_r[e] += Σ_j p_r[j] * vt[j * d_v + e]` over `tile` rows of `vt`, for `R` rows (`acc`
-/// rows `d_v` apart, `p` rows [`TILE`] apart): 16 of `d_v` at a time in `R` × 4 vector
-/// accumulators, each value vector loaded serving `R` rows; the rest of `d_v` row by row.
-/// Every sum is the same in the same order whatever `R`.
+/// `acc_r[e] += Σ_j p_r[j] * v_j[e]` over `tile` value rows `v_j` of `E` elements,
+/// `row_bytes` apart from `v`, for `R` rows (`acc` rows `d_v` apart, `p` rows [`TILE`]
+/// apart): 16 of `d_v` at a time in `R` × 4 vector accumulators, each value vector loaded
+/// serving `R` rows; the rest of `d_v` row by row. Every sum is the same in the same order
+/// whatever `R` and wherever the values are read (converted once or as loaded).
 ///
 /// # Safety
-/// `acc` writable for `R` rows of `d_v` f32, `p` readable for `R` rows of `tile`, `vt` for
-/// `tile * d_v`.
+/// `acc` writable for `R` rows of `d_v` f32, `p` readable for `R` rows of `tile`, `v` for
+/// `tile` rows of `d_v` elements, `row_bytes` apart.
 #[inline(always)]
-unsafe fn weigh_values<const R: usize>(
+unsafe fn weigh_values<const R: usize, E: Elem>(
     acc: *mut f32,
     p: *const f32,
-    vt: *const f32,
+    v: *const u8,
+    row_bytes: usize,
     tile: usize,
     d_v: usize,
 ) {
+    let at = |j: usize, e: usize| v.wrapping_add(j * row_bytes + e * E::BYTES);
     let mut e = 0;
     unsafe {
         while e + 16 <= d_v {
@@ -444,8 +518,7 @@ unsafe fn weigh_values<const R: usize>(
                 std::array::from_fn(|i| F32x4::load(acc.add(r * d_v + e + 4 * i)))
             });
             for j in 0..tile {
-                let row = vt.add(j * d_v + e);
-                let vv: [F32x4; 4] = std::array::from_fn(|i| F32x4::load(row.add(4 * i)));
+                let vv: [F32x4; 4] = std::array::from_fn(|i| E::load4(at(j, e + 4 * i)));
                 for (r, a) in a.iter_mut().enumerate() {
                     let pj = F32x4::splat(*p.add(r * TILE + j));
                     for (x, &v) in a.iter_mut().zip(&vv) {
@@ -466,7 +539,7 @@ unsafe fn weigh_values<const R: usize>(
             while e + 4 <= d_v {
                 let mut a = F32x4::load(acc.add(e));
                 for j in 0..tile {
-                    a = a.mul_add(F32x4::splat(*p.add(j)), F32x4::load(vt.add(j * d_v + e)));
+                    a = a.mul_add(F32x4::splat(*p.add(j)), E::load4(at(j, e)));
                 }
                 a.store(acc.add(e));
                 e += 4;
@@ -474,11 +547,56 @@ unsafe fn weigh_values<const R: usize>(
             while e < d_v {
                 let mut a = *acc.add(e);
                 for j in 0..tile {
-                    a += *p.add(j) * *vt.add(j * d_v + e);
+                    a += *p.add(j) * E::load1(at(j, e));
                 }
                 *acc.add(e) = a;
                 e += 1;
             }
         }
+    }
+}
+
+/// Packed elements the value loop reads as f32: the cache's own (f32 or f16, converted as
+/// loaded) or a tile converted once.
+trait Elem {
+    const BYTES: usize;
+    /// Four elements at `p` as f32.
+    ///
+    /// # Safety
+    /// `p` readable for `4 * BYTES` bytes (f32: 4-byte aligned).
+    unsafe fn load4(p: *const u8) -> F32x4;
+    /// One element at `p` as f32.
+    ///
+    /// # Safety
+    /// As [`Elem::load4`], one element.
+    unsafe fn load1(p: *const u8) -> f32;
+}
+
+/// f32 elements.
+struct F32s;
+/// Little-endian f16 elements.
+struct F16s;
+
+impl Elem for F32s {
+    const BYTES: usize = 4;
+    #[inline(always)]
+    unsafe fn load4(p: *const u8) -> F32x4 {
+        unsafe { F32x4::load(p as *const f32) }
+    }
+    #[inline(always)]
+    unsafe fn load1(p: *const u8) -> f32 {
+        unsafe { *(p as *const f32) }
+    }
+}
+
+impl Elem for F16s {
+    const BYTES: usize = 2;
+    #[inline(always)]
+    unsafe fn load4(p: *const u8) -> F32x4 {
+        unsafe { F32x4::load_f16(p) }
+    }
+    #[inline(always)]
+    unsafe fn load1(p: *const u8) -> f32 {
+        unsafe { f16_at(p) }
     }
 }

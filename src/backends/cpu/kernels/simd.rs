@@ -112,13 +112,21 @@ mod imp {
         /// `p` must be readable for 8 bytes.
         #[inline(always)]
         pub unsafe fn load_f16(p: *const u8) -> Self {
-            let h = unsafe { u32x4_load_extend_u16x4(p as *const u16) };
-            let em = v128_and(h, u32x4_splat(0x7fff));
-            let sign = i32x4_shl(v128_xor(h, em), 16);
-            let scaled = f32x4_mul(i32x4_shl(em, 13), f32x4_splat(super::F16_RESCALE));
-            let special = u32x4_ge(em, u32x4_splat(0x7c00));
-            let inf_nan = v128_or(i32x4_shl(em, 13), u32x4_splat(0x7f80_0000));
-            Self(v128_or(v128_bitselect(inf_nan, scaled, special), sign))
+            // Each f16 in its lane's high half: sign at bit 31, exponent and mantissa at
+            // 16..30. An arithmetic shift by 3 with bits 28..30 cleared puts them at 13..27
+            // under the sign: the f32 of the value times 2^-112 (normal and subnormal
+            // alike), sign included, so one multiply rescales it (9 instructions on x86
+            // where a separate sign and a bit-select took 13).
+            let x = i32x4_shl(unsafe { u32x4_load_extend_u16x4(p as *const u16) }, 16);
+            let bits = v128_and(i32x4_shr(x, 3), u32x4_splat(0x8fff_e000));
+            let scaled = f32x4_mul(bits, f32x4_splat(super::F16_RESCALE));
+            // Infinities and NaN (exponent 31, scaled to 2^16): the all-ones exponent, the
+            // mantissa and sign kept.
+            let special = i32x4_gt(
+                v128_and(x, u32x4_splat(0x7fff_0000)),
+                i32x4_splat(0x7bff_ffff),
+            );
+            Self(v128_or(scaled, v128_and(special, u32x4_splat(0x7f80_0000))))
         }
     }
 
