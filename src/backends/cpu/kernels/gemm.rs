@@ -476,11 +476,9 @@ fn pack<const W: usize>(
 /// # Safety
 /// `a` readable for `kc * MR` f32, `b` for `kc * NR`.
 ///
-/// Not inlined: its own small wasm function. Inlined into `matmul_with`'s thread closure (a
-/// body with over a hundred locals), Firefox's optimizing tier ran this loop 1.6× slower than
-/// Chromium (2.1× without relaxed SIMD) while onnxruntime-web's kernels ran at the same speed
-/// in both; on its own it runs at Chromium's speed in both (MiniLM f32 at 16 × 32, one thread,
-/// Firefox 153: 489 → 296 ms; Chromium unchanged within noise). One call per `kc`-deep tile.
+/// Not inlined: its own small wasm function, one call per `kc`-deep tile (the kernels
+/// module's doc says why: inlined into `matmul_with`'s thread closure Firefox ran it 1.6×
+/// slower than Chromium).
 #[inline(never)]
 unsafe fn micro_tile(kc: usize, a: *const f32, b: *const f32) -> [[F32x4; 2]; NR] {
     let z = F32x4::splat(0.0);

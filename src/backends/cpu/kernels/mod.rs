@@ -15,6 +15,18 @@
 //!
 //! A fast kernel that does not fit a node's dtypes or layout declines, and the reference
 //! runs instead, so every node always has a kernel.
+//!
+//! Hot loops live in small functions of their own, called from the thread team's closure,
+//! never inlined into it (`quant`'s `int8_block` kernels, `gemm`'s `micro_tile`, the
+//! attention's `run_block`): the engines compile a closure that holds a whole loop nest
+//! badly. V8 runs a wasm function in its baseline tier until it is hot and has no on-stack
+//! replacement, so a closure entered once per thread per matmul can run a share at baseline
+//! speed, and its optimizing compiles wait for a free core, longer the larger the function
+//! (one function holding every int8 kernel left the pool's workers on baseline code through
+//! a whole prompt: the int8 GEMMs 1.15–1.4× slower at 2 threads). SpiderMonkey's register
+//! allocation in a body with a hundred locals ran the f32 tile 1.6× slower than Chromium
+//! (2.1× without relaxed SIMD); on its own, at Chromium's speed (MiniLM f32 16 × 32, one
+//! thread, Firefox 153: 489 → 296 ms).
 
 mod attention;
 mod elementwise;

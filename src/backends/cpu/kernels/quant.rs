@@ -1730,15 +1730,9 @@ const fn block_bytes(k: u8) -> usize {
 
 /// Output rows `cols` × weight groups `groups`, the unit of work of [`int8_gemm`], by
 /// functions of one panel kind and shape each (a matrix-vector product, or tiles of 4
-/// activation rows). Not inlined into the thread's closure, and small, on purpose: V8 runs a
-/// wasm function in its baseline tier (Liftoff) until it is hot and has no on-stack
-/// replacement, so a call that starts there stays there; and its optimizing compiles run
-/// on background threads, which on a machine whose cores all run the thread team wait
-/// their turn, longer the larger the function. A closure holding the whole loop nest is
-/// entered once per thread per matmul (a thread's share could run at half speed); one
-/// function for every kind and shape (all the tiles inlined) left the pool's workers on
-/// Liftoff code through a whole prompt (measured: the int8 GEMMs 1.15–1.4× at 2 threads,
-/// 1.7× with `--no-liftoff`).
+/// activation rows), each small and out of the thread's closure (the kernels module's doc
+/// says why; measured here: the int8 GEMMs 1.15–1.4× slower at 2 threads with every kind
+/// and shape inlined into one function, 1.7× with `--no-liftoff`).
 ///
 /// `narrow`: small weights' dots (Q4_0's, Q5_0's and Q4_K's) summed in 16-bit lanes
 /// ([`Dot16`]) before widening, and Q8_0's and Q6_K's 32-bit dots split into a 16-bit dot
