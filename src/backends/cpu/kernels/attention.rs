@@ -15,7 +15,7 @@
 
 use super::elementwise::{exp_sum, scale_mask_max};
 use super::simd::{exp_nonpos, f16_at, F32x4};
-use super::{aligned_f32, gemm::dot_f32, MIN_PAR_ELEMS};
+use super::{aligned_f32, MIN_PAR_ELEMS};
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::DType;
@@ -80,39 +80,110 @@ unsafe fn f16_row(p: *const u8, out: &mut [f32]) {
     }
 }
 
-/// `a · b` over `k` packed f32 `a` and little-endian f16 `b`, each vector of `b` converted
-/// as it is loaded: a lone query row's score reads each key once, so converting the row
-/// into a buffer first only adds a store and a load a vector. The same sum in the same order
-/// as [`dot_f32`] of `a` and `b` converted.
+/// Scores `s[r * TILE + j] = q_r · k_j` of the block's `n` rows (`q` rows `d` apart) and
+/// `tile` key rows of `E` elements, `row_bytes` apart from `k`: one row by a dot with 4
+/// accumulators; a GQA group's rows (up to [`DOT_ROWS`] a pass) with one accumulator each,
+/// every key vector loaded and converted once for all of them.
 ///
 /// # Safety
-/// `a` readable for `k` f32, `b` for `2 * k` bytes.
+/// `q` readable for `n` rows of `d` f32, `s` writable for `n` rows of [`TILE`], `k` for
+/// `tile` rows of `d` elements.
+///
+/// Out of line (one call a tile): its eight row counts are code `run_block` need not hold.
+#[inline(never)]
+unsafe fn key_scores<E: Elem>(
+    q: *const f32,
+    n: usize,
+    k: *const u8,
+    row_bytes: usize,
+    tile: usize,
+    d: usize,
+    s: *mut f32,
+) {
+    let key = |j: usize| k.wrapping_add(j * row_bytes);
+    unsafe {
+        if n == 1 {
+            for j in 0..tile {
+                *s.add(j) = dot_e::<E>(q, key(j), d);
+            }
+            return;
+        }
+        let mut r = 0;
+        while r < n {
+            let (q, s) = (q.add(r * d), s.add(r * TILE));
+            let c = (n - r).min(DOT_ROWS);
+            for j in 0..tile {
+                match c {
+                    1 => key_dots::<E, 1>(q, key(j), d, s.add(j)),
+                    2 => key_dots::<E, 2>(q, key(j), d, s.add(j)),
+                    3 => key_dots::<E, 3>(q, key(j), d, s.add(j)),
+                    4 => key_dots::<E, 4>(q, key(j), d, s.add(j)),
+                    5 => key_dots::<E, 5>(q, key(j), d, s.add(j)),
+                    6 => key_dots::<E, 6>(q, key(j), d, s.add(j)),
+                    7 => key_dots::<E, 7>(q, key(j), d, s.add(j)),
+                    _ => key_dots::<E, 8>(q, key(j), d, s.add(j)),
+                }
+            }
+            r += c;
+        }
+    }
+}
+
+/// `s[r * TILE] = q_r · k` for `R` rows and one key row `k`: each vector of `k` loaded once,
+/// one accumulator a row.
+///
+/// # Safety
+/// `q` readable for `R` rows of `d` f32, `k` for `d` elements, `s` writable at `r * TILE`.
 #[inline(always)]
-unsafe fn dot_f32_f16(a: *const f32, b: *const u8, k: usize) -> f32 {
+unsafe fn key_dots<E: Elem, const R: usize>(q: *const f32, k: *const u8, d: usize, s: *mut f32) {
+    let mut acc = [F32x4::splat(0.0); R];
+    let mut e = 0;
+    unsafe {
+        while e + 4 <= d {
+            let kv = E::load4(k.add(e * E::BYTES));
+            for (r, a) in acc.iter_mut().enumerate() {
+                *a = a.mul_add(F32x4::load(q.add(r * d + e)), kv);
+            }
+            e += 4;
+        }
+        for (r, a) in acc.iter().enumerate() {
+            let mut t = a.hsum();
+            for i in e..d {
+                t += *q.add(r * d + i) * E::load1(k.add(i * E::BYTES));
+            }
+            *s.add(r * TILE) = t;
+        }
+    }
+}
+
+/// `a · b` over `k` packed f32 `a` and `E` elements `b`, each vector of `b` converted as it
+/// is loaded: a lone query row's score reads each key once, so converting the row into a
+/// buffer first only adds a store and a load a vector. The same sum in the same order as
+/// `gemm::dot_f32` of `a` and `b` converted.
+///
+/// # Safety
+/// `a` readable for `k` f32, `b` for `k` elements.
+#[inline(always)]
+unsafe fn dot_e<E: Elem>(a: *const f32, b: *const u8, k: usize) -> f32 {
+    let at = |i: usize| b.wrapping_add(i * E::BYTES);
     unsafe {
         let z = F32x4::splat(0.0);
         let (mut s0, mut s1, mut s2, mut s3) = (z, z, z, z);
         let mut i = 0;
         while i + 16 <= k {
-            s0 = s0.mul_add(F32x4::load(a.add(i)), F32x4::load_f16(b.add(2 * i)));
-            s1 = s1.mul_add(F32x4::load(a.add(i + 4)), F32x4::load_f16(b.add(2 * i + 8)));
-            s2 = s2.mul_add(
-                F32x4::load(a.add(i + 8)),
-                F32x4::load_f16(b.add(2 * i + 16)),
-            );
-            s3 = s3.mul_add(
-                F32x4::load(a.add(i + 12)),
-                F32x4::load_f16(b.add(2 * i + 24)),
-            );
+            s0 = s0.mul_add(F32x4::load(a.add(i)), E::load4(at(i)));
+            s1 = s1.mul_add(F32x4::load(a.add(i + 4)), E::load4(at(i + 4)));
+            s2 = s2.mul_add(F32x4::load(a.add(i + 8)), E::load4(at(i + 8)));
+            s3 = s3.mul_add(F32x4::load(a.add(i + 12)), E::load4(at(i + 12)));
             i += 16;
         }
         while i + 4 <= k {
-            s0 = s0.mul_add(F32x4::load(a.add(i)), F32x4::load_f16(b.add(2 * i)));
+            s0 = s0.mul_add(F32x4::load(a.add(i)), E::load4(at(i)));
             i += 4;
         }
         let mut s = ((s0 + s1) + (s2 + s3)).hsum();
         while i < k {
-            s += *a.add(i) * f16_at(b.add(2 * i));
+            s += *a.add(i) * E::load1(at(i));
             i += 1;
         }
         s
@@ -359,16 +430,14 @@ unsafe fn run_block(
                     scores_rows::<1>(q.add(r * d), kt, d, sp.add(r * TILE));
                 }
             }
-        } else if n_rows == 1 && k.dtype == DType::F16 {
-            for j in 0..tile {
-                let kp = k.ptr_at([0, j0 + j, kh, kb]);
-                w.s[j] = unsafe { dot_f32_f16(w.q.as_ptr(), kp, d) };
-            }
         } else {
-            for j in 0..tile {
-                let kp = unsafe { row_f32(k.ptr_at([0, j0 + j, kh, kb]), k.dtype, &mut w.k) };
-                for r in 0..n_rows {
-                    w.s[r * TILE + j] = unsafe { dot_f32(w.q.as_ptr().add(r * d), kp, d) };
+            // Each key read (and converted) once, where the cache holds it, for every row.
+            let (q, sp, k0) = (w.q.as_ptr(), w.s.as_mut_ptr(), k.ptr_at([0, j0, kh, kb]));
+            unsafe {
+                if k.dtype == DType::F16 {
+                    key_scores::<F16s>(q, n_rows, k0, k.nb[1], tile, d, sp);
+                } else {
+                    key_scores::<F32s>(q, n_rows, k0, k.nb[1], tile, d, sp);
                 }
             }
         }
