@@ -83,13 +83,12 @@ unsafe fn f16_row(p: *const u8, out: &mut [f32]) {
 /// Scores `s[r * TILE + j] = q_r · k_j` of the block's `n` rows (`q` rows `d` apart) and
 /// `tile` key rows of `E` elements, `row_bytes` apart from `k`: one row by a dot with 4
 /// accumulators; a GQA group's rows (up to [`DOT_ROWS`] a pass) with one accumulator each,
-/// every key vector loaded and converted once for all of them.
+/// every key vector loaded and converted once for all of them. Out of line (one call a
+/// tile): its eight row counts are code `run_block` need not hold.
 ///
 /// # Safety
 /// `q` readable for `n` rows of `d` f32, `s` writable for `n` rows of [`TILE`], `k` for
 /// `tile` rows of `d` elements.
-///
-/// Out of line (one call a tile): its eight row counts are code `run_block` need not hold.
 #[inline(never)]
 unsafe fn key_scores<E: Elem>(
     q: *const f32,
