@@ -374,6 +374,15 @@ if [ "$WASM_OPT_VERSION" != none ]; then
   ln -sfn "$CACHE/binaryen/node_modules/binaryen/bin/wasm-opt" "$CACHE/tools/bin/wasm-opt"
   done_step
 fi
+# wasm-pack is no longer used (scripts/wasm-build.sh runs its steps): a copy an older set-up
+# installed here goes, with its link.
+if [ -e "$CACHE/tools/bin/wasm-pack" ]; then
+  say "removing the unused wasm-pack of an older set-up"
+  rm -f "$CACHE/tools/bin/wasm-pack"
+fi
+if [ -L "$CARGO_BIN/wasm-pack" ] && [ "$(readlink "$CARGO_BIN/wasm-pack")" = "$CACHE/tools/bin/wasm-pack" ]; then
+  rm -f "$CARGO_BIN/wasm-pack"
+fi
 if [ "$LINK_BIN" = 1 ]; then
   mkdir -p "$CARGO_BIN"
   for b in "$CACHE"/tools/bin/*; do
