@@ -30,6 +30,9 @@ export const CASES = [
   { name: 'q8_0 matvec 4096×4096', w: 'q8_0', m: 4096, n: 1, k: 4096 },
   { name: 'q4_0 matvec 4096×4096', w: 'q4_0', m: 4096, n: 1, k: 4096 },
   { name: 'f32 matvec 4096×4096', w: 'f32', m: 4096, n: 1, k: 4096 },
+  // f16 weights (F16 GGUF files): rows converted as they are read.
+  { name: 'f16 matvec 4096×4096', w: 'f16', m: 4096, n: 1, k: 4096 },
+  { name: 'f16 gemm 1024³', w: 'f16', m: 1024, n: 1024, k: 1024 },
   // K-quants (the GGUF mixes people download: Q4_K_M is Q4_K with Q6_K).
   ...['q4_k', 'q6_k', 'q5_k', 'q3_k', 'q2_k'].flatMap((w) => [
     { name: `${w} matvec 4096×4096`, w, m: 4096, n: 1, k: 4096 },

@@ -14,7 +14,7 @@
 //! the shape only: any thread count gives the same bits.
 
 use super::elementwise::{exp_sum, scale_mask_max};
-use super::simd::{exp_nonpos, f16_at, F32x4};
+use super::simd::{exp_nonpos, f16_at, f16_row, F32x4};
 use super::{aligned_f32, MIN_PAR_ELEMS};
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
@@ -61,23 +61,6 @@ unsafe fn row_f32(p: *const u8, dtype: DType, buf: &mut [f32]) -> *const f32 {
     }
     unsafe { f16_row(p, buf) };
     buf.as_ptr()
-}
-
-/// `out.len()` little-endian f16 at `p` as f32 into `out`.
-///
-/// # Safety
-/// `p` readable for `2 * out.len()` bytes.
-#[inline(always)]
-unsafe fn f16_row(p: *const u8, out: &mut [f32]) {
-    let n = out.len();
-    let mut i = 0;
-    while i + 4 <= n {
-        unsafe { F32x4::load_f16(p.add(2 * i)).store(out.as_mut_ptr().add(i)) };
-        i += 4;
-    }
-    for (j, x) in out.iter_mut().enumerate().skip(i) {
-        *x = unsafe { f16_at(p.add(2 * j)) };
-    }
 }
 
 /// Scores `s[r * TILE + j] = q_r · k_j` of the block's `n` rows (`q` rows `d` apart) and

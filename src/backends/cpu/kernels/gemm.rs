@@ -11,7 +11,7 @@
 use std::ops::Range;
 
 use super::elementwise::Epilogue;
-use super::simd::{f16_at, F32x4};
+use super::simd::{f16_at, f16_row, F32x4};
 use crate::backends::cpu::pool::{Par, PIECES_PER_THREAD};
 use crate::backends::cpu::TensorView;
 use crate::graph::{row_to_f32, DType};
@@ -94,6 +94,8 @@ impl<'a> Rows<'a> {
                 DType::F32 if nb0 == 4 => {
                     std::ptr::copy_nonoverlapping(p as *const f32, out.as_mut_ptr(), out.len())
                 }
+                // Packed f16 (f16 weights' rows): four at a time.
+                DType::F16 if nb0 == 2 => f16_row(p, out),
                 DType::F16 => {
                     for (i, o) in out.iter_mut().enumerate() {
                         *o = f16_at(p.add(i * nb0));

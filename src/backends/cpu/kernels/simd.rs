@@ -1291,6 +1291,24 @@ pub unsafe fn f16_at(p: *const u8) -> f32 {
     f16_to_f32(u16::from_le(unsafe { (p as *const u16).read_unaligned() }))
 }
 
+/// `out.len()` packed little-endian f16 at `p` as f32 into `out`, four at a time
+/// ([`F32x4::load_f16`]).
+///
+/// # Safety
+/// `p` readable for `2 * out.len()` bytes.
+#[inline(always)]
+pub unsafe fn f16_row(p: *const u8, out: &mut [f32]) {
+    let n = out.len();
+    let mut i = 0;
+    while i + 4 <= n {
+        unsafe { F32x4::load_f16(p.add(2 * i)).store(out.as_mut_ptr().add(i)) };
+        i += 4;
+    }
+    for (j, x) in out.iter_mut().enumerate().skip(i) {
+        *x = unsafe { f16_at(p.add(2 * j)) };
+    }
+}
+
 /// Lane partial sums of `a[i] * (b[i] - ACT_OFFSET)` over 32 i8 pairs, `b` encoded by
 /// [`encode_act`] (the lanes add up to the dot with the activations' integer values).
 ///
