@@ -94,46 +94,52 @@ unsafe fn key_scores<E: Elem>(
         while r < n {
             let (q, s) = (q.add(r * d), s.add(r * TILE));
             let c = (n - r).min(DOT_ROWS);
-            for j in 0..tile {
-                match c {
-                    1 => key_dots::<E, 1>(q, key(j), d, s.add(j)),
-                    2 => key_dots::<E, 2>(q, key(j), d, s.add(j)),
-                    3 => key_dots::<E, 3>(q, key(j), d, s.add(j)),
-                    4 => key_dots::<E, 4>(q, key(j), d, s.add(j)),
-                    5 => key_dots::<E, 5>(q, key(j), d, s.add(j)),
-                    6 => key_dots::<E, 6>(q, key(j), d, s.add(j)),
-                    7 => key_dots::<E, 7>(q, key(j), d, s.add(j)),
-                    _ => key_dots::<E, 8>(q, key(j), d, s.add(j)),
-                }
+            let a = (q, k, row_bytes, tile, d, s);
+            match c {
+                1 => key_dots::<E, 1>(a),
+                2 => key_dots::<E, 2>(a),
+                3 => key_dots::<E, 3>(a),
+                4 => key_dots::<E, 4>(a),
+                5 => key_dots::<E, 5>(a),
+                6 => key_dots::<E, 6>(a),
+                7 => key_dots::<E, 7>(a),
+                _ => key_dots::<E, 8>(a),
             }
             r += c;
         }
     }
 }
 
-/// `s[r * TILE] = q_r · k` for `R` rows and one key row `k`: each vector of `k` loaded once,
-/// one accumulator a row.
+/// `s[r * TILE + j] = q_r · k_j` for `R` rows and the `tile` keys `row_bytes` apart from `k`
+/// (the arguments in that order, with `d`): each vector of a key loaded once, one
+/// accumulator a row.
 ///
 /// # Safety
-/// `q` readable for `R` rows of `d` f32, `k` for `d` elements, `s` writable at `r * TILE`.
+/// `q` readable for `R` rows of `d` f32, `k` for `tile` rows of `d` elements, `s` writable
+/// for `R` rows of [`TILE`].
 #[inline(always)]
-unsafe fn key_dots<E: Elem, const R: usize>(q: *const f32, k: *const u8, d: usize, s: *mut f32) {
-    let mut acc = [F32x4::splat(0.0); R];
-    let mut e = 0;
-    unsafe {
-        while e + 4 <= d {
-            let kv = E::load4(k.add(e * E::BYTES));
-            for (r, a) in acc.iter_mut().enumerate() {
-                *a = a.mul_add(F32x4::load(q.add(r * d + e)), kv);
+unsafe fn key_dots<E: Elem, const R: usize>(
+    (q, k, row_bytes, tile, d, s): (*const f32, *const u8, usize, usize, usize, *mut f32),
+) {
+    for j in 0..tile {
+        let k = k.wrapping_add(j * row_bytes);
+        let mut acc = [F32x4::splat(0.0); R];
+        let mut e = 0;
+        unsafe {
+            while e + 4 <= d {
+                let kv = E::load4(k.add(e * E::BYTES));
+                for (r, a) in acc.iter_mut().enumerate() {
+                    *a = a.mul_add(F32x4::load(q.add(r * d + e)), kv);
+                }
+                e += 4;
             }
-            e += 4;
-        }
-        for (r, a) in acc.iter().enumerate() {
-            let mut t = a.hsum();
-            for i in e..d {
-                t += *q.add(r * d + i) * E::load1(k.add(i * E::BYTES));
+            for (r, a) in acc.iter().enumerate() {
+                let mut t = a.hsum();
+                for i in e..d {
+                    t += *q.add(r * d + i) * E::load1(k.add(i * E::BYTES));
+                }
+                *s.add(r * TILE + j) = t;
             }
-            *s.add(r * TILE) = t;
         }
     }
 }
@@ -458,16 +464,16 @@ unsafe fn run_block(
         // row's f16 converted as loaded), else the tile's f16 rows converted once first.
         let (acc, sp) = (w.acc.as_mut_ptr(), w.s.as_ptr());
         let v0 = v.ptr_at([0, j0, kh, kb]);
-        let (v_rows, row_bytes) = if v.dtype == DType::F16 && n_rows > 1 {
+        // (values, their row stride, whether they are f16: a lone row's are read as stored)
+        let (v_rows, row_bytes, f16_values) = if v.dtype == DType::F16 && n_rows > 1 {
             for j in 0..tile {
                 let vp = v.ptr_at([0, j0 + j, kh, kb]);
                 unsafe { f16_row(vp, &mut w.vt[j * d_v..(j + 1) * d_v]) };
             }
-            (w.vt.as_ptr() as *const u8, 4 * d_v)
+            (w.vt.as_ptr() as *const u8, 4 * d_v, false)
         } else {
-            (v0 as *const u8, v.nb[1])
+            (v0 as *const u8, v.nb[1], v.dtype == DType::F16)
         };
-        let direct_f16 = v.dtype == DType::F16 && n_rows == 1;
         let mut r = 0;
         unsafe {
             while r + 2 <= n_rows {
@@ -482,7 +488,7 @@ unsafe fn run_block(
                 r += 2;
             }
             if r < n_rows {
-                if direct_f16 {
+                if f16_values {
                     weigh_values::<1, F16s>(
                         acc.add(r * d_v),
                         sp.add(r * TILE),
