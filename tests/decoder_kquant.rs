@@ -1,4 +1,4 @@
-//! A decoder in the K-quant mix people download (Q4_K_M) loads and runs, on the CPU and on
+//! A decoder in the K-quant mixes people download (Q4_K_M, Q5_K_M) loads and runs, on the CPU and on
 //! WebGPU: a llama whose sizes are whole super-blocks (hidden 256, FFN 512, 2 layers, GQA),
 //! written by our GGUF writer from one set of seeded random weights twice, in f32 and in
 //! llama.cpp's Q4_K_M recipe (`llama_tensor_get_type`: Q4_K; Q6_K for `output.weight` and for
@@ -25,9 +25,12 @@ const KV_HEADS: usize = 2;
 const VOCAB: usize = 512;
 const CTX: usize = 64;
 
-/// The two files' bytes for hidden size `h`: (f32, Q4_K_M), and the Q4_K_M file's dtype per
-/// tensor.
-fn models(h: usize) -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
+/// A tensor's name, shape, values and (in the mix) bytes.
+type Tensor = (String, Vec<usize>, Vec<f32>, Vec<u8>);
+
+/// The two files' bytes for hidden size `h`: (f32, the mix of `base`: Q4_K for Q4_K_M,
+/// Q5_K for Q5_K_M), and the mixed file's dtype per tensor.
+fn models(h: usize, base: DType) -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
     let mut rng = Rng::new(2026);
     let head = h / HEADS;
     let kv = KV_HEADS * head;
@@ -61,6 +64,7 @@ fn models(h: usize) -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
         add(&mut rng, b("ffn_up.weight"), vec![h, FF], false);
         add(&mut rng, b("ffn_down.weight"), vec![FF, h], false);
     }
+    // llama.cpp's Q4_K_M and Q5_K_M differ only in their base type.
     let q4_k_m = |name: &str, ne: &[usize]| -> DType {
         if ne.len() == 1 {
             return DType::F32;
@@ -70,22 +74,25 @@ fn models(h: usize) -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
             || ((name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight"))
                 && layer.is_some_and(|i| use_more_bits(i, LAYERS)));
         // llama.cpp's fallback for rows that are not whole super-blocks.
-        k_quant_fallback(if six { DType::Q6_K } else { DType::Q4_K }, ne[0])
+        k_quant_fallback(if six { DType::Q6_K } else { base }, ne[0])
     };
-    // The mix's values as they come back from its bytes: the f32 model holds these, so the
-    // two models differ only by how the kernels compute (activations rounded to 8 bits).
-    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = tensors
+    // The mix's bytes, and its values as they come back from them: the f32 model holds
+    // these, so the two models differ only by how the kernels compute (activations rounded
+    // to 8 bits). (Quantizing the values again need not give the same bytes: Q5_K's search
+    // for a scale and min may land elsewhere.)
+    let tensors: Vec<Tensor> = tensors
         .into_iter()
         .map(|(name, ne, v)| {
             let dtype = q4_k_m(&name, &ne);
             let row = dtype.row_bytes(ne[0]).unwrap();
-            let mut bytes = vec![0u8; row];
+            let mut bytes = vec![0u8; row * v.len() / ne[0]];
             let mut back = vec![0f32; v.len()];
-            for (src, dst) in v.chunks_exact(ne[0]).zip(back.chunks_exact_mut(ne[0])) {
-                row_from_f32(dtype, src, &mut bytes).unwrap();
-                row_to_f32(dtype, &bytes, dst);
+            let rows = v.chunks_exact(ne[0]).zip(back.chunks_exact_mut(ne[0]));
+            for ((src, dst), b) in rows.zip(bytes.chunks_exact_mut(row)) {
+                row_from_f32(dtype, src, b).unwrap();
+                row_to_f32(dtype, b, dst);
             }
-            (name, ne, back)
+            (name, ne, back, bytes)
         })
         .collect();
     let write = |mix: bool| -> Vec<u8> {
@@ -102,20 +109,19 @@ fn models(h: usize) -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
         w.set("llama.attention.head_count_kv", u(KV_HEADS)).unwrap();
         w.set("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5))
             .unwrap();
-        for (name, ne, v) in &tensors {
-            let dtype = if mix { q4_k_m(name, ne) } else { DType::F32 };
-            let row = dtype.row_bytes(ne[0]).unwrap();
-            let mut bytes = vec![0u8; row * v.len() / ne[0]];
-            for (src, dst) in v.chunks_exact(ne[0]).zip(bytes.chunks_exact_mut(row)) {
-                row_from_f32(dtype, src, dst).unwrap();
-            }
+        for (name, ne, v, mixed) in &tensors {
+            let (dtype, bytes) = if mix {
+                (q4_k_m(name, ne), mixed.clone())
+            } else {
+                (DType::F32, v.iter().flat_map(|x| x.to_le_bytes()).collect())
+            };
             w.add_tensor(name, dtype, ne, bytes).unwrap();
         }
         w.to_bytes()
     };
     let types = tensors
         .iter()
-        .map(|(n, ne, _)| (n.clone(), q4_k_m(n, ne)))
+        .map(|(n, ne, _, _)| (n.clone(), q4_k_m(n, ne)))
         .collect();
     (write(false), write(true), types)
 }
@@ -150,10 +156,23 @@ fn logits_along(choice: DeviceChoice, file: &[u8], feed: &[u32]) -> Option<Vec<V
 /// Hidden size 256: whole super-blocks, the mix's K-quants everywhere.
 #[test]
 fn a_q4_k_m_decoder_tracks_its_f32_weights_on_every_device() {
-    let (f32_file, mixed, types) = models(256);
+    let (f32_file, mixed, types) = models(256, DType::Q4_K);
     let count = |d: DType| types.iter().filter(|(_, t)| *t == d).count();
     assert_eq!(
         (count(DType::Q4_K), count(DType::Q6_K)),
+        (13, 3),
+        "{types:?}"
+    );
+    tracks_f32(&f32_file, &mixed);
+}
+
+/// The same llama in Q5_K_M (Q5_K where Q4_K_M has Q4_K).
+#[test]
+fn a_q5_k_m_decoder_tracks_its_f32_weights_on_every_device() {
+    let (f32_file, mixed, types) = models(256, DType::Q5_K);
+    let count = |d: DType| types.iter().filter(|(_, t)| *t == d).count();
+    assert_eq!(
+        (count(DType::Q5_K), count(DType::Q6_K)),
         (13, 3),
         "{types:?}"
     );
@@ -164,7 +183,7 @@ fn a_q4_k_m_decoder_tracks_its_f32_weights_on_every_device() {
 /// Q5_0 and Q8_0 but for `ffn_down` (rows of 512), as the Q4_K_M files people download are.
 #[test]
 fn a_q4_k_m_decoder_with_q5_0_fallbacks_tracks_its_f32_weights_on_every_device() {
-    let (f32_file, mixed, types) = models(160);
+    let (f32_file, mixed, types) = models(160, DType::Q4_K);
     let count = |d: DType| types.iter().filter(|(_, t)| *t == d).count();
     assert_eq!(
         [DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K].map(count),
@@ -203,7 +222,7 @@ fn tracks_f32(f32_file: &[u8], mixed: &[u8]) {
             .zip(&want)
             .map(|(g, w)| cosine(g, w))
             .fold(1.0f64, f64::min);
-        println!("Q4_K_M on {dev}: worst logits cosine to f32 over 9 positions {worst:.6}");
+        println!("mix on {dev}: worst logits cosine to f32 over 9 positions {worst:.6}");
         // WebGPU keeps activations in f32: the same sums; the CPU rounds them to Q8_K
         // (0.99948 here, as Q8_0 models against llama.cpp: 0.99935).
         let bound = if *dev == "CPU" { 0.998 } else { 0.99999 };
@@ -218,7 +237,7 @@ fn tracks_f32(f32_file: &[u8], mixed: &[u8]) {
             .zip(gpu)
             .map(|(a, b)| cosine(a, b))
             .fold(1.0, f64::min);
-        println!("Q4_K_M CPU vs WebGPU: worst cosine {worst:.7}");
+        println!("mix CPU vs WebGPU: worst cosine {worst:.7}");
         assert!(worst > 0.998, "CPU and WebGPU differ: cosine {worst}");
     }
 }

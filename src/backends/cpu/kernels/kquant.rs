@@ -6,11 +6,11 @@
 //! integer dot of sub-block `s`'s 16 values (one relaxed-SIMD 8-bit dot instruction).
 //! Weights are read in GGUF's layout as they are: no copy, no packing at load (unpacking a
 //! super-block costs a few instructions per 16 values, shared by up to 4 activation rows in
-//! the GEMM's tiles). That is Q2_K's, Q3_K's and Q5_K's path, and 3-D weights'; 2-D Q4_K and
-//! Q6_K weights (the Q4_K_M mix's) take int8 panels (`quant::Int8Panels`, which decode and
-//! encode their super-blocks with [`decode`] / [`encode`]): their matrix-vector product runs
-//! 1.7–1.8× this path's (Node, relaxed SIMD, 4096 × 4096), 2.2–2.6× in a decoder's profile
-//! in Chromium (see the README).
+//! the GEMM's tiles). That is Q2_K's and Q3_K's path, and 3-D weights'; 2-D Q4_K, Q5_K and
+//! Q6_K weights (the Q4_K_M and Q5_K_M mixes') take int8 panels (`quant::Int8Panels`, which
+//! decode and encode their super-blocks with [`decode`] / [`encode`]): their matrix-vector
+//! product runs 1.7–1.8× this path's (Node, relaxed SIMD, 4096 × 4096), 2.2–2.6× in a
+//! decoder's profile in Chromium (see the README).
 //!
 //! Every type is brought to one form, `w = d · sc_s · q − dmin · mn_s` with `q` in 0..=63
 //! per 16-value group `s`: Q4_K/Q5_K's 32-value scale/min pairs repeated, Q2_K's 4-bit
@@ -260,25 +260,31 @@ fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
     (u.d, u.dmin) = (d, d);
 }
 
-/// Super-block `b` (its GGUF bytes) of a Q4_K or Q6_K weight into `u`. (The int8 panels
-/// hold these two types, `quant::Int8Panels`, and call this only for them.)
+/// Super-block `b` (its GGUF bytes) of a Q4_K, Q5_K or Q6_K weight into `u`. (The int8
+/// panels hold these three types, `quant::Int8Panels`, and call this only for them.)
 pub(super) fn decode(dtype: DType, b: &[u8], u: &mut Unpacked) {
-    debug_assert!(matches!(dtype, DType::Q4_K | DType::Q6_K), "{dtype:?}");
-    if dtype == DType::Q6_K {
-        <Q6K as KQuant>::unpack(b, u)
-    } else {
-        <Q4K as KQuant>::unpack(b, u)
+    debug_assert!(
+        matches!(dtype, DType::Q4_K | DType::Q5_K | DType::Q6_K),
+        "{dtype:?}"
+    );
+    match dtype {
+        DType::Q6_K => <Q6K as KQuant>::unpack(b, u),
+        DType::Q5_K => <Q5K as KQuant>::unpack(b, u),
+        _ => <Q4K as KQuant>::unpack(b, u),
     }
 }
 
-/// The GGUF bytes of a Q4_K or Q6_K super-block `u` (as [`decode`] gave it, so its scales
-/// fit the type's fields and `d`/`dmin` are f16 values) into `out`, the inverse of
-/// [`decode`]. Only for those two types, as [`decode`].
+/// The GGUF bytes of a Q4_K, Q5_K or Q6_K super-block `u` (as [`decode`] gave it, so its
+/// scales fit the type's fields and `d`/`dmin` are f16 values) into `out`, the inverse of
+/// [`decode`]. Only for those three types, as [`decode`].
 pub(super) fn encode(dtype: DType, u: &Unpacked, out: &mut [u8]) {
-    debug_assert!(matches!(dtype, DType::Q4_K | DType::Q6_K), "{dtype:?}");
+    debug_assert!(
+        matches!(dtype, DType::Q4_K | DType::Q5_K | DType::Q6_K),
+        "{dtype:?}"
+    );
     let f16 = |v: f32| half::f16::from_f32(v).to_le_bytes();
     match dtype {
-        DType::Q4_K => {
+        DType::Q4_K | DType::Q5_K => {
             out[0..2].copy_from_slice(&f16(u.d));
             out[2..4].copy_from_slice(&f16(u.dmin));
             // The inverse of `scale_min_k4`: pairs 0..4 in the low 6 bits of bytes 0..8,
@@ -290,9 +296,20 @@ pub(super) fn encode(dtype: DType, u: &Unpacked, out: &mut [u8]) {
                 q[j + 4] = mn(j) | (mn(j + 4) >> 4) << 6;
                 q[j + 8] = sc(j + 4) & 15 | (mn(j + 4) & 15) << 4;
             }
+            // Value `64c + 32n + l`: nibble `n` of `qs[32c + l]`, Q5_K's fifth bit at bit
+            // `2c + n` of `qh[l]`.
+            let q5 = dtype == DType::Q5_K;
+            let qs = if q5 { 48 } else { 16 };
+            if q5 {
+                out[16..48].fill(0);
+            }
             for c in 0..4 {
                 for l in 0..32 {
-                    out[16 + 32 * c + l] = u.q[64 * c + l] | u.q[64 * c + 32 + l] << 4;
+                    let (a, b) = (u.q[64 * c + l], u.q[64 * c + 32 + l]);
+                    out[qs + 32 * c + l] = a & 15 | (b & 15) << 4;
+                    if q5 {
+                        out[16 + l] |= (a >> 4) << (2 * c) | (b >> 4) << (2 * c + 1);
+                    }
                 }
             }
         }

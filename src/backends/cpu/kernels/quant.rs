@@ -1,4 +1,4 @@
-//! Q8_0 / Q5_0 / Q4_0 and Q4_K / Q6_K matmul, as ggml does it: each activation row is
+//! Q8_0 / Q5_0 / Q4_0 and Q4_K / Q5_K / Q6_K matmul, as ggml does it: each activation row is
 //! quantized to Q8_0 on the fly, then every output is a sum over 32-element blocks of
 //! `d_w * d_x * (integer dot)`, the integer dots in i8x16/i16x8 lanes (the K-quants' `d_w`
 //! an integer scale of the block times the super-block's `d`, less their mins). Weights are
@@ -521,16 +521,17 @@ const COL_BLOCK: usize = 64;
 ///   rows' f32 `d` (Q4_K: then their `dmin`).
 /// - K-quants only: per `[group][block]` 8 bytes, the 4 rows' integer scales of the block's
 ///   values `0 .. 16` then `16 .. 32` (Q6_K, i8), or their scale then their min (Q4_K,
-///   0..=63).
+///   Q5_K, 0..=63).
 ///
-/// Q4_K's values (0..=15) are held as Q4_0's nibbles, Q6_K's (0..=63, the weight's plus 32)
-/// as nibbles and two planes of their bits 4–5 ([`High::Crumbs`]): so a K-quant block
-/// of 32 values is dotted as Q4_0's and Q5_0's are, and finished with its integer scales
-/// (Q6_K's offset is `-32 ·` the activation sums of its halves, which start its two
-/// accumulators).
+/// Q4_K's values (0..=15) are held as Q4_0's nibbles, Q5_K's (0..=31) as Q5_0's (nibbles
+/// and a plane of fifth bits, [`High::Fifth`]), Q6_K's (0..=63, the weight's plus 32) as
+/// nibbles and two planes of their bits 4–5 ([`High::Crumbs`]): so a K-quant block of 32
+/// values is dotted as Q4_0's and Q5_0's are, and finished with its integer scales (Q6_K's
+/// offset is `-32 ·` the activation sums of its halves, which start its two accumulators;
+/// Q4_K's and Q5_K's mins multiply the activation block's sum).
 ///
-/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q6_K 0.83 (0.82), Q5_0 0.75 (0.69), Q4_0
-/// 0.625 (0.56), Q4_K 0.59 (0.56). The layout loses
+/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q6_K 0.83 (0.82), Q5_0 0.75 (0.69), Q5_K
+/// 0.72 (0.69), Q4_0 0.625 (0.56), Q4_K 0.59 (0.56). The layout loses
 /// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
 /// own (made from a weight on first use), or a weights buffer's, where the weight is stored
 /// in this layout from the start ([`Int8Panels::at`]).
@@ -804,7 +805,7 @@ impl Int8Panels {
                             *o = v as u8;
                         }
                     }
-                    PanelKind::Q4K | PanelKind::Q6K => {}
+                    PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => {}
                 }
             }
         }
@@ -900,14 +901,14 @@ impl Int8Panels {
         unsafe { self.values.add(g * (self.k / QK) * self.kind.group_block()) }
     }
 
-    /// Q5_0 or Q6_K panels' group `g` with each block's values as bytes (0..=31 / 0..=63)
-    /// in Q8_0's layout (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out`
+    /// Q4_0, Q5_0, Q5_K or Q6_K panels' group `g` with each block's values as bytes (up to
+    /// 63) in Q8_0's layout (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out`
     /// (`k / 32 · 128` bytes): each vector's nibbles with their higher bits, as
     /// [`int8_tile`]'s byte dots take them.
     fn value_bytes(&self, g: usize, out: &mut [u8]) {
         debug_assert!(matches!(
             self.kind,
-            PanelKind::Q4 | PanelKind::Q5 | PanelKind::Q6K
+            PanelKind::Q4 | PanelKind::Q5 | PanelKind::Q5K | PanelKind::Q6K
         ));
         let (w, high) = (self.group_values(g), self.kind.high());
         let bb = self.kind.group_block();
@@ -936,16 +937,16 @@ impl Int8Panels {
     }
 
     /// How the activations are encoded for these panels: plainly (see [`QuantRows`]) for the
-    /// non-negative values (Q4_0's and Q4_K's nibbles, Q5_0's 0..=31, Q6_K's 0..=63), which
-    /// are relaxed SIMD's 7-bit operand, with the sums of each block's halves for the
-    /// K-quants (their scales are per 16 values, their offsets from the sums).
+    /// non-negative values (Q4_0's and Q4_K's nibbles, Q5_0's and Q5_K's 0..=31, Q6_K's
+    /// 0..=63), which are relaxed SIMD's 7-bit operand, with the sums of each block's halves
+    /// for the K-quants (their scales are per 16 values, their offsets from the sums).
     fn encoding(&self) -> Encoding {
         match self.kind {
             PanelKind::Q8 => Encoding::Panels,
             PanelKind::Q5 | PanelKind::Q4 => Encoding::PanelsBiased {
                 bias: self.kind.bias(),
             },
-            PanelKind::Q4K | PanelKind::Q6K => Encoding::PanelsHalves,
+            PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => Encoding::PanelsHalves,
         }
     }
 }
@@ -966,6 +967,9 @@ pub enum PanelKind {
     /// Q6_K: the values plus 32 (0..=63) as nibbles and two planes of bits 4–5, integer
     /// scales per 16 values, `d` per super-block.
     Q6K = KIND_Q6K,
+    /// Q5_K: the values (0..=31) as Q5_0's (nibbles and a plane of fifth bits), with
+    /// Q4_K's scales and mins.
+    Q5K = KIND_Q5K,
 }
 
 impl PanelKind {
@@ -976,8 +980,9 @@ impl PanelKind {
             DType::Q5_0 => Some(Self::Q5),
             DType::Q4_0 => Some(Self::Q4),
             DType::Q4_K => Some(Self::Q4K),
+            DType::Q5_K => Some(Self::Q5K),
             DType::Q6_K => Some(Self::Q6K),
-            DType::F32 | DType::F16 | DType::I32 | DType::Q2_K | DType::Q3_K | DType::Q5_K => None,
+            DType::F32 | DType::F16 | DType::I32 | DType::Q2_K | DType::Q3_K => None,
         }
     }
 
@@ -988,6 +993,7 @@ impl PanelKind {
             Self::Q5 => DType::Q5_0,
             Self::Q4 => DType::Q4_0,
             Self::Q4K => DType::Q4_K,
+            Self::Q5K => DType::Q5_K,
             Self::Q6K => DType::Q6_K,
         }
     }
@@ -1242,11 +1248,12 @@ unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool, const SPLIT
     (lo, hi)
 }
 
-/// [`int8_tile`] for the K-quant panels (`K`: Q4_K's or Q6_K's, or Q6_K's values as bytes,
-/// [`KIND_Q6K_BYTES`]): per block two integer accumulators an output, the dots of the
-/// block's halves (Q6_K's starting at `-32 ·` the activation halves' sums, its offset),
-/// finished by the rows' integer scales: Q6_K's `sc_lo · lo + sc_hi · hi` in integers,
-/// times `d · dx`; Q4_K's `(lo + hi) · d · sc · dx - dmin · m · dx · Σx`.
+/// [`int8_tile`] for the K-quant panels (`K`: Q4_K's, Q5_K's or Q6_K's, or Q5_K's or Q6_K's
+/// values as bytes, [`KIND_Q5K_BYTES`], [`KIND_Q6K_BYTES`]): per block two integer
+/// accumulators an output, the dots of the block's halves (Q6_K's starting at `-32 ·` the
+/// activation halves' sums, its offset), finished by the rows' integer scales: Q6_K's
+/// `sc_lo · lo + sc_hi · hi` in integers, times `d · dx`; Q4_K's and Q5_K's
+/// `(lo + hi) · d · sc · dx - dmin · m · dx · Σx`.
 ///
 /// # Safety
 /// As for [`int8_tile`], the activations encoded with the sums of the blocks' halves.
@@ -1260,10 +1267,11 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
     j0: usize,
 ) {
     let (nb, nsb) = (p.k / QK, p.k / QK_K);
-    let q4k = K == KIND_Q4K;
-    let roll = rolls(K, C, N);
     // `d`s per row and super-block (`k_at`'s layout, a constant here).
     let nd = kind_d_per_row(K);
+    // Q4_K's and Q5_K's scale and min per block (Q6_K: a scale per half, an offset).
+    let q4k = nd == 2;
+    let roll = rolls(K, C, N);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     // The rows' records, as in `int8_tile`.
     let (mut rec, lane) = xq.record(j0, nb);
@@ -1281,7 +1289,23 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
             let start = |h: usize| -> [[I32x4; C]; G] {
                 [std::array::from_fn(|c| I32x4::splat(if q4k { 0 } else { -32 * xs[c][h] })); G]
             };
-            let (lo, hi) = if K == KIND_Q6K_BYTES {
+            let (lo, hi) = if K == KIND_Q5K_BYTES {
+                // Q5_K's values as bytes (0..=31), one scale a block: on narrow dots each
+                // half's 4 dots in 16-bit lanes (`Dot16`'s bound), else one chain of 8.
+                let load = |w| U8x16::load(w);
+                if N {
+                    let dot = |w, xs: ActSlice, a| xs.dot4_u16(w, a);
+                    let zero = [[Dot16::zero(); C]; G];
+                    let lo = int8_slices(zero, w, x, 0..QK / 8, load, dot, roll);
+                    let hi = int8_slices(zero, w, x, QK / 8..QK / 4, load, dot, roll);
+                    let widen = |d: [[Dot16; C]; G]| d.map(|d| d.map(|d| d.widen(I32x4::splat(0))));
+                    (widen(lo), widen(hi))
+                } else {
+                    let dot = |w, xs: ActSlice, a| xs.dot4_u(w, a);
+                    let all = int8_slices(start(0), w, x, 0..QK / 4, load, dot, roll);
+                    (all, start(1))
+                }
+            } else if K == KIND_Q6K_BYTES {
                 let load = |w| U8x16::load(w);
                 // On narrow dots the 32-bit dot split in two ([`ActSlice::dot4_u_split`]).
                 let dot = |w, xs: ActSlice, a| xs.dot4_u_as::<N>(w, a);
@@ -1290,17 +1314,23 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     int8_slices(start(1), w, x, QK / 8..QK / 4, load, dot, roll),
                 )
             } else {
-                // Q4_K's nibbles (halves of one scale), or Q6_K's with their two planes of
-                // higher bits (values up to 63: no 16-bit sums, on narrow dots split 32-bit
-                // dots; a scale a half).
-                let planes: Option<[[U8x16; 2]; G]> = (!q4k).then(|| {
+                // Q4_K's nibbles (halves of one scale), Q5_K's with their plane of fifth bits
+                // (values up to 31: 4 dots a half in 16-bit sums), or Q6_K's with their two
+                // planes of higher bits (values up to 63: no 16-bit sums, on narrow dots
+                // split 32-bit dots; a scale a half).
+                let high = kind_high(K);
+                let second = if high == High::Crumbs { 16 } else { 0 };
+                let planes: Option<[[U8x16; 2]; G]> = (high != High::None).then(|| {
                     std::array::from_fn(|g| {
-                        [0, 16].map(|o| U8x16::load(w[g].add(GROUP_BLOCK_Q4 + o)))
+                        [0, second].map(|o| U8x16::load(w[g].add(GROUP_BLOCK_Q4 + o)))
                     })
                 });
                 let (lo, hi) = (start(0), start(1));
                 if q4k {
-                    nibble_dots::<G, C, N, false>(w, x, High::None, planes, false, lo, hi, roll)
+                    // One scale: a tile's halves share accumulators (values up to 15), or
+                    // keep apart (Q5_K's, up to 31: `Dot16` holds 4 of their dots).
+                    let apart = high == High::Fifth;
+                    nibble_dots::<G, C, N, false>(w, x, high, planes, apart, lo, hi, roll)
                 } else {
                     nibble_dots::<G, C, false, N>(w, x, High::Crumbs, planes, true, lo, hi, roll)
                 }
@@ -1687,6 +1717,9 @@ const KIND_Q6K: u8 = 5;
 const KIND_Q6K_BYTES: u8 = 6;
 /// Q4_0 panels' values as bytes, Q8_0's layout, for the GEMM (see [`int8_tiled`]).
 const KIND_Q4_BYTES: u8 = 7;
+const KIND_Q5K: u8 = 8;
+/// Q5_K panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
+const KIND_Q5K_BYTES: u8 = 9;
 
 // The per-kind properties are `const fn`s of the kind byte, so a kernel's const generic
 // argument folds them to constants and `PanelKind`'s methods read the same table.
@@ -1703,7 +1736,7 @@ const fn kind_bias(k: u8) -> i32 {
 /// [`PanelKind::d_per_row`] of kind `k` (Q6_K's as bytes too): not 0 for the K-quants.
 const fn kind_d_per_row(k: u8) -> usize {
     match k {
-        KIND_Q4K => 2,
+        KIND_Q4K | KIND_Q5K | KIND_Q5K_BYTES => 2,
         KIND_Q6K | KIND_Q6K_BYTES => 1,
         _ => 0,
     }
@@ -1712,7 +1745,7 @@ const fn kind_d_per_row(k: u8) -> usize {
 /// [`PanelKind::high`] of kind `k`.
 const fn kind_high(k: u8) -> High {
     match k {
-        KIND_Q5 => High::Fifth,
+        KIND_Q5 | KIND_Q5K => High::Fifth,
         KIND_Q6K => High::Crumbs,
         _ => High::None,
     }
@@ -1722,7 +1755,7 @@ const fn kind_high(k: u8) -> High {
 const fn block_bytes(k: u8) -> usize {
     match k {
         KIND_Q4 | KIND_Q4K => GROUP_BLOCK_Q4,
-        KIND_Q5 => GROUP_BLOCK_Q5,
+        KIND_Q5 | KIND_Q5K => GROUP_BLOCK_Q5,
         KIND_Q6K => GROUP_BLOCK_Q6,
         _ => GROUP_BLOCK,
     }
@@ -1785,11 +1818,13 @@ unsafe fn int8_kernel<const N: bool>(
             (PanelKind::Q5, true) => int8_gemv::<KIND_Q5, N>(out, p, xq, groups, j),
             (PanelKind::Q4, true) => int8_gemv::<KIND_Q4, N>(out, p, xq, groups, j),
             (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K, N>(out, p, xq, groups, j),
+            (PanelKind::Q5K, true) => int8_gemv::<KIND_Q5K, N>(out, p, xq, groups, j),
             (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, N>(out, p, xq, groups, j),
             (PanelKind::Q8, false) => int8_tiled::<KIND_Q8, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q5, false) => int8_tiled::<KIND_Q5, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q4, false) => int8_tiled::<KIND_Q4, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q5K, false) => int8_tiled::<KIND_Q5K, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K, N>(out, p, xq, groups, cols, bytes),
         }
     }
@@ -1822,8 +1857,8 @@ unsafe fn int8_gemv<const K: u8, const N: bool>(
     }
 }
 
-/// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows. Q5_0's and
-/// Q6_K's groups are first unpacked to bytes ([`Int8Panels::value_bytes`]) for all the
+/// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows. Q5_0's, Q5_K's
+/// and Q6_K's groups are first unpacked to bytes ([`Int8Panels::value_bytes`]) for all the
 /// tiles of their columns: putting the fifth bits back costs as much as the dots of a tile's
 /// 4 columns (the prompt's matmuls ran 1.7× slower than on byte panels). So are Q4_0's: a
 /// tile's slice loop then has no nibbles to split (on the 32-bit dot 6 of its 51
@@ -1845,10 +1880,10 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
     bytes: &mut Vec<u8>,
 ) {
     let nb = p.k / QK;
-    // Q5_0's and Q6_K's values with higher bits, and Q4_0's, are unpacked to bytes
+    // Q5_0's, Q5_K's and Q6_K's values with higher bits, and Q4_0's, are unpacked to bytes
     // (`value_bytes` writes every byte of a part).
     let q4_bytes = K == KIND_Q4;
-    let as_bytes = K == KIND_Q5 || K == KIND_Q6K || q4_bytes;
+    let as_bytes = K == KIND_Q5 || K == KIND_Q5K || K == KIND_Q6K || q4_bytes;
     if as_bytes {
         bytes.resize(2 * nb * GROUP_BLOCK, 0);
     }
@@ -1887,6 +1922,12 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
                         int8_tiles::<KIND_Q6K_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
                     } else {
                         int8_tiles::<KIND_Q6K_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
+                    }
+                } else if K == KIND_Q5K {
+                    if pair {
+                        int8_tiles::<KIND_Q5K_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
+                    } else {
+                        int8_tiles::<KIND_Q5K_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
                     }
                 } else if pair {
                     int8_tiles::<K, 2, N>(out, p, xq, [g, g + 1], w, j, c);
@@ -2016,6 +2057,7 @@ mod tests {
             DType::Q5_0,
             DType::Q4_0,
             DType::Q4_K,
+            DType::Q5_K,
             DType::Q6_K,
         ] {
             // The K-quants' rows are whole super-blocks of 256 values.
