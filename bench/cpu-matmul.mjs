@@ -18,6 +18,9 @@ export const CASES = [
   { name: 'q8_0 gemm 1536×128×384', w: 'q8_0', m: 1536, n: 128, k: 384 },
   { name: 'f32 gemm 1536×512×384', w: 'f32', m: 1536, n: 512, k: 384 },
   { name: 'q8_0 gemm 1536×512×384', w: 'q8_0', m: 1536, n: 512, k: 384 },
+  // MiniLM's batch of 16 × 32 runs as two of 8 × 32 rows: its feed-forward up and down.
+  { name: 'f32 gemm 1536×256×384', w: 'f32', m: 1536, n: 256, k: 384 },
+  { name: 'f32 gemm 384×256×1536', w: 'f32', m: 384, n: 256, k: 1536 },
   // A decoder's prompt: Qwen2.5-0.5B's feed-forward up / gate projection (4864 outputs, k 896)
   // and down projection (896 outputs, k 4864: Q4_K / Q6_K in a Q4_K_M file) on a 64-token
   // prefill batch. A Q4_K_M file holds its rows of 896 as Q5_0 (llama.cpp's fallback where a
