@@ -6,11 +6,11 @@
 //! integer dot of sub-block `s`'s 16 values (one relaxed-SIMD 8-bit dot instruction).
 //! Weights are read in GGUF's layout as they are: no copy, no packing at load (unpacking a
 //! super-block costs a few instructions per 16 values, shared by up to 4 activation rows in
-//! the GEMM's tiles). That is Q2_K's and Q3_K's path, and 3-D weights'; 2-D Q4_K, Q5_K and
-//! Q6_K weights (the Q4_K_M and Q5_K_M mixes') take int8 panels (`quant::Int8Panels`, which
-//! decode and encode their super-blocks with [`decode`] / [`encode`]): their matrix-vector
-//! product runs 1.7–1.8× this path's (Node, relaxed SIMD, 4096 × 4096), 2.2–2.6× in a
-//! decoder's profile in Chromium (see the README).
+//! the GEMM's tiles). That is Q2_K's path, and 3-D weights'; 2-D Q3_K, Q4_K, Q5_K and Q6_K
+//! weights (the Q3_K_M, Q4_K_M and Q5_K_M mixes') take int8 panels (`quant::Int8Panels`,
+//! which decode and encode their super-blocks with [`decode`] / [`encode`]): their
+//! matrix-vector product runs 1.7–1.8× this path's (Node, relaxed SIMD, 4096 × 4096), 2.2–2.6×
+//! in a decoder's profile in Chromium (see the README).
 //!
 //! Every type is brought to one form, `w = d · sc_s · q − dmin · mn_s` with `q` in 0..=63
 //! per 16-value group `s`: Q4_K/Q5_K's 32-value scale/min pairs repeated, Q2_K's 4-bit
@@ -260,30 +260,53 @@ fn unpack_q6_k(b: &[u8], u: &mut Unpacked) {
     (u.d, u.dmin) = (d, d);
 }
 
-/// Super-block `b` (its GGUF bytes) of a Q4_K, Q5_K or Q6_K weight into `u`. (The int8
-/// panels hold these three types, `quant::Int8Panels`, and call this only for them.)
+/// Super-block `b` (its GGUF bytes) of a Q3_K, Q4_K, Q5_K or Q6_K weight into `u`. (The
+/// int8 panels hold these four types, `quant::Int8Panels`, and call this only for them.)
 pub(super) fn decode(dtype: DType, b: &[u8], u: &mut Unpacked) {
     debug_assert!(
-        matches!(dtype, DType::Q4_K | DType::Q5_K | DType::Q6_K),
+        matches!(dtype, DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K),
         "{dtype:?}"
     );
     match dtype {
+        DType::Q3_K => <Q3K as KQuant>::unpack(b, u),
         DType::Q6_K => <Q6K as KQuant>::unpack(b, u),
         DType::Q5_K => <Q5K as KQuant>::unpack(b, u),
         _ => <Q4K as KQuant>::unpack(b, u),
     }
 }
 
-/// The GGUF bytes of a Q4_K, Q5_K or Q6_K super-block `u` (as [`decode`] gave it, so its
-/// scales fit the type's fields and `d`/`dmin` are f16 values) into `out`, the inverse of
-/// [`decode`]. Only for those three types, as [`decode`].
+/// The GGUF bytes of a Q3_K, Q4_K, Q5_K or Q6_K super-block `u` (as [`decode`] gave it, so
+/// its scales fit the type's fields and `d`/`dmin` are f16 values) into `out`, the inverse of
+/// [`decode`]. Only for those four types, as [`decode`].
 pub(super) fn encode(dtype: DType, u: &Unpacked, out: &mut [u8]) {
     debug_assert!(
-        matches!(dtype, DType::Q4_K | DType::Q5_K | DType::Q6_K),
+        matches!(dtype, DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K),
         "{dtype:?}"
     );
     let f16 = |v: f32| half::f16::from_f32(v).to_le_bytes();
     match dtype {
+        DType::Q3_K => {
+            // Value `128h + 32s + l`: bits 0-1 at bits `2s` of `qs[32h + l]`, bit 2 at bit
+            // `4h + s` of `hmask[l]`; group `g`'s scale plus 32 in 6 bits, its low 4 at
+            // nibble `g / 8` of `scales[g % 8]`, its high 2 at bits `2(g / 4)` of
+            // `scales[8 + g % 4]` (the inverse of `unpack_q3_k`).
+            out[..108].fill(0);
+            for h in 0..2 {
+                for s in 0..4 {
+                    for l in 0..32 {
+                        let v = u.q[128 * h + 32 * s + l];
+                        out[32 + 32 * h + l] |= (v & 3) << (2 * s);
+                        out[l] |= (v >> 2 & 1) << (4 * h + s);
+                    }
+                }
+            }
+            for (g, &sc) in u.sc.iter().enumerate() {
+                let v = (sc + 32) as u8;
+                out[96 + g % 8] |= (v & 15) << (4 * (g / 8));
+                out[96 + 8 + g % 4] |= (v >> 4) << (2 * (g / 4));
+            }
+            out[108..110].copy_from_slice(&f16(u.d));
+        }
         DType::Q4_K | DType::Q5_K => {
             out[0..2].copy_from_slice(&f16(u.d));
             out[2..4].copy_from_slice(&f16(u.dmin));

@@ -1,4 +1,4 @@
-//! Q8_0 / Q5_0 / Q4_0 and Q4_K / Q5_K / Q6_K matmul, as ggml does it: each activation row is
+//! Q8_0 / Q5_0 / Q4_0 and Q3_K … Q6_K matmul, as ggml does it: each activation row is
 //! quantized to Q8_0 on the fly, then every output is a sum over 32-element blocks of
 //! `d_w * d_x * (integer dot)`, the integer dots in i8x16/i16x8 lanes (the K-quants' `d_w`
 //! an integer scale of the block times the super-block's `d`, less their mins). Weights are
@@ -520,18 +520,19 @@ const COL_BLOCK: usize = 64;
 /// - per `[group][block][row]` the f32 scale; K-quants: per `[group][super-block]` the 4
 ///   rows' f32 `d` (Q4_K: then their `dmin`).
 /// - K-quants only: per `[group][block]` 8 bytes, the 4 rows' integer scales of the block's
-///   values `0 .. 16` then `16 .. 32` (Q6_K, i8), or their scale then their min (Q4_K,
+///   values `0 .. 16` then `16 .. 32` (Q3_K, Q6_K, i8), or their scale then their min (Q4_K,
 ///   Q5_K, 0..=63).
 ///
-/// Q4_K's values (0..=15) are held as Q4_0's nibbles, Q5_K's (0..=31) as Q5_0's (nibbles
-/// and a plane of fifth bits, [`High::Fifth`]), Q6_K's (0..=63, the weight's plus 32) as
-/// nibbles and two planes of their bits 4–5 ([`High::Crumbs`]): so a K-quant block of 32
-/// values is dotted as Q4_0's and Q5_0's are, and finished with its integer scales (Q6_K's
-/// offset is `-32 ·` the activation sums of its halves, which start its two accumulators;
-/// Q4_K's and Q5_K's mins multiply the activation block's sum).
+/// Q4_K's values (0..=15) and Q3_K's (0..=7, the weight's plus 4) are held as Q4_0's
+/// nibbles, Q5_K's (0..=31) as Q5_0's (nibbles and a plane of fifth bits, [`High::Fifth`]),
+/// Q6_K's (0..=63, the weight's plus 32) as nibbles and two planes of their bits 4–5
+/// ([`High::Crumbs`]): so a K-quant block of 32 values is dotted as Q4_0's and Q5_0's are,
+/// and finished with its integer scales (Q6_K's and Q3_K's offsets are `-32 ·` and `-4 ·` the
+/// activation sums of its halves, which start its two accumulators; Q4_K's and Q5_K's mins
+/// multiply the activation block's sum).
 ///
 /// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q6_K 0.83 (0.82), Q5_0 0.75 (0.69), Q5_K
-/// 0.72 (0.69), Q4_0 0.625 (0.56), Q4_K 0.59 (0.56). The layout loses
+/// 0.72 (0.69), Q4_0 0.625 (0.56), Q4_K 0.59 (0.56), Q3_K 0.59 (0.43). The layout loses
 /// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
 /// own (made from a weight on first use), or a weights buffer's, where the weight is stored
 /// in this layout from the start ([`Int8Panels::at`]).
@@ -735,8 +736,9 @@ impl Int8Panels {
                     let b = b0 + i;
                     let vals = u.q[i * QK..][..QK].try_into().unwrap_or(&[0; QK]);
                     put_nibble_values(self.values.add(b * self.kind.group_block()), r, vals, high);
-                    // Q6_K: the scales of the block's halves; Q4_K: its scale and min.
-                    let (a, z) = if self.kind == PanelKind::Q6K {
+                    // Q6_K, Q3_K: the scales of the block's halves; Q4_K, Q5_K: its scale and
+                    // min.
+                    let (a, z) = if self.kind.d_per_row() == 1 {
                         (u.sc[2 * i], u.sc[2 * i + 1])
                     } else {
                         (u.sc[2 * i], u.mn[2 * i])
@@ -805,7 +807,7 @@ impl Int8Panels {
                             *o = v as u8;
                         }
                     }
-                    PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => {}
+                    PanelKind::Q3K | PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => {}
                 }
             }
         }
@@ -842,9 +844,10 @@ impl Int8Panels {
                 u.q[i * QK..][..QK].copy_from_slice(&vals);
                 let ks = self.kscales.add(b * GROUP_KSCALES);
                 let (a, z) = (*ks.add(r) as i8 as i32, *ks.add(GROUP + r) as i8 as i32);
-                if self.kind == PanelKind::Q6K {
+                if self.kind.d_per_row() == 1 {
+                    let off = kind_offset(self.kind as u8);
                     (u.sc[2 * i], u.sc[2 * i + 1]) = (a, z);
-                    (u.mn[2 * i], u.mn[2 * i + 1]) = (32 * a, 32 * z);
+                    (u.mn[2 * i], u.mn[2 * i + 1]) = (off * a, off * z);
                 } else {
                     (u.sc[2 * i], u.sc[2 * i + 1]) = (a, a);
                     (u.mn[2 * i], u.mn[2 * i + 1]) = (z, z);
@@ -859,11 +862,13 @@ impl Int8Panels {
         if self.kind.is_k_quant() {
             for (sb, o) in out.chunks_exact_mut(QK_K).enumerate().take(self.k / QK_K) {
                 let u = self.k_superblock(row, sb);
-                // ggml's order: `(d · sc) · q - dmin · m`, Q6_K's `(d · sc) · (q - 32)`.
+                // ggml's order: `(d · sc) · q - dmin · m`, Q6_K's `(d · sc) · (q - 32)`,
+                // Q3_K's `(d · sc) · (q - 4)`.
+                let off = kind_offset(self.kind as u8);
                 for (t, o) in o.iter_mut().enumerate() {
                     let (sc, q) = (u.sc[t / 16] as f32, u.q[t] as i32);
-                    *o = if self.kind == PanelKind::Q6K {
-                        u.d * sc * (q - 32) as f32
+                    *o = if self.kind.d_per_row() == 1 {
+                        u.d * sc * (q - off) as f32
                     } else {
                         u.d * sc * q as f32 - u.dmin * u.mn[t / 16] as f32
                     };
@@ -908,7 +913,7 @@ impl Int8Panels {
     fn value_bytes(&self, g: usize, out: &mut [u8]) {
         debug_assert!(matches!(
             self.kind,
-            PanelKind::Q4 | PanelKind::Q5 | PanelKind::Q5K | PanelKind::Q6K
+            PanelKind::Q4 | PanelKind::Q5 | PanelKind::Q3K | PanelKind::Q5K | PanelKind::Q6K
         ));
         let (w, high) = (self.group_values(g), self.kind.high());
         let bb = self.kind.group_block();
@@ -946,7 +951,9 @@ impl Int8Panels {
             PanelKind::Q5 | PanelKind::Q4 => Encoding::PanelsBiased {
                 bias: self.kind.bias(),
             },
-            PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => Encoding::PanelsHalves,
+            PanelKind::Q3K | PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => {
+                Encoding::PanelsHalves
+            }
         }
     }
 }
@@ -970,6 +977,8 @@ pub enum PanelKind {
     /// Q5_K: the values (0..=31) as Q5_0's (nibbles and a plane of fifth bits), with
     /// Q4_K's scales and mins.
     Q5K = KIND_Q5K,
+    /// Q3_K: the values plus 4 (0..=7) as nibbles, with Q6_K's scales (offset 4).
+    Q3K = KIND_Q3K,
 }
 
 impl PanelKind {
@@ -980,9 +989,10 @@ impl PanelKind {
             DType::Q5_0 => Some(Self::Q5),
             DType::Q4_0 => Some(Self::Q4),
             DType::Q4_K => Some(Self::Q4K),
+            DType::Q3_K => Some(Self::Q3K),
             DType::Q5_K => Some(Self::Q5K),
             DType::Q6_K => Some(Self::Q6K),
-            DType::F32 | DType::F16 | DType::I32 | DType::Q2_K | DType::Q3_K => None,
+            DType::F32 | DType::F16 | DType::I32 | DType::Q2_K => None,
         }
     }
 
@@ -993,6 +1003,7 @@ impl PanelKind {
             Self::Q5 => DType::Q5_0,
             Self::Q4 => DType::Q4_0,
             Self::Q4K => DType::Q4_K,
+            Self::Q3K => DType::Q3_K,
             Self::Q5K => DType::Q5_K,
             Self::Q6K => DType::Q6_K,
         }
@@ -1248,10 +1259,11 @@ unsafe fn nibble_dots<const G: usize, const C: usize, const N: bool, const SPLIT
     (lo, hi)
 }
 
-/// [`int8_tile`] for the K-quant panels (`K`: Q4_K's, Q5_K's or Q6_K's, or Q5_K's or Q6_K's
-/// values as bytes, [`KIND_Q5K_BYTES`], [`KIND_Q6K_BYTES`]): per block two integer
-/// accumulators an output, the dots of the block's halves (Q6_K's starting at `-32 ·` the
-/// activation halves' sums, its offset), finished by the rows' integer scales: Q6_K's
+/// [`int8_tile`] for the K-quant panels (`K`: Q3_K's, Q4_K's, Q5_K's or Q6_K's, or Q3_K's,
+/// Q5_K's or Q6_K's values as bytes, [`KIND_Q3K_BYTES`], [`KIND_Q5K_BYTES`],
+/// [`KIND_Q6K_BYTES`]): per block two integer accumulators an output, the dots of the block's
+/// halves (Q6_K's and Q3_K's starting at `-offset ·` the activation halves' sums,
+/// [`kind_offset`]), finished by the rows' integer scales: Q6_K's and Q3_K's
 /// `sc_lo · lo + sc_hi · hi` in integers, times `d · dx`; Q4_K's and Q5_K's
 /// `(lo + hi) · d · sc · dx - dmin · m · dx · Σx`.
 ///
@@ -1287,7 +1299,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                 [*at, *at.add(1)]
             });
             let start = |h: usize| -> [[I32x4; C]; G] {
-                [std::array::from_fn(|c| I32x4::splat(if q4k { 0 } else { -32 * xs[c][h] })); G]
+                [std::array::from_fn(|c| I32x4::splat(-kind_offset(K) * xs[c][h])); G]
             };
             let (lo, hi) = if K == KIND_Q5K_BYTES {
                 // Q5_K's values as bytes (0..=31), one scale a block: on narrow dots each
@@ -1305,7 +1317,7 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     let all = int8_slices(start(0), w, x, 0..QK / 4, load, dot, roll);
                     (all, start(1))
                 }
-            } else if K == KIND_Q6K_BYTES {
+            } else if K == KIND_Q6K_BYTES || K == KIND_Q3K_BYTES {
                 let load = |w| U8x16::load(w);
                 // On narrow dots the 32-bit dot split in two ([`ActSlice::dot4_u_split`]).
                 let dot = |w, xs: ActSlice, a| xs.dot4_u_as::<N>(w, a);
@@ -1326,10 +1338,11 @@ unsafe fn ktile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     })
                 });
                 let (lo, hi) = (start(0), start(1));
-                if q4k {
-                    // One scale: a tile's halves share accumulators (values up to 15), or
-                    // keep apart (Q5_K's, up to 31: `Dot16` holds 4 of their dots).
-                    let apart = high == High::Fifth;
+                if q4k || K == KIND_Q3K {
+                    // Q4_K's one scale: a tile's halves share accumulators (values up to 15),
+                    // or keep apart (Q5_K's, up to 31: `Dot16` holds 4 of their dots; Q3_K's,
+                    // 0..=7, a scale a half).
+                    let apart = high == High::Fifth || K == KIND_Q3K;
                     nibble_dots::<G, C, N, false>(w, x, high, planes, apart, lo, hi, roll)
                 } else {
                     nibble_dots::<G, C, false, N>(w, x, High::Crumbs, planes, true, lo, hi, roll)
@@ -1392,7 +1405,7 @@ fn rolled(n: usize, roll: bool) -> usize {
 /// on narrow dots Q4_0's (its GEMM reads byte panels, [`int8_tiled`]) and the split 32-bit
 /// dots' (Q8_0's, Q6_K's bytes), whose loops are the 32-bit dot's.
 const fn rolls(k: u8, c: usize, narrow: bool) -> bool {
-    c > 1 && (!narrow || matches!(k, KIND_Q4_BYTES | KIND_Q8 | KIND_Q6K_BYTES))
+    c > 1 && (!narrow || matches!(k, KIND_Q4_BYTES | KIND_Q8 | KIND_Q6K_BYTES | KIND_Q3K_BYTES))
 }
 
 /// How a panel block's values keep their bits above the nibbles (after the nibbles).
@@ -1720,6 +1733,9 @@ const KIND_Q4_BYTES: u8 = 7;
 const KIND_Q5K: u8 = 8;
 /// Q5_K panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
 const KIND_Q5K_BYTES: u8 = 9;
+const KIND_Q3K: u8 = 10;
+/// Q3_K panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
+const KIND_Q3K_BYTES: u8 = 11;
 
 // The per-kind properties are `const fn`s of the kind byte, so a kernel's const generic
 // argument folds them to constants and `PanelKind`'s methods read the same table.
@@ -1737,7 +1753,17 @@ const fn kind_bias(k: u8) -> i32 {
 const fn kind_d_per_row(k: u8) -> usize {
     match k {
         KIND_Q4K | KIND_Q5K | KIND_Q5K_BYTES => 2,
-        KIND_Q6K | KIND_Q6K_BYTES => 1,
+        KIND_Q3K | KIND_Q3K_BYTES | KIND_Q6K | KIND_Q6K_BYTES => 1,
+        _ => 0,
+    }
+}
+
+/// What the K-quants with a scale per half (Q3_K, Q6_K) store their values above the
+/// weight's by: `offset ·` each activation half's sum starts its accumulator.
+const fn kind_offset(k: u8) -> i32 {
+    match k {
+        KIND_Q6K | KIND_Q6K_BYTES => 32,
+        KIND_Q3K | KIND_Q3K_BYTES => 4,
         _ => 0,
     }
 }
@@ -1754,7 +1780,7 @@ const fn kind_high(k: u8) -> High {
 /// Bytes of one group's block of values as the kernels of kind `K` read them.
 const fn block_bytes(k: u8) -> usize {
     match k {
-        KIND_Q4 | KIND_Q4K => GROUP_BLOCK_Q4,
+        KIND_Q4 | KIND_Q4K | KIND_Q3K => GROUP_BLOCK_Q4,
         KIND_Q5 | KIND_Q5K => GROUP_BLOCK_Q5,
         KIND_Q6K => GROUP_BLOCK_Q6,
         _ => GROUP_BLOCK,
@@ -1819,12 +1845,14 @@ unsafe fn int8_kernel<const N: bool>(
             (PanelKind::Q4, true) => int8_gemv::<KIND_Q4, N>(out, p, xq, groups, j),
             (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K, N>(out, p, xq, groups, j),
             (PanelKind::Q5K, true) => int8_gemv::<KIND_Q5K, N>(out, p, xq, groups, j),
+            (PanelKind::Q3K, true) => int8_gemv::<KIND_Q3K, N>(out, p, xq, groups, j),
             (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, N>(out, p, xq, groups, j),
             (PanelKind::Q8, false) => int8_tiled::<KIND_Q8, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q5, false) => int8_tiled::<KIND_Q5, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q4, false) => int8_tiled::<KIND_Q4, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q5K, false) => int8_tiled::<KIND_Q5K, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q3K, false) => int8_tiled::<KIND_Q3K, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K, N>(out, p, xq, groups, cols, bytes),
         }
     }
@@ -1858,7 +1886,8 @@ unsafe fn int8_gemv<const K: u8, const N: bool>(
 }
 
 /// [`int8_block`] for several activation rows: tiles of 2 groups × 4 rows. Q5_0's, Q5_K's
-/// and Q6_K's groups are first unpacked to bytes ([`Int8Panels::value_bytes`]) for all the
+/// and Q6_K's groups (and Q3_K's, whose halves keep a scale each) are first unpacked
+/// to bytes ([`Int8Panels::value_bytes`]) for all the
 /// tiles of their columns: putting the fifth bits back costs as much as the dots of a tile's
 /// 4 columns (the prompt's matmuls ran 1.7× slower than on byte panels). So are Q4_0's: a
 /// tile's slice loop then has no nibbles to split (on the 32-bit dot 6 of its 51
@@ -1883,7 +1912,7 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
     // Q5_0's, Q5_K's and Q6_K's values with higher bits, and Q4_0's, are unpacked to bytes
     // (`value_bytes` writes every byte of a part).
     let q4_bytes = K == KIND_Q4;
-    let as_bytes = K == KIND_Q5 || K == KIND_Q5K || K == KIND_Q6K || q4_bytes;
+    let as_bytes = matches!(K, KIND_Q5 | KIND_Q3K | KIND_Q5K | KIND_Q6K) || q4_bytes;
     if as_bytes {
         bytes.resize(2 * nb * GROUP_BLOCK, 0);
     }
@@ -1928,6 +1957,12 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
                         int8_tiles::<KIND_Q5K_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
                     } else {
                         int8_tiles::<KIND_Q5K_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
+                    }
+                } else if K == KIND_Q3K {
+                    if pair {
+                        int8_tiles::<KIND_Q3K_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
+                    } else {
+                        int8_tiles::<KIND_Q3K_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
                     }
                 } else if pair {
                     int8_tiles::<K, 2, N>(out, p, xq, [g, g + 1], w, j, c);
@@ -2056,6 +2091,7 @@ mod tests {
             DType::Q8_0,
             DType::Q5_0,
             DType::Q4_0,
+            DType::Q3_K,
             DType::Q4_K,
             DType::Q5_K,
             DType::Q6_K,
