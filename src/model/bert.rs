@@ -21,8 +21,9 @@ use std::collections::HashMap;
 
 use crate::error::{At, Error, ModelFile, Result};
 use crate::graph::{DType, Graph, TensorId};
-use crate::model::gguf::Gguf;
+use crate::model::gguf::{Gguf, TensorInfo};
 use crate::model::tokenizer::WordPiece;
+use crate::model::WeightInfo;
 
 use crate::runtime::{matrix_only, ByteSource, Program, Runtime, StoredWeight, WeightSpec};
 
@@ -63,16 +64,6 @@ pub struct BertConfig {
     pub eps: f32,
     /// Vocabulary size (rows of `token_embd`).
     pub n_vocab: usize,
-}
-
-/// One weight as the engine stores it: name, dtype, shape and where its bytes are in the
-/// file (one tensor's, or several tensors' joined: see [`JOINED`]).
-#[derive(Clone, Debug)]
-struct WeightInfo {
-    name: String,
-    dtype: DType,
-    ne: Vec<usize>,
-    ranges: Vec<std::ops::Range<usize>>,
 }
 
 /// Weights the engine stores as one that files may hold as parts, joined along their
@@ -135,12 +126,17 @@ fn layer_names(i: usize) -> [String; 12] {
     .map(|s| format!("blk.{i}.{s}"))
 }
 
-/// Weight `name` as the file holds it (dtype, shape, byte ranges), or, for one of
-/// [`JOINED`] the file does not hold, its parts joined along their outermost dim (all of
-/// one dtype and shape).
-fn joined(g: &Gguf, name: &str) -> Result<(DType, Vec<usize>, Vec<std::ops::Range<usize>>)> {
+/// Weight `name` as the file holds it, or, for one of [`JOINED`] the file does not hold,
+/// its parts joined along their outermost dim (all of one dtype and shape).
+fn joined(g: &Gguf, name: &str) -> Result<WeightInfo> {
+    let info = |name: &str, t: &TensorInfo| WeightInfo {
+        name: name.to_string(),
+        dtype: t.dtype,
+        ne: t.ne.clone(),
+        ranges: vec![g.tensor_range(t)],
+    };
     if let Some(t) = g.tensor(name) {
-        return Ok((t.dtype, t.ne.clone(), vec![g.tensor_range(t)]));
+        return Ok(info(name, t));
     }
     let Some((prefix, parts)) = JOINED
         .iter()
@@ -168,12 +164,9 @@ fn joined(g: &Gguf, name: &str) -> Result<(DType, Vec<usize>, Vec<std::ops::Rang
             ));
         }
     }
-    let mut ne = first.ne.clone();
-    if let Some(outer) = ne.last_mut() {
-        *outer *= parts.len();
-    }
-    let ranges = tensors.iter().map(|(_, t)| g.tensor_range(t)).collect();
-    Ok((first.dtype, ne, ranges))
+    let parts: Vec<WeightInfo> = tensors.iter().map(|(p, t)| info(p, t)).collect();
+    WeightInfo::join(name.to_string(), &parts.iter().collect::<Vec<_>>())
+        .ok_or_else(|| tensor_err(name, "parts that do not join"))
 }
 
 impl SentenceEmbedder {
@@ -256,7 +249,12 @@ impl SentenceEmbedder {
         }
         let mut weights = Vec::with_capacity(expected.len());
         for (name, want) in expected {
-            let (dtype, mut ne, mut ranges) = joined(&g, &name)?;
+            let WeightInfo {
+                dtype,
+                mut ne,
+                mut ranges,
+                ..
+            } = joined(&g, &name)?;
             // token_types: any number of types (0 in `want` matches any count ≥ 1).
             let fits = ne.len() == want.len()
                 && ne

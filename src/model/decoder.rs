@@ -27,6 +27,7 @@ use crate::graph::{DType, Graph, RopeMode, RopeParams, TensorId};
 use crate::model::chat::ChatTemplate;
 use crate::model::gguf::Gguf;
 use crate::model::tokenizer::Tokenizer;
+use crate::model::WeightInfo;
 
 use crate::runtime::{matrix_only, ByteSource, Program, Runtime, State, StoredWeight, WeightSpec};
 
@@ -209,17 +210,6 @@ fn layer_weights(c: &DecoderConfig, i: usize) -> Vec<(String, Vec<usize>)> {
         .collect()
 }
 
-/// One weight as the engine stores it: its name, dtype and shape, and the file's byte
-/// ranges that hold it (one tensor's, or the parts of a joined projection, see
-/// [`join_projections`]).
-#[derive(Clone, Debug)]
-struct WeightInfo {
-    name: String,
-    dtype: DType,
-    ne: Vec<usize>,
-    ranges: Vec<std::ops::Range<usize>>,
-}
-
 /// The joined Q, K and V projection of a layer (and its bias), as llama.cpp names a fused
 /// one (`attn_qkv`).
 const QKV: &str = "attn_qkv";
@@ -252,12 +242,11 @@ fn join_projections(infos: Vec<WeightInfo>, n_layer: usize) -> Vec<WeightInfo> {
                 .iter()
                 .map(|p| by_name.get(&format!("blk.{i}.{p}.weight")))
                 .collect();
-            let Some(weights) = weights else { continue };
-            let (dtype, cols) = (weights[0].dtype, weights[0].ne[0]);
-            if weights
-                .iter()
-                .any(|w| w.dtype != dtype || w.ne.len() != 2 || w.ne[0] != cols)
-            {
+            // Matrices of one dtype and row length only.
+            let joins = weights.is_some_and(|w| {
+                w.iter().all(|w| w.ne.len() == 2) && WeightInfo::join(String::new(), &w).is_some()
+            });
+            if !joins {
                 continue;
             }
             for suffix in ["weight", "bias"] {
@@ -272,15 +261,8 @@ fn join_projections(infos: Vec<WeightInfo>, n_layer: usize) -> Vec<WeightInfo> {
                 else {
                     continue;
                 };
-                let mut ne = ps[0].ne.clone();
-                if let Some(outer) = ne.last_mut() {
-                    *outer = ps.iter().filter_map(|w| w.ne.last()).sum();
-                }
-                let w = WeightInfo {
-                    name: format!("blk.{i}.{name}.{suffix}"),
-                    dtype: ps[0].dtype,
-                    ne,
-                    ranges: ps.iter().flat_map(|w| w.ranges.clone()).collect(),
+                let Some(w) = WeightInfo::join(format!("blk.{i}.{name}.{suffix}"), &ps) else {
+                    continue;
                 };
                 for n in &names {
                     by_name.remove(n);

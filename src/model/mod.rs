@@ -41,6 +41,44 @@ pub(crate) fn read_header(src: &dyn ByteSource) -> Result<Gguf<'static>> {
     }
 }
 
+/// One weight as a model stores it: its name, dtype and shape, and the file's byte ranges
+/// that hold it (one tensor's, or the parts of a weight joined from several,
+/// [`WeightInfo::join`]).
+#[derive(Clone, Debug)]
+pub(crate) struct WeightInfo {
+    pub name: String,
+    pub dtype: DType,
+    pub ne: Vec<usize>,
+    pub ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl WeightInfo {
+    /// `parts` stored one after another as one weight `name`, joined along their outermost
+    /// dim (a matrix's output rows, whole blocks each, so the joined bytes are the parts' in
+    /// order); `None` when they differ in dtype, rank or an inner dim. A model's loader
+    /// decides what to join and what a mismatch means (BERT: an error; the decoder: parts
+    /// kept apart).
+    pub fn join(name: String, parts: &[&WeightInfo]) -> Option<WeightInfo> {
+        let first = parts.first()?;
+        let inner = &first.ne[..first.ne.len().saturating_sub(1)];
+        if parts.iter().any(|w| {
+            w.dtype != first.dtype || w.ne.len() != first.ne.len() || !w.ne.starts_with(inner)
+        }) {
+            return None;
+        }
+        let mut ne = first.ne.clone();
+        if let Some(outer) = ne.last_mut() {
+            *outer = parts.iter().filter_map(|w| w.ne.last()).sum();
+        }
+        Some(WeightInfo {
+            name,
+            dtype: first.dtype,
+            ne,
+            ranges: parts.iter().flat_map(|w| w.ranges.clone()).collect(),
+        })
+    }
+}
+
 /// Whether every device of `rt` runs a fused attention node ([`Graph::attention`]) of head
 /// size `d` over `heads` query heads and `kv_heads` KV heads of dtype `kv` (views of a longer
 /// cache, a mask): a model builds attention as one op only then, so the op never splits its
