@@ -7,14 +7,14 @@
 //! cargo run --release --example quantize -- IN.gguf OUT.gguf q4_k_m
 //! ```
 //!
-//! The type is one dtype for every matrix (`q8_0`, `q4_0`, `q5_0`, `q4_k`, `q6_k`, ...) or
-//! `q4_k_m`, llama.cpp's mix (`llama_tensor_get_type` for `LLAMA_FTYPE_MOSTLY_Q4_K_M`, no
-//! importance matrix): Q4_K; Q6_K for the output matrix (the token embeddings when they are
-//! tied), and for `attn_v` and `ffn_down` in the layers `use_more_bits` picks (the first and
-//! last eighth, every third between); then llama.cpp's fallback for rows that are not whole
-//! 256-value super-blocks: Q4_K to Q5_0, Q6_K to Q8_0. A Qwen2.5-0.5B-shaped file (rows of
-//! 896) is then mostly Q5_0 and Q8_0 with Q4_K/Q6_K `ffn_down`, as the Q4_K_M files people
-//! download are. `scripts/decoder-models.py --bench` makes the benchmark's Q4_K_M file with it.
+//! The type is one dtype for every matrix (`q8_0`, `q4_0`, `q5_0`, `q5_1`, `q4_k`, `q6_k`,
+//! ...) or `q4_k_m` / `q5_k_m`, llama.cpp's mixes (`llama_tensor_get_type` for
+//! `LLAMA_FTYPE_MOSTLY_Q4_K_M` / `Q5_K_M`, no importance matrix): Q4_K (Q5_K); Q6_K for the
+//! output matrix (the token embeddings when they are tied), and for `attn_v` and `ffn_down`
+//! in the layers `use_more_bits` picks (the first and last eighth, every third between); then
+//! llama.cpp's fallback for rows that are not whole 256-value super-blocks: Q4_K to Q5_0,
+//! Q5_K to Q5_1, Q6_K to Q8_0. A Qwen2.5-0.5B-shaped file (rows of 896) is then mostly Q5_0
+//! (Q5_1) and Q8_0 with K-quant `ffn_down`, as the files people download are. `scripts/decoder-models.py --bench` makes the benchmark's Q4_K_M file with it.
 
 use webtensor::graph::{k_quant_fallback, row_from_f32, row_to_f32, use_more_bits, DType};
 use webtensor::model::gguf::{Gguf, GgufWriter, Value};
@@ -27,16 +27,16 @@ fn layer(name: &str, part: &str) -> Option<usize> {
     (tail == part).then(|| i.parse().ok()).flatten()
 }
 
-/// llama.cpp's Q4_K_M type for matrix `name` (rows of `ne0`) of an `n_layer`-layer decoder
-/// whose output is `token_embd` when `tied`, after its fallback for rows that are not whole
-/// super-blocks.
-fn q4_k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool) -> DType {
+/// llama.cpp's Q4_K_M (`base` Q4_K) or Q5_K_M (`base` Q5_K) type for matrix `name` (rows of
+/// `ne0`) of an `n_layer`-layer decoder whose output is `token_embd` when `tied`, after its
+/// fallback for rows that are not whole super-blocks.
+fn k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool, base: DType) -> DType {
     let output = name == "output.weight" || (tied && name == "token_embd.weight");
     let more = |part| layer(name, part).is_some_and(|i| use_more_bits(i, n_layer));
     let want = if output || more("attn_v.weight") || more("ffn_down.weight") {
         DType::Q6_K
     } else {
-        DType::Q4_K
+        base
     };
     k_quant_fallback(want, ne0)
 }
@@ -49,6 +49,8 @@ fn file_type(ty: &str) -> Option<u32> {
         "q4_0" => 2,
         "q8_0" => 7,
         "q5_0" => 8,
+        "q5_1" => 9,
+        "q5_k" | "q5_k_m" => 17,
         "q6_k" => 18,
         "q4_k" | "q4_k_m" => 15,
         _ => return None,
@@ -58,9 +60,14 @@ fn file_type(ty: &str) -> Option<u32> {
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [input, output, ty] = &args[..] else {
-        return Err("usage: quantize IN.gguf OUT.gguf TYPE (q4_k_m, q8_0, q4_0, q5_0, q4_k, q6_k, f16, f32)".into());
+        return Err("usage: quantize IN.gguf OUT.gguf TYPE (q4_k_m, q5_k_m, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, f16, f32)".into());
     };
-    let one = if ty == "q4_k_m" {
+    let mix = match ty.as_str() {
+        "q4_k_m" => Some(DType::Q4_K),
+        "q5_k_m" => Some(DType::Q5_K),
+        _ => None,
+    };
+    let one = if mix.is_some() {
         None
     } else {
         Some(
@@ -95,7 +102,7 @@ fn run() -> Res<()> {
             _ if t.ne.len() < 2 => t.dtype,
             Some(d) if ne0.is_multiple_of(d.block_size()) => d,
             Some(_) => t.dtype,
-            None => q4_k_m_type(&t.name, ne0, n_layer, tied),
+            None => k_m_type(&t.name, ne0, n_layer, tied, mix.unwrap_or(DType::Q4_K)),
         };
         *counts.entry(to.name()).or_default() += 1;
         if to == t.dtype {

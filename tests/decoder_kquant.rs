@@ -179,6 +179,20 @@ fn a_q5_k_m_decoder_tracks_its_f32_weights_on_every_device() {
     tracks_f32(&f32_file, &mixed);
 }
 
+/// The Q5_K_M llama at hidden size 160: Q5_1 where Q4_K_M falls back to Q5_0 (a
+/// Qwen2.5-0.5B Q5_K_M file's most matrices).
+#[test]
+fn a_q5_k_m_decoder_with_q5_1_fallbacks_tracks_its_f32_weights_on_every_device() {
+    let (f32_file, mixed, types) = models(160, DType::Q5_K);
+    let count = |d: DType| types.iter().filter(|(_, t)| *t == d).count();
+    assert_eq!(
+        [DType::Q5_1, DType::Q8_0, DType::Q5_K, DType::Q6_K].map(count),
+        [12, 2, 1, 1],
+        "{types:?}"
+    );
+    tracks_f32(&f32_file, &mixed);
+}
+
 /// Hidden size 160, not whole super-blocks (as Qwen2.5-0.5B's 896): the mix falls back to
 /// Q5_0 and Q8_0 but for `ffn_down` (rows of 512), as the Q4_K_M files people download are.
 #[test]

@@ -28,12 +28,13 @@ fn shape4(op: &'static str, ne: &[usize]) -> Result<[usize; MAX_DIMS]> {
 }
 
 /// The dtypes a matmul's or get_rows' `a` (a weight) may have.
-pub const WEIGHT_DTYPES: [DType; 10] = [
+pub const WEIGHT_DTYPES: [DType; 11] = [
     DType::F32,
     DType::F16,
     DType::Q8_0,
     DType::Q4_0,
     DType::Q5_0,
+    DType::Q5_1,
     DType::Q2_K,
     DType::Q3_K,
     DType::Q4_K,
@@ -348,7 +349,13 @@ impl Graph {
             (DType::F32 | DType::F16, DType::F32 | DType::F16 | DType::Q8_0 | DType::Q4_0) => true,
             (
                 DType::F32 | DType::F16,
-                DType::Q5_0 | DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K,
+                DType::Q5_0
+                | DType::Q5_1
+                | DType::Q2_K
+                | DType::Q3_K
+                | DType::Q4_K
+                | DType::Q5_K
+                | DType::Q6_K,
             ) => {
                 return Err(dtype_err(
                     op,
@@ -360,6 +367,7 @@ impl Graph {
                 DType::Q8_0
                 | DType::Q4_0
                 | DType::Q5_0
+                | DType::Q5_1
                 | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K

@@ -19,6 +19,10 @@ pub enum DType {
     /// bytes of low nibbles (22 bytes); values 0..=31 less 16. llama.cpp's Q4_K_M mix writes it
     /// for rows that are not whole K-quant super-blocks (Qwen2.5-0.5B's 896).
     Q5_0,
+    /// ggml Q5_1: blocks of 32 values, an f16 scale `d` and min `m`, the values' fifth bits
+    /// (4 bytes) then 16 bytes of low nibbles (24 bytes); values 0..=31 times `d` plus `m`.
+    /// llama.cpp's Q5_K_M mix writes it for rows that are not whole K-quant super-blocks.
+    Q5_1,
     /// ggml Q2_K: super-blocks of 256 values, 16 4-bit scale/min pairs, 2-bit values, f16
     /// `d` and `dmin` (84 bytes).
     #[allow(non_camel_case_types)]
@@ -48,13 +52,14 @@ pub const QK_K: usize = 256;
 
 impl DType {
     /// All dtypes, for tables and tests.
-    pub const ALL: [DType; 11] = [
+    pub const ALL: [DType; 12] = [
         DType::F32,
         DType::F16,
         DType::I32,
         DType::Q8_0,
         DType::Q4_0,
         DType::Q5_0,
+        DType::Q5_1,
         DType::Q2_K,
         DType::Q3_K,
         DType::Q4_K,
@@ -75,7 +80,7 @@ impl DType {
     pub fn block_size(self) -> usize {
         match self {
             DType::F32 | DType::F16 | DType::I32 => 1,
-            DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => QK,
+            DType::Q8_0 | DType::Q4_0 | DType::Q5_0 | DType::Q5_1 => QK,
             DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => QK_K,
         }
     }
@@ -83,7 +88,13 @@ impl DType {
     /// Whether this is one of ggml's K-quants (256-value super-blocks).
     pub fn is_k_quant(self) -> bool {
         match self {
-            DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => false,
+            DType::F32
+            | DType::F16
+            | DType::I32
+            | DType::Q8_0
+            | DType::Q4_0
+            | DType::Q5_0
+            | DType::Q5_1 => false,
             DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => true,
         }
     }
@@ -96,6 +107,7 @@ impl DType {
             DType::Q8_0 => 2 + QK,
             DType::Q4_0 => 2 + QK / 2,
             DType::Q5_0 => 2 + 4 + QK / 2,
+            DType::Q5_1 => 4 + 4 + QK / 2,
             // scales[16], qs[64], d, dmin
             DType::Q2_K => QK_K / 16 + QK_K / 4 + 4,
             // hmask[32], qs[64], scales[12], d
@@ -139,6 +151,7 @@ impl DType {
             DType::Q8_0 => "q8_0",
             DType::Q4_0 => "q4_0",
             DType::Q5_0 => "q5_0",
+            DType::Q5_1 => "q5_1",
             DType::Q2_K => "q2_k",
             DType::Q3_K => "q3_k",
             DType::Q4_K => "q4_k",
@@ -272,6 +285,40 @@ pub fn set_q5_0_values(blk: &mut [u8], q: &[u8; QK]) {
         qh |= u32::from(q[QK / 2 + j] >> 4) << (j + QK / 2);
     }
     blk[2..6].copy_from_slice(&qh.to_le_bytes());
+}
+
+/// Quantizes `src` to Q5_1 bytes, as ggml's `quantize_row_q5_1_ref`: per block `d = (max -
+/// min) / 31`, `m = min`, values `(x - min) / d` rounded half up.
+pub fn quantize_q5_1(src: &[f32], dst: &mut [u8]) {
+    for (blk, out) in src
+        .chunks_exact(QK)
+        .zip(dst.chunks_exact_mut(DType::Q5_1.block_bytes()))
+    {
+        let (min, max) = blk
+            .iter()
+            .fold((f32::MAX, -f32::MAX), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let d = (max - min) / 31.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
+        out[2..4].copy_from_slice(&half::f16::from_f32(min).to_le_bytes());
+        // ggml: (uint8_t)((x - min) * id + 0.5f), its low 5 bits kept.
+        let q: [u8; QK] = std::array::from_fn(|j| (((blk[j] - min) * id + 0.5) as u8) & 31);
+        set_q5_0_values(&mut out[2..], &q);
+    }
+}
+
+/// Dequantizes Q5_1 bytes into `dst` (a whole number of blocks), as ggml's
+/// `dequantize_row_q5_1`: `q · d + m`, the values Q5_0's two bytes further on.
+pub fn dequantize_q5_1(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src
+        .chunks_exact(DType::Q5_1.block_bytes())
+        .zip(dst.chunks_exact_mut(QK))
+    {
+        let (d, m) = (f16_at(blk, 0), f16_at(blk, 2));
+        for (o, v) in out.iter_mut().zip(q5_0_values(&blk[2..])) {
+            *o = v as f32 * d + m;
+        }
+    }
 }
 
 /// Dequantizes Q5_0 bytes into `dst` (a whole number of blocks), as ggml's
@@ -425,6 +472,7 @@ pub fn dequantize_q6_k(src: &[u8], dst: &mut [f32]) {
 fn scale_offsets(dtype: DType) -> &'static [usize] {
     match dtype {
         DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => &[0],
+        DType::Q5_1 => &[0, 2],
         DType::Q2_K => &[80, 82],
         DType::Q3_K => &[108],
         DType::Q4_K | DType::Q5_K => &[0, 2],
@@ -474,6 +522,7 @@ pub fn row_to_f32(dtype: DType, src: &[u8], dst: &mut [f32]) {
         DType::Q8_0 => dequantize_q8_0(src, dst),
         DType::Q4_0 => dequantize_q4_0(src, dst),
         DType::Q5_0 => dequantize_q5_0(src, dst),
+        DType::Q5_1 => dequantize_q5_1(src, dst),
         DType::Q2_K => dequantize_q2_k(src, dst),
         DType::Q3_K => dequantize_q3_k(src, dst),
         DType::Q4_K => dequantize_q4_k(src, dst),
@@ -510,6 +559,7 @@ pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
         DType::Q8_0 => quantize_q8_0(src, dst),
         DType::Q4_0 => quantize_q4_0(src, dst),
         DType::Q5_0 => quantize_q5_0(src, dst),
+        DType::Q5_1 => quantize_q5_1(src, dst),
         DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
             let bytes = dtype.row_bytes(src.len())?;
             if dst.len() < bytes {
@@ -554,6 +604,31 @@ mod tests {
         dequantize_q4_0(&q, &mut back);
         for (a, b) in src.iter().zip(&back) {
             assert!((a - b).abs() < 2.0 / 7.0, "{a} vs {b}");
+        }
+    }
+
+    /// Q5_1 as ggml writes it: the bytes of the `gguf` package's port of
+    /// `quantize_row_q5_1_ref` for `q5_0_matches_ggml`'s input (gguf 0.19), and dequantized
+    /// within half a step.
+    #[test]
+    fn q5_1_matches_ggml() {
+        let src: Vec<f32> = (0..64)
+            .map(|i| (i as f32 * 0.7).sin() * ((i % 7) as f32 - 3.0) + 0.01 * i as f32)
+            .collect();
+        let mut q = vec![0u8; DType::Q5_1.row_bytes(64).unwrap()];
+        quantize_q5_1(&src, &mut q);
+        let hex: String = q.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "e9311cc190f999884ef7f96ef01ac01ef5ae9e044854b508e33127c1c8fddd8ceed6506a1fec20d513890f1bc470840b"
+        );
+        let mut back = vec![0f32; 64];
+        dequantize_q5_1(&q, &mut back);
+        for (blk, (x, y)) in src.chunks(QK).zip(back.chunks(QK)).enumerate() {
+            let d = f16_at(&q, blk * 24);
+            for (a, b) in x.iter().zip(y) {
+                assert!((a - b).abs() <= d * 0.5 + 1e-3, "{a} vs {b} (step {d})");
+            }
         }
     }
 

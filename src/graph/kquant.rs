@@ -534,12 +534,13 @@ pub fn use_more_bits(i: usize, n: usize) -> bool {
 }
 
 /// llama.cpp's `tensor_type_fallback` for the K-quants its mixes use: `want` for rows of
-/// `ne0` values when they are whole super-blocks, else Q4_K → Q5_0 and Q6_K → Q8_0 (other
-/// types as they are).
+/// `ne0` values when they are whole super-blocks, else Q4_K → Q5_0, Q5_K → Q5_1 and Q6_K →
+/// Q8_0 (other types as they are).
 pub fn k_quant_fallback(want: DType, ne0: usize) -> DType {
     match want {
         _ if ne0.is_multiple_of(want.block_size()) => want,
         DType::Q4_K => DType::Q5_0,
+        DType::Q5_K => DType::Q5_1,
         DType::Q6_K => DType::Q8_0,
         other => other,
     }

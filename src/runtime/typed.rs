@@ -86,6 +86,7 @@ pub fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<TypedVec> {
         DType::Q8_0
         | DType::Q4_0
         | DType::Q5_0
+        | DType::Q5_1
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K
@@ -114,6 +115,7 @@ pub fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<TypedVec> {
         DType::Q8_0
         | DType::Q4_0
         | DType::Q5_0
+        | DType::Q5_1
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K

@@ -50,7 +50,13 @@ fn k_quant_scales(dtype: DType) -> &'static [(usize, f32)] {
         DType::Q5_K => &[(0, 63.0 * 31.0), (2, 63.0)],
         // d · (i8 scale) · (6-bit value - 32)
         DType::Q6_K => &[(208, 128.0 * 32.0)],
-        DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => &[],
+        DType::F32
+        | DType::F16
+        | DType::I32
+        | DType::Q8_0
+        | DType::Q4_0
+        | DType::Q5_0
+        | DType::Q5_1 => &[],
     }
 }
 

@@ -47,9 +47,8 @@ fn parse_dtype(s: &str) -> Result<DType, JsError> {
         .into_iter()
         .find(|d| d.name() == s.to_ascii_lowercase())
         .ok_or_else(|| {
-            JsError::new(&format!(
-                "unknown dtype {s:?} (f32, f16, i32, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k)"
-            ))
+            let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+            JsError::new(&format!("unknown dtype {s:?} ({})", names.join(", ")))
         })
 }
 

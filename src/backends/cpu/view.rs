@@ -94,6 +94,7 @@ impl TensorView {
                 DType::Q8_0
                 | DType::Q4_0
                 | DType::Q5_0
+                | DType::Q5_1
                 | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K
@@ -121,6 +122,7 @@ impl TensorView {
                 DType::Q8_0
                 | DType::Q4_0
                 | DType::Q5_0
+                | DType::Q5_1
                 | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K

@@ -419,6 +419,7 @@ pub(super) fn unit(dt: DType) -> usize {
         DType::Q8_0
         | DType::Q4_0
         | DType::Q5_0
+        | DType::Q5_1
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K

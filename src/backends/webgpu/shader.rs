@@ -399,6 +399,7 @@ mod wgsl {
     pub const A_Q8_0: &str = include_str!("../../../shaders/a_q8_0.wgsl");
     pub const A_Q4_0: &str = include_str!("../../../shaders/a_q4_0.wgsl");
     pub const A_Q5_0: &str = include_str!("../../../shaders/a_q5_0.wgsl");
+    pub const A_Q5_1: &str = include_str!("../../../shaders/a_q5_1.wgsl");
     pub const A_KQUANT: &str = include_str!("../../../shaders/a_kquant.wgsl");
     pub const A_Q2_K: &str = include_str!("../../../shaders/a_q2_k.wgsl");
     pub const A_Q3_K: &str = include_str!("../../../shaders/a_q3_k.wgsl");
@@ -413,6 +414,7 @@ mod wgsl {
     pub const DOT_Q8_0: &str = include_str!("../../../shaders/dot_q8_0.wgsl");
     pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
     pub const DOT_Q5_0: &str = include_str!("../../../shaders/dot_q5_0.wgsl");
+    pub const DOT_Q5_1: &str = include_str!("../../../shaders/dot_q5_1.wgsl");
     pub const DOT_KQUANT: &str = include_str!("../../../shaders/dot_kquant.wgsl");
     pub const BINARY: &str = include_str!("../../../shaders/binary.wgsl");
     pub const UNARY: &str = include_str!("../../../shaders/unary.wgsl");
@@ -661,6 +663,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         (_, DType::Q8_0) => &[wgsl::A_PACKED, wgsl::A_Q8_0],
         (_, DType::Q4_0) => &[wgsl::A_PACKED, wgsl::A_Q4_0],
         (_, DType::Q5_0) => &[wgsl::A_PACKED, wgsl::A_Q5_0],
+        (_, DType::Q5_1) => &[wgsl::A_PACKED, wgsl::A_Q5_1],
         // K-quants: the shared super-block reader, then the type's bit planes and scales.
         (_, DType::Q2_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q2_K],
         (_, DType::Q3_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q3_K],
@@ -737,6 +740,7 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
             DType::Q8_0 => wgsl::DOT_Q8_0,
             DType::Q4_0 => wgsl::DOT_Q4_0,
             DType::Q5_0 => wgsl::DOT_Q5_0,
+            DType::Q5_1 => wgsl::DOT_Q5_1,
             DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => wgsl::DOT_KQUANT,
             DType::F32 | DType::F16 | DType::I32 => wgsl::DOT_PLAIN,
         });

@@ -163,10 +163,10 @@ impl PackedWeights {
     }
 }
 
-/// `dst = src0 · src1ᵀ` for f32/f16 `a` (or a K-quant / Q5_0 `a`, its rows dequantized as
-/// they are read) and f32 `b`, with `a` already packed if `pre` is given (made from this
-/// `a`; rows too few for the GEMM take the GEMV as usual) and `ep` applied to the output as it is stored; `false` when
-/// this kernel does not apply.
+/// `dst = src0 · src1ᵀ` for f32/f16 `a` (or a K-quant / Q5_0 / Q5_1 `a`, its rows
+/// dequantized as they are read) and f32 `b`, with `a` already packed if `pre` is given (made
+/// from this `a`; rows too few for the GEMM take the GEMV as usual) and `ep` applied to the
+/// output as it is stored; `false` when this kernel does not apply.
 pub fn matmul_fused(
     par: Par,
     dst: &TensorView,
@@ -196,9 +196,10 @@ fn matmul_with(
 ) -> bool {
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
     // Q8_0 / Q4_0 weights take the integer kernels (`quant`). K-quants the kernels of
-    // `kquant` do not take, and Q5_0 weights not packed as panels, have no integer GEMM:
+    // `kquant` do not take, Q5_0 weights not packed as panels, and Q5_1's, have no integer GEMM:
     // those matmuls dequantize their rows into this one.
-    let quant_ok = (a.dtype.is_k_quant() || a.dtype == DType::Q5_0) && a.rows_contiguous();
+    let quant_ok = (a.dtype.is_k_quant() || matches!(a.dtype, DType::Q5_0 | DType::Q5_1))
+        && a.rows_contiguous();
     if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)
         || b.dtype != DType::F32
         || dst.dtype != DType::F32

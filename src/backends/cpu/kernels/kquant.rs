@@ -655,9 +655,13 @@ fn block_of(dtype: DType) -> Option<Block> {
         DType::Q4_K => block::<Q4K>,
         DType::Q5_K => block::<Q5K>,
         DType::Q6_K => block::<Q6K>,
-        DType::F32 | DType::F16 | DType::I32 | DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => {
-            return None
-        }
+        DType::F32
+        | DType::F16
+        | DType::I32
+        | DType::Q8_0
+        | DType::Q4_0
+        | DType::Q5_0
+        | DType::Q5_1 => return None,
     })
 }
 

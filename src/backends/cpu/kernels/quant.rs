@@ -1,4 +1,4 @@
-//! Q8_0 / Q5_0 / Q4_0 and Q3_K … Q6_K matmul, as ggml does it: each activation row is
+//! Q8_0 / Q5_0 / Q5_1 / Q4_0 and Q3_K … Q6_K matmul, as ggml does it: each activation row is
 //! quantized to Q8_0 on the fly, then every output is a sum over 32-element blocks of
 //! `d_w * d_x * (integer dot)`, the integer dots in i8x16/i16x8 lanes (the K-quants' `d_w`
 //! an integer scale of the block times the super-block's `d`, less their mins). Weights are
@@ -424,6 +424,7 @@ pub fn matmul(
         | DType::F16
         | DType::I32
         | DType::Q5_0
+        | DType::Q5_1
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K
@@ -516,7 +517,8 @@ const COL_BLOCK: usize = 64;
 ///   (8, 16) is `-bias ·` the activation block's sum, which starts the accumulator.
 /// - Q8_0 only: per `[group][block][row]` an i32, `-ACT_OFFSET ·` the row's block sum,
 ///   which starts that block's integer accumulator (undoing the activation encoding's
-///   offset for free).
+///   offset for free). Q5_1 (Q5_0's values, not biased) keeps there its blocks' minus mins
+///   (f32), multiplied by each activation block's `-dx · Σx` after the dots.
 /// - per `[group][block][row]` the f32 scale; K-quants: per `[group][super-block]` the 4
 ///   rows' f32 `d` (Q4_K: then their `dmin`).
 /// - K-quants only: per `[group][block]` 8 bytes, the 4 rows' integer scales of the block's
@@ -531,8 +533,9 @@ const COL_BLOCK: usize = 64;
 /// activation sums of its halves, which start its two accumulators; Q4_K's and Q5_K's mins
 /// multiply the activation block's sum).
 ///
-/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q6_K 0.83 (0.82), Q5_0 0.75 (0.69), Q5_K
-/// 0.72 (0.69), Q4_0 0.625 (0.56), Q4_K 0.59 (0.56), Q3_K 0.59 (0.43). The layout loses
+/// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q5_1 0.875 (0.75), Q6_K 0.83 (0.82), Q5_0
+/// 0.75 (0.69), Q5_K 0.72 (0.69), Q4_0 0.625 (0.56), Q4_K 0.59 (0.56), Q3_K 0.59 (0.43). The
+/// layout loses
 /// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
 /// own (made from a weight on first use), or a weights buffer's, where the weight is stored
 /// in this layout from the start ([`Int8Panels::at`]).
@@ -561,7 +564,8 @@ impl Int8Panels {
     fn layout(kind: PanelKind, m: usize, k: usize) -> [usize; 4] {
         let groups = m.div_ceil(GROUP);
         let blocks = groups * (k / QK);
-        let sums = if kind == PanelKind::Q8 {
+        // Q8_0's block sums, Q5_1's minus mins.
+        let sums = if matches!(kind, PanelKind::Q8 | PanelKind::Q51) {
             blocks * GROUP * 4
         } else {
             0
@@ -684,11 +688,18 @@ impl Int8Panels {
             // Q5_0's values 0..=31 (the weight's plus 16), Q8_0's i8s and Q4_0's nibble bytes
             // as they are.
             let q5;
-            let vals = if self.kind == PanelKind::Q5 {
-                q5 = q5_0_values(blk);
-                &q5[..]
-            } else {
-                &blk[2..]
+            let fifth = self.kind.high() == High::Fifth;
+            let vals = match self.kind {
+                PanelKind::Q5 => {
+                    q5 = q5_0_values(blk);
+                    &q5[..]
+                }
+                // Q5_1: Q5_0's values after its min.
+                PanelKind::Q51 => {
+                    q5 = q5_0_values(&blk[2..]);
+                    &q5[..]
+                }
+                _ => &blk[2..],
             };
             unsafe {
                 *self.scales.add(at) = f16_at(blk.as_ptr());
@@ -696,10 +707,13 @@ impl Int8Panels {
                     let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
                     *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
                 }
+                if self.kind == PanelKind::Q51 {
+                    *self.neg_mins().add(at) = -f16_at(blk.as_ptr().add(2));
+                }
                 let base = self.values.add((g * nb + b) * self.kind.group_block());
                 // Q8_0: slice `s` holds values `4s .. 4s + 4`; Q4_0 and Q5_0: vector `s` the
                 // bytes `4s .. 4s + 4` of the block's nibbles, Q5_0's fifth bits in the plane.
-                if self.kind == PanelKind::Q5 {
+                if fifth {
                     put_nibble_values(base, r, vals.try_into().unwrap_or(&[0; QK]), High::Fifth);
                 } else {
                     for (s, four) in vals.chunks_exact(4).enumerate() {
@@ -775,6 +789,21 @@ impl Int8Panels {
         }
     }
 
+    /// Q5_1's per-`[group][block][row]` minus mins, kept where Q8_0 keeps its block sums.
+    fn neg_mins(&self) -> *mut f32 {
+        debug_assert!(self.kind == PanelKind::Q51);
+        self.sums as *mut f32
+    }
+
+    /// Block `b` of row `row`'s min (Q5_1's); `None` for other kinds.
+    fn block_min(&self, row: usize, b: usize) -> Option<f32> {
+        (self.kind == PanelKind::Q51).then(|| {
+            let at = ((row / GROUP) * (self.k / QK) + b) * GROUP + row % GROUP;
+            // In range: the block of a row of these panels.
+            -unsafe { *self.neg_mins().add(at) }
+        })
+    }
+
     /// Rows `row0 ..` in their GGUF bytes (`out`: whole rows), exactly as packed.
     pub fn unpack_rows(&self, row0: usize, out: &mut [u8]) -> Result<()> {
         let rb = self.row_bytes();
@@ -793,8 +822,11 @@ impl Int8Panels {
                     continue;
                 }
                 let (d, q) = self.block(row0 + i, b);
-                // The scale came from an f16: converting back is exact.
+                // The scale (and Q5_1's min) came from an f16: converting back is exact.
                 blk[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
+                if let Some(m) = self.block_min(row0 + i, b) {
+                    blk[2..4].copy_from_slice(&half::f16::from_f32(m).to_le_bytes());
+                }
                 match self.kind {
                     PanelKind::Q4 => {
                         for j in 0..QK / 2 {
@@ -802,6 +834,7 @@ impl Int8Panels {
                         }
                     }
                     PanelKind::Q5 => set_q5_0_values(blk, &q.map(|v| (v + 16) as u8)),
+                    PanelKind::Q51 => set_q5_0_values(&mut blk[2..], &q.map(|v| v as u8)),
                     PanelKind::Q8 => {
                         for (o, &v) in blk[2..].iter_mut().zip(&q) {
                             *o = v as u8;
@@ -878,8 +911,13 @@ impl Int8Panels {
         }
         for (b, o) in out.chunks_exact_mut(QK).enumerate().take(self.k / QK) {
             let (d, q) = self.block(row, b);
+            // Q5_1: `q · d + m`, as ggml's order.
+            let m = self.block_min(row, b);
             for (o, &v) in o.iter_mut().zip(&q) {
-                *o = v as f32 * d;
+                *o = match m {
+                    Some(m) => v as f32 * d + m,
+                    None => v as f32 * d,
+                };
             }
         }
     }
@@ -913,7 +951,12 @@ impl Int8Panels {
     fn value_bytes(&self, g: usize, out: &mut [u8]) {
         debug_assert!(matches!(
             self.kind,
-            PanelKind::Q4 | PanelKind::Q5 | PanelKind::Q3K | PanelKind::Q5K | PanelKind::Q6K
+            PanelKind::Q4
+                | PanelKind::Q5
+                | PanelKind::Q51
+                | PanelKind::Q3K
+                | PanelKind::Q5K
+                | PanelKind::Q6K
         ));
         let (w, high) = (self.group_values(g), self.kind.high());
         let bb = self.kind.group_block();
@@ -951,7 +994,8 @@ impl Int8Panels {
             PanelKind::Q5 | PanelKind::Q4 => Encoding::PanelsBiased {
                 bias: self.kind.bias(),
             },
-            PanelKind::Q3K | PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => {
+            // Q5_1: its mins times each block's `dx · Σx`.
+            PanelKind::Q51 | PanelKind::Q3K | PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => {
                 Encoding::PanelsHalves
             }
         }
@@ -979,6 +1023,8 @@ pub enum PanelKind {
     Q5K = KIND_Q5K,
     /// Q3_K: the values plus 4 (0..=7) as nibbles, with Q6_K's scales (offset 4).
     Q3K = KIND_Q3K,
+    /// Q5_1: the values (0..=31) as Q5_0's, with an f32 scale and minus min per block.
+    Q51 = KIND_Q51,
 }
 
 impl PanelKind {
@@ -992,6 +1038,7 @@ impl PanelKind {
             DType::Q3_K => Some(Self::Q3K),
             DType::Q5_K => Some(Self::Q5K),
             DType::Q6_K => Some(Self::Q6K),
+            DType::Q5_1 => Some(Self::Q51),
             DType::F32 | DType::F16 | DType::I32 | DType::Q2_K => None,
         }
     }
@@ -1004,6 +1051,7 @@ impl PanelKind {
             Self::Q4 => DType::Q4_0,
             Self::Q4K => DType::Q4_K,
             Self::Q3K => DType::Q3_K,
+            Self::Q51 => DType::Q5_1,
             Self::Q5K => DType::Q5_K,
             Self::Q6K => DType::Q6_K,
         }
@@ -1061,6 +1109,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
     }
     let nb = p.k / QK;
     let (sums, scales) = (p.sums, p.scales);
+    let q51 = K == KIND_Q51 || K == KIND_Q51_BYTES;
     let roll = rolls(K, C, N);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     // The rows' records ([`Layout::Records`]): tiles of several rows start a record
@@ -1075,7 +1124,12 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
             let x: [*const u8; C] = std::array::from_fn(|c| rec.add((lane + c) * REC_VALUES));
             // The biased values' accumulators start at `-bias ·` the activation block's sum
             // (`quantize_q8_biased`).
+            // (Q5_1's start at 0: its records hold the halves' sums there, its mins
+            // come after the dots.)
             let start = || -> [[I32x4; C]; G] {
+                if q51 {
+                    return [[I32x4::splat(0); C]; G];
+                }
                 let s = |c: usize| rec.add(REC_STARTS + (lane + c) * REC_SUMS * 4);
                 [std::array::from_fn(|c| I32x4::load(s(c) as *const i32)); G]
             };
@@ -1087,8 +1141,8 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     let load = |w| I8x16::load(w as *const i8);
                     int8_slices(acc, w, x, 0..QK / 4, load, dot, roll)
                 }
-                // Q5_0's values as bytes (0..=31, the 7-bit operand).
-                KIND_Q5_BYTES if N => {
+                // Q5_0's and Q5_1's values as bytes (0..=31, the 7-bit operand).
+                KIND_Q5_BYTES | KIND_Q51_BYTES if N => {
                     // Narrow dots: each half's 4 dots of values up to 31 (`Dot16`'s bound)
                     // in 16-bit lanes.
                     let load = |w| U8x16::load(w);
@@ -1119,7 +1173,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     }
                     acc
                 }
-                KIND_Q5_BYTES | KIND_Q4_BYTES => int8_slices(
+                KIND_Q5_BYTES | KIND_Q51_BYTES | KIND_Q4_BYTES => int8_slices(
                     start(),
                     w,
                     x,
@@ -1132,10 +1186,11 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     // Q4_0 and Q5_0 (values 0..=15 / 0..=31, the 7-bit operand) one row at
                     // a time; the GEMM (C > 1) reads both as bytes (`int8_tiled`).
                     debug_assert!(C == 1);
-                    // Q5_0's fifth bits (see `Int8Panels`).
-                    let planes: Option<[[U8x16; 2]; G]> = (K == KIND_Q5).then(|| {
-                        std::array::from_fn(|g| [U8x16::load(w[g].add(GROUP_BLOCK_Q4)); 2])
-                    });
+                    // Q5_0's and Q5_1's fifth bits (see `Int8Panels`).
+                    let planes: Option<[[U8x16; 2]; G]> =
+                        (kind_high(K) == High::Fifth).then(|| {
+                            std::array::from_fn(|g| [U8x16::load(w[g].add(GROUP_BLOCK_Q4)); 2])
+                        });
                     let zero = [[I32x4::splat(0); C]; G];
                     let (mut acc, hi) = nibble_dots::<G, C, N, false>(
                         w,
@@ -1158,9 +1213,14 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
             for g in 0..G {
                 let dw = F32x4::load(scales.add(gb[g] * GROUP));
                 for c in 0..C {
-                    let dx = *(rec.add(REC_SCALES + (lane + c) * REC_DS * 4) as *const f32);
-                    let s = dw * F32x4::splat(dx);
+                    let dx = rec.add(REC_SCALES + (lane + c) * REC_DS * 4) as *const f32;
+                    let s = dw * F32x4::splat(*dx);
                     accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(acc[g][c]), s);
+                    if q51 {
+                        // `-m` times the block's `-dx · Σx` (`quantize_q8_halves`).
+                        let neg_m = F32x4::load(sums.add(gb[g] * GROUP) as *const f32);
+                        accf[g][c] = accf[g][c].mul_add(neg_m, F32x4::splat(*dx.add(1)));
+                    }
                 }
             }
             rec = rec.add(REC_BYTES);
@@ -1736,6 +1796,9 @@ const KIND_Q5K_BYTES: u8 = 9;
 const KIND_Q3K: u8 = 10;
 /// Q3_K panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
 const KIND_Q3K_BYTES: u8 = 11;
+const KIND_Q51: u8 = 12;
+/// Q5_1 panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
+const KIND_Q51_BYTES: u8 = 13;
 
 // The per-kind properties are `const fn`s of the kind byte, so a kernel's const generic
 // argument folds them to constants and `PanelKind`'s methods read the same table.
@@ -1771,7 +1834,7 @@ const fn kind_offset(k: u8) -> i32 {
 /// [`PanelKind::high`] of kind `k`.
 const fn kind_high(k: u8) -> High {
     match k {
-        KIND_Q5 | KIND_Q5K => High::Fifth,
+        KIND_Q5 | KIND_Q5K | KIND_Q51 => High::Fifth,
         KIND_Q6K => High::Crumbs,
         _ => High::None,
     }
@@ -1781,7 +1844,7 @@ const fn kind_high(k: u8) -> High {
 const fn block_bytes(k: u8) -> usize {
     match k {
         KIND_Q4 | KIND_Q4K | KIND_Q3K => GROUP_BLOCK_Q4,
-        KIND_Q5 | KIND_Q5K => GROUP_BLOCK_Q5,
+        KIND_Q5 | KIND_Q5K | KIND_Q51 => GROUP_BLOCK_Q5,
         KIND_Q6K => GROUP_BLOCK_Q6,
         _ => GROUP_BLOCK,
     }
@@ -1846,6 +1909,7 @@ unsafe fn int8_kernel<const N: bool>(
             (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K, N>(out, p, xq, groups, j),
             (PanelKind::Q5K, true) => int8_gemv::<KIND_Q5K, N>(out, p, xq, groups, j),
             (PanelKind::Q3K, true) => int8_gemv::<KIND_Q3K, N>(out, p, xq, groups, j),
+            (PanelKind::Q51, true) => int8_gemv::<KIND_Q51, N>(out, p, xq, groups, j),
             (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, N>(out, p, xq, groups, j),
             (PanelKind::Q8, false) => int8_tiled::<KIND_Q8, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q5, false) => int8_tiled::<KIND_Q5, N>(out, p, xq, groups, cols, bytes),
@@ -1853,6 +1917,7 @@ unsafe fn int8_kernel<const N: bool>(
             (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q5K, false) => int8_tiled::<KIND_Q5K, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q3K, false) => int8_tiled::<KIND_Q3K, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q51, false) => int8_tiled::<KIND_Q51, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K, N>(out, p, xq, groups, cols, bytes),
         }
     }
@@ -1912,7 +1977,7 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
     // Q5_0's, Q5_K's and Q6_K's values with higher bits, and Q4_0's, are unpacked to bytes
     // (`value_bytes` writes every byte of a part).
     let q4_bytes = K == KIND_Q4;
-    let as_bytes = matches!(K, KIND_Q5 | KIND_Q3K | KIND_Q5K | KIND_Q6K) || q4_bytes;
+    let as_bytes = matches!(K, KIND_Q5 | KIND_Q51 | KIND_Q3K | KIND_Q5K | KIND_Q6K) || q4_bytes;
     if as_bytes {
         bytes.resize(2 * nb * GROUP_BLOCK, 0);
     }
@@ -1939,6 +2004,12 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
                         int8_tiles::<KIND_Q5_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
                     } else {
                         int8_tiles::<KIND_Q5_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
+                    }
+                } else if K == KIND_Q51 {
+                    if pair {
+                        int8_tiles::<KIND_Q51_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
+                    } else {
+                        int8_tiles::<KIND_Q51_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
                     }
                 } else if q4_bytes {
                     if pair {
@@ -2095,6 +2166,7 @@ mod tests {
             DType::Q4_K,
             DType::Q5_K,
             DType::Q6_K,
+            DType::Q5_1,
         ] {
             // The K-quants' rows are whole super-blocks of 256 values.
             let kk = dtype.block_size() / QK;
