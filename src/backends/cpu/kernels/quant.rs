@@ -944,8 +944,8 @@ impl Int8Panels {
         unsafe { self.values.add(g * (self.k / QK) * self.kind.group_block()) }
     }
 
-    /// Q4_0, Q5_0, Q5_K or Q6_K panels' group `g` with each block's values as bytes (up to
-    /// 63) in Q8_0's layout (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out`
+    /// Q4_0, Q5_0, Q5_1, Q3_K, Q5_K or Q6_K panels' group `g` with each block's values as
+    /// bytes (up to 63) in Q8_0's layout (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out`
     /// (`k / 32 · 128` bytes): each vector's nibbles with their higher bits, as
     /// [`int8_tile`]'s byte dots take them.
     fn value_bytes(&self, g: usize, out: &mut [u8]) {
@@ -985,9 +985,10 @@ impl Int8Panels {
     }
 
     /// How the activations are encoded for these panels: plainly (see [`QuantRows`]) for the
-    /// non-negative values (Q4_0's and Q4_K's nibbles, Q5_0's and Q5_K's 0..=31, Q6_K's
-    /// 0..=63), which are relaxed SIMD's 7-bit operand, with the sums of each block's halves
-    /// for the K-quants (their scales are per 16 values, their offsets from the sums).
+    /// non-negative values (Q4_0's and Q4_K's nibbles, Q3_K's 0..=7, Q5_0's, Q5_1's and
+    /// Q5_K's 0..=31, Q6_K's 0..=63), which are relaxed SIMD's 7-bit operand, with the sums
+    /// of each block's halves for the K-quants (their scales are per 16 values, their offsets
+    /// from the sums) and Q5_1 (its mins, from each block's sum).
     fn encoding(&self) -> Encoding {
         match self.kind {
             PanelKind::Q8 => Encoding::Panels,
