@@ -7,14 +7,16 @@
 //! cargo run --release --example quantize -- IN.gguf OUT.gguf q4_k_m
 //! ```
 //!
-//! The type is one dtype for every matrix (`q8_0`, `q4_0`, `q5_0`, `q5_1`, `q4_k`, `q6_k`,
-//! ...) or `q4_k_m` / `q5_k_m`, llama.cpp's mixes (`llama_tensor_get_type` for
-//! `LLAMA_FTYPE_MOSTLY_Q4_K_M` / `Q5_K_M`, no importance matrix): Q4_K (Q5_K); Q6_K for the
+//! The type is one dtype for every matrix (`q8_0`, `q4_0`, `q4_1`, `q5_0`, `q5_1`,
+//! `iq4_nl`, `q4_k`, `q6_k`, ...) or `q4_k_m` / `q5_k_m`, llama.cpp's mixes
+//! (`llama_tensor_get_type` for `LLAMA_FTYPE_MOSTLY_Q4_K_M` / `Q5_K_M`, no importance
+//! matrix): Q4_K (Q5_K); Q6_K for the
 //! output matrix (the token embeddings when they are tied), and for `attn_v` and `ffn_down`
 //! in the layers `use_more_bits` picks (the first and last eighth, every third between); then
 //! llama.cpp's fallback for rows that are not whole 256-value super-blocks: Q4_K to Q5_0,
 //! Q5_K to Q5_1, Q6_K to Q8_0. A Qwen2.5-0.5B-shaped file (rows of 896) is then mostly Q5_0
-//! (Q5_1) and Q8_0 with K-quant `ffn_down`, as the files people download are. `scripts/decoder-models.py --bench` makes the benchmark's Q4_K_M file with it.
+//! (Q5_1) and Q8_0 with K-quant `ffn_down`, as the files people download are.
+//! `scripts/decoder-models.py --bench` makes the benchmark's Q4_K_M file with it.
 
 use webtensor::graph::{k_quant_fallback, row_from_f32, row_to_f32, use_more_bits, DType};
 use webtensor::model::gguf::{Gguf, GgufWriter, Value};
@@ -41,41 +43,54 @@ fn k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool, base: DType) -> 
     k_quant_fallback(want, ne0)
 }
 
+/// What the matrices become.
+#[derive(Clone, Copy)]
+enum Plan {
+    /// One dtype for every matrix (rows it cannot hold keep theirs).
+    One(DType),
+    /// llama.cpp's K_M mix on this base type (Q4_K or Q5_K).
+    Mix(DType),
+}
+
 /// llama.cpp's `general.file_type` for a file of `ty`.
 fn file_type(ty: &str) -> Option<u32> {
     Some(match ty {
         "f32" => 0,
         "f16" => 1,
         "q4_0" => 2,
+        "q4_1" => 3,
         "q8_0" => 7,
         "q5_0" => 8,
         "q5_1" => 9,
         "q5_k" | "q5_k_m" => 17,
         "q6_k" => 18,
         "q4_k" | "q4_k_m" => 15,
+        "iq4_nl" => 25,
         _ => return None,
     })
 }
 
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
     let [input, output, ty] = &args[..] else {
-        return Err("usage: quantize IN.gguf OUT.gguf TYPE (q4_k_m, q5_k_m, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, f16, f32)".into());
+        let types = names.join(", ");
+        return Err(format!(
+            "usage: quantize IN.gguf OUT.gguf TYPE (q4_k_m, q5_k_m, {types})"
+        ));
     };
-    let mix = match ty.as_str() {
-        "q4_k_m" => Some(DType::Q4_K),
-        "q5_k_m" => Some(DType::Q5_K),
-        _ => None,
-    };
-    let one = if mix.is_some() {
-        None
-    } else {
-        Some(
+    // A mix's base type, or the one dtype of every matrix.
+    let plan = match ty.as_str() {
+        "q4_k_m" => Plan::Mix(DType::Q4_K),
+        "q5_k_m" => Plan::Mix(DType::Q5_K),
+        _ => Plan::One(
             DType::ALL
                 .into_iter()
                 .find(|d| d.name() == ty)
-                .ok_or_else(|| format!("unknown type {ty}"))?,
-        )
+                .ok_or_else(|| {
+                    format!("unknown type {ty} (q4_k_m, q5_k_m, {})", names.join(", "))
+                })?,
+        ),
     };
     let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
     let g = Gguf::parse(&bytes).map_err(|e| format!("{input}: {e}"))?;
@@ -98,11 +113,11 @@ fn run() -> Res<()> {
     for t in g.tensors() {
         let data = g.tensor_data(t).map_err(|e| e.to_string())?;
         let (ne0, rows) = (t.ne[0], t.ne[1..].iter().product::<usize>());
-        let to = match one {
+        let to = match plan {
             _ if t.ne.len() < 2 => t.dtype,
-            Some(d) if ne0.is_multiple_of(d.block_size()) => d,
-            Some(_) => t.dtype,
-            None => k_m_type(&t.name, ne0, n_layer, tied, mix.unwrap_or(DType::Q4_K)),
+            Plan::One(d) if ne0.is_multiple_of(d.block_size()) => d,
+            Plan::One(_) => t.dtype,
+            Plan::Mix(base) => k_m_type(&t.name, ne0, n_layer, tied, base),
         };
         *counts.entry(to.name()).or_default() += 1;
         if to == t.dtype {

@@ -6,7 +6,8 @@
 //! of ggml's reference quantizers; the f32 file holds the mix's dequantized values, so the two
 //! differ only in how the kernels compute (the CPU rounds activations to 8 bits, Q8_K). A
 //! second pair at hidden size 160 (not whole super-blocks, as Qwen2.5-0.5B's 896) takes the
-//! mix's fallbacks, Q5_0 and Q8_0, for every matrix but `ffn_down`. The
+//! mix's fallbacks, Q5_0 and Q8_0, for every matrix but `ffn_down`; at that size the Q5_K_M
+//! mix falls back to Q5_1, and a Q3_K base to IQ4_NL (Q2_K/Q3_K files); a Q4_1 model too. The
 //! Q4_K_M model's logits must match the f32 model's over a prefill and greedy steps, and agree
 //! between the devices. (A comparison with llama.cpp on such a file needs its build: not in this run.)
 #![cfg(not(target_arch = "wasm32"))]
@@ -29,7 +30,7 @@ const CTX: usize = 64;
 type Tensor = (String, Vec<usize>, Vec<f32>, Vec<u8>);
 
 /// The two files' bytes for hidden size `h`: (f32, the mix of `base`: Q4_K for Q4_K_M,
-/// Q5_K for Q5_K_M), and the mixed file's dtype per tensor.
+/// Q5_K for Q5_K_M; any other dtype in their place), and the mixed file's dtype per tensor.
 fn models(h: usize, base: DType) -> (Vec<u8>, Vec<u8>, Vec<(String, DType)>) {
     let mut rng = Rng::new(2026);
     let head = h / HEADS;
@@ -188,6 +189,36 @@ fn a_q5_k_m_decoder_with_q5_1_fallbacks_tracks_its_f32_weights_on_every_device()
     assert_eq!(
         [DType::Q5_1, DType::Q8_0, DType::Q5_K, DType::Q6_K].map(count),
         [12, 2, 1, 1],
+        "{types:?}"
+    );
+    tracks_f32(&f32_file, &mixed);
+}
+
+/// The llama at hidden size 160 with Q3_K where Q4_K_M has Q4_K: llama.cpp's fallback for
+/// Q3_K rows that are not whole super-blocks, IQ4_NL (a Qwen2.5-0.5B Q3_K_M file's most
+/// matrices), with Q3_K `ffn_down`. (The base type swapped, not llama.cpp's whole Q3_K_M
+/// recipe, which puts Q4_K/Q5_K in some places: those types are tested above.)
+#[test]
+fn a_q3_k_decoder_with_iq4_nl_fallbacks_tracks_its_f32_weights_on_every_device() {
+    let (f32_file, mixed, types) = models(160, DType::Q3_K);
+    let count = |d: DType| types.iter().filter(|(_, t)| *t == d).count();
+    assert_eq!(
+        [DType::IQ4_NL, DType::Q8_0, DType::Q3_K, DType::Q6_K].map(count),
+        [12, 2, 1, 1],
+        "{types:?}"
+    );
+    tracks_f32(&f32_file, &mixed);
+}
+
+/// The llama at hidden size 160 in Q4_1 (older files' type) but where the mix has Q6_K
+/// (Q8_0 for rows that are not whole super-blocks).
+#[test]
+fn a_q4_1_decoder_tracks_its_f32_weights_on_every_device() {
+    let (f32_file, mixed, types) = models(160, DType::Q4_1);
+    let count = |d: DType| types.iter().filter(|(_, t)| *t == d).count();
+    assert_eq!(
+        [DType::Q4_1, DType::Q8_0, DType::Q6_K].map(count),
+        [13, 2, 1],
         "{types:?}"
     );
     tracks_f32(&f32_file, &mixed);

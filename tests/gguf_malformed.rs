@@ -1175,10 +1175,12 @@ fn non_finite_block_scales_are_errors_naming_the_tensor_at_load() {
 
     let cpu: Rc<dyn Device> = Rc::new(CpuDevice::new(KernelSet::Fast));
     // (dtype, byte offsets of its f16 scales within a block)
-    let types: [(DType, &[usize]); 8] = [
+    let types: [(DType, &[usize]); 10] = [
         (DType::Q8_0, &[0]),
         (DType::Q4_0, &[0]),
+        (DType::Q4_1, &[0, 2]),
         (DType::Q5_1, &[0, 2]),
+        (DType::IQ4_NL, &[0]),
         (DType::Q2_K, &[80, 82]),
         (DType::Q3_K, &[108]),
         (DType::Q4_K, &[0, 2]),
@@ -1247,5 +1249,5 @@ fn non_finite_block_scales_are_errors_naming_the_tensor_at_load() {
         }
     }
     println!("{n_err} corrupt-scale files refused at load, naming the tensor and block");
-    assert_eq!(n_err, 3 * 3 * (1 + 1 + 2 + 2 + 1 + 2 + 2 + 1));
+    assert_eq!(n_err, 3 * 3 * (1 + 1 + 2 + 2 + 1 + 2 + 1 + 2 + 2 + 1));
 }

@@ -28,13 +28,15 @@ fn shape4(op: &'static str, ne: &[usize]) -> Result<[usize; MAX_DIMS]> {
 }
 
 /// The dtypes a matmul's or get_rows' `a` (a weight) may have.
-pub const WEIGHT_DTYPES: [DType; 11] = [
+pub const WEIGHT_DTYPES: [DType; 13] = [
     DType::F32,
     DType::F16,
     DType::Q8_0,
     DType::Q4_0,
+    DType::Q4_1,
     DType::Q5_0,
     DType::Q5_1,
+    DType::IQ4_NL,
     DType::Q2_K,
     DType::Q3_K,
     DType::Q4_K,
@@ -349,8 +351,10 @@ impl Graph {
             (DType::F32 | DType::F16, DType::F32 | DType::F16 | DType::Q8_0 | DType::Q4_0) => true,
             (
                 DType::F32 | DType::F16,
-                DType::Q5_0
+                DType::Q4_1
+                | DType::Q5_0
                 | DType::Q5_1
+                | DType::IQ4_NL
                 | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K
@@ -366,8 +370,10 @@ impl Graph {
             (
                 DType::Q8_0
                 | DType::Q4_0
+                | DType::Q4_1
                 | DType::Q5_0
                 | DType::Q5_1
+                | DType::IQ4_NL
                 | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K

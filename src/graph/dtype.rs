@@ -15,6 +15,9 @@ pub enum DType {
     Q8_0,
     /// ggml Q4_0: blocks of 32 values, an f16 scale then 16 bytes of nibbles (18 bytes).
     Q4_0,
+    /// ggml Q4_1: blocks of 32 values, an f16 scale `d` and min `m` then 16 bytes of nibbles
+    /// (20 bytes); values 0..=15 times `d` plus `m`. Older GGUF files hold it.
+    Q4_1,
     /// ggml Q5_0: blocks of 32 values, an f16 scale, the values' fifth bits (4 bytes) then 16
     /// bytes of low nibbles (22 bytes); values 0..=31 less 16. llama.cpp's Q4_K_M mix writes it
     /// for rows that are not whole K-quant super-blocks (Qwen2.5-0.5B's 896).
@@ -23,6 +26,12 @@ pub enum DType {
     /// (4 bytes) then 16 bytes of low nibbles (24 bytes); values 0..=31 times `d` plus `m`.
     /// llama.cpp's Q5_K_M mix writes it for rows that are not whole K-quant super-blocks.
     Q5_1,
+    /// ggml IQ4_NL: blocks of 32 values, an f16 scale `d` then 16 bytes of nibbles (18
+    /// bytes), Q4_0's layout; each nibble indexes a fixed non-linear table of 16 `i8`
+    /// ([`IQ4_NL_VALUES`]), the value that entry times `d`. llama.cpp's Q2_K / Q3_K mixes
+    /// write it for rows that are not whole K-quant super-blocks (Qwen2.5-0.5B's 896).
+    #[allow(non_camel_case_types)]
+    IQ4_NL,
     /// ggml Q2_K: super-blocks of 256 values, 16 4-bit scale/min pairs, 2-bit values, f16
     /// `d` and `dmin` (84 bytes).
     #[allow(non_camel_case_types)]
@@ -52,14 +61,16 @@ pub const QK_K: usize = 256;
 
 impl DType {
     /// All dtypes, for tables and tests.
-    pub const ALL: [DType; 12] = [
+    pub const ALL: [DType; 14] = [
         DType::F32,
         DType::F16,
         DType::I32,
         DType::Q8_0,
         DType::Q4_0,
+        DType::Q4_1,
         DType::Q5_0,
         DType::Q5_1,
+        DType::IQ4_NL,
         DType::Q2_K,
         DType::Q3_K,
         DType::Q4_K,
@@ -80,7 +91,9 @@ impl DType {
     pub fn block_size(self) -> usize {
         match self {
             DType::F32 | DType::F16 | DType::I32 => 1,
-            DType::Q8_0 | DType::Q4_0 | DType::Q5_0 | DType::Q5_1 => QK,
+            DType::Q8_0 | DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::IQ4_NL => {
+                QK
+            }
             DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => QK_K,
         }
     }
@@ -93,8 +106,10 @@ impl DType {
             | DType::I32
             | DType::Q8_0
             | DType::Q4_0
+            | DType::Q4_1
             | DType::Q5_0
-            | DType::Q5_1 => false,
+            | DType::Q5_1
+            | DType::IQ4_NL => false,
             DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => true,
         }
     }
@@ -105,7 +120,8 @@ impl DType {
             DType::F32 | DType::I32 => 4,
             DType::F16 => 2,
             DType::Q8_0 => 2 + QK,
-            DType::Q4_0 => 2 + QK / 2,
+            DType::Q4_0 | DType::IQ4_NL => 2 + QK / 2,
+            DType::Q4_1 => 4 + QK / 2,
             DType::Q5_0 => 2 + 4 + QK / 2,
             DType::Q5_1 => 4 + 4 + QK / 2,
             // scales[16], qs[64], d, dmin
@@ -150,8 +166,10 @@ impl DType {
             DType::I32 => "i32",
             DType::Q8_0 => "q8_0",
             DType::Q4_0 => "q4_0",
+            DType::Q4_1 => "q4_1",
             DType::Q5_0 => "q5_0",
             DType::Q5_1 => "q5_1",
+            DType::IQ4_NL => "iq4_nl",
             DType::Q2_K => "q2_k",
             DType::Q3_K => "q3_k",
             DType::Q4_K => "q4_k",
@@ -235,6 +253,143 @@ pub fn dequantize_q4_0(src: &[u8], dst: &mut [f32]) {
             let b = blk[2 + j];
             out[j] = ((b & 0x0f) as i32 - 8) as f32 * d;
             out[j + QK / 2] = ((b >> 4) as i32 - 8) as f32 * d;
+        }
+    }
+}
+
+/// Quantizes `src` to Q4_1 bytes, as ggml's `quantize_row_q4_1_ref`: per block `d = (max -
+/// min) / 15`, `m = min`, values `(x - min) / d` rounded half up, at most 15.
+pub fn quantize_q4_1(src: &[f32], dst: &mut [u8]) {
+    for (blk, out) in src
+        .chunks_exact(QK)
+        .zip(dst.chunks_exact_mut(DType::Q4_1.block_bytes()))
+    {
+        let (min, max) = blk
+            .iter()
+            .fold((f32::MAX, -f32::MAX), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let d = (max - min) / 15.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
+        out[2..4].copy_from_slice(&half::f16::from_f32(min).to_le_bytes());
+        // ggml: MIN(15, (int8_t)((x - min) * id + 0.5f)).
+        let q = |x: f32| (((x - min) * id + 0.5) as i8).min(15) as u8;
+        for j in 0..QK / 2 {
+            out[4 + j] = q(blk[j]) | (q(blk[j + QK / 2]) << 4);
+        }
+    }
+}
+
+/// Dequantizes Q4_1 bytes into `dst` (a whole number of blocks), as ggml's
+/// `dequantize_row_q4_1`: `q · d + m`.
+pub fn dequantize_q4_1(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src
+        .chunks_exact(DType::Q4_1.block_bytes())
+        .zip(dst.chunks_exact_mut(QK))
+    {
+        let (d, m) = (f16_at(blk, 0), f16_at(blk, 2));
+        for j in 0..QK / 2 {
+            let b = blk[4 + j];
+            out[j] = (b & 0x0f) as f32 * d + m;
+            out[j + QK / 2] = (b >> 4) as f32 * d + m;
+        }
+    }
+}
+
+/// IQ4_NL's 16 values (ggml's `kvalues_iq4nl`), indexed by a block's nibbles.
+pub const IQ4_NL_VALUES: [i8; 16] = [
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+];
+
+/// The index of the [`IQ4_NL_VALUES`] entry nearest `x` (ggml's `best_index_int8`: ties to
+/// the upper entry).
+fn iq4_nl_index(x: f32) -> u8 {
+    let v = |i: usize| IQ4_NL_VALUES[i] as f32;
+    if x <= v(0) {
+        return 0;
+    }
+    if x >= v(15) {
+        return 15;
+    }
+    let (mut lo, mut hi) = (0, 15);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if x < v(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    if x - v(hi - 1) < v(hi) - x {
+        (hi - 1) as u8
+    } else {
+        hi as u8
+    }
+}
+
+/// Quantizes `src` to IQ4_NL bytes, as ggml's `quantize_iq4_nl` without an importance
+/// matrix (`quantize_row_iq4_nl_impl`, 7 tries): per block the values weighted by their
+/// squares, a scale from the signed max, then 15 more scales tried, the one that fits the
+/// values best (least squares over the table entries) kept, and the nibbles picked again
+/// for it.
+pub fn quantize_iq4_nl(src: &[f32], dst: &mut [u8]) {
+    const NTRY: i32 = 7;
+    let v0 = IQ4_NL_VALUES[0] as f32;
+    for (x, out) in src
+        .chunks_exact(QK)
+        .zip(dst.chunks_exact_mut(DType::IQ4_NL.block_bytes()))
+    {
+        let (mut amax, mut max) = (0f32, 0f32);
+        for &v in x {
+            if v.abs() > amax {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        // Σ w·q·x and Σ w·q² over the block for inverse scale `id` (weights `x²`).
+        let fit = |id: f32| {
+            let (mut sqx, mut sq2) = (0f32, 0f32);
+            for &v in x {
+                let q = IQ4_NL_VALUES[iq4_nl_index(id * v) as usize] as f32;
+                let w = v * v;
+                sqx += w * q * v;
+                sq2 += w * q * q;
+            }
+            (sqx, sq2)
+        };
+        // (An all-but-zero block: scale 0, every nibble the entry nearest 0, as ggml.)
+        let mut d = 0.0;
+        if amax >= 1e-15 {
+            let (sqx, sq2) = fit(1.0 / (-max / v0));
+            d = if sq2 > 0.0 { sqx / sq2 } else { 0.0 };
+            let mut best = d * sqx;
+            for t in -NTRY..=NTRY {
+                let (sqx, sq2) = fit((t as f32 + v0) / max);
+                if sq2 > 0.0 && sqx * sqx > best * sq2 {
+                    d = sqx / sq2;
+                    best = d * sqx;
+                }
+            }
+        }
+        out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        for j in 0..QK / 2 {
+            out[2 + j] = iq4_nl_index(id * x[j]) | (iq4_nl_index(id * x[j + QK / 2]) << 4);
+        }
+    }
+}
+
+/// Dequantizes IQ4_NL bytes into `dst` (a whole number of blocks), as ggml's
+/// `dequantize_row_iq4_nl`: the table entry of each nibble times `d`.
+pub fn dequantize_iq4_nl(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src
+        .chunks_exact(DType::IQ4_NL.block_bytes())
+        .zip(dst.chunks_exact_mut(QK))
+    {
+        let d = f16_at(blk, 0);
+        for j in 0..QK / 2 {
+            let b = blk[2 + j];
+            out[j] = d * IQ4_NL_VALUES[(b & 0x0f) as usize] as f32;
+            out[j + QK / 2] = d * IQ4_NL_VALUES[(b >> 4) as usize] as f32;
         }
     }
 }
@@ -471,8 +626,8 @@ pub fn dequantize_q6_k(src: &[u8], dst: &mut [f32]) {
 /// none for unquantized types.
 fn scale_offsets(dtype: DType) -> &'static [usize] {
     match dtype {
-        DType::Q8_0 | DType::Q4_0 | DType::Q5_0 => &[0],
-        DType::Q5_1 => &[0, 2],
+        DType::Q8_0 | DType::Q4_0 | DType::Q5_0 | DType::IQ4_NL => &[0],
+        DType::Q4_1 | DType::Q5_1 => &[0, 2],
         DType::Q2_K => &[80, 82],
         DType::Q3_K => &[108],
         DType::Q4_K | DType::Q5_K => &[0, 2],
@@ -521,8 +676,10 @@ pub fn row_to_f32(dtype: DType, src: &[u8], dst: &mut [f32]) {
         }
         DType::Q8_0 => dequantize_q8_0(src, dst),
         DType::Q4_0 => dequantize_q4_0(src, dst),
+        DType::Q4_1 => dequantize_q4_1(src, dst),
         DType::Q5_0 => dequantize_q5_0(src, dst),
         DType::Q5_1 => dequantize_q5_1(src, dst),
+        DType::IQ4_NL => dequantize_iq4_nl(src, dst),
         DType::Q2_K => dequantize_q2_k(src, dst),
         DType::Q3_K => dequantize_q3_k(src, dst),
         DType::Q4_K => dequantize_q4_k(src, dst),
@@ -558,8 +715,10 @@ pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
         }
         DType::Q8_0 => quantize_q8_0(src, dst),
         DType::Q4_0 => quantize_q4_0(src, dst),
+        DType::Q4_1 => quantize_q4_1(src, dst),
         DType::Q5_0 => quantize_q5_0(src, dst),
         DType::Q5_1 => quantize_q5_1(src, dst),
+        DType::IQ4_NL => quantize_iq4_nl(src, dst),
         DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
             let bytes = dtype.row_bytes(src.len())?;
             if dst.len() < bytes {
@@ -582,6 +741,13 @@ pub fn row_from_f32(dtype: DType, src: &[f32], dst: &mut [u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The input of the `*_matches_ggml` tests: 64 values, two blocks.
+    fn ggml_input() -> Vec<f32> {
+        (0..64)
+            .map(|i| (i as f32 * 0.7).sin() * ((i % 7) as f32 - 3.0) + 0.01 * i as f32)
+            .collect()
+    }
 
     #[test]
     fn q8_0_round_trip_is_close() {
@@ -607,14 +773,66 @@ mod tests {
         }
     }
 
+    /// Q4_1 as ggml writes it: the bytes of the `gguf` package's port of
+    /// `quantize_row_q4_1_ref` for `q5_0_matches_ggml`'s input (gguf 0.19), and dequantized
+    /// within half a step.
+    #[test]
+    fn q4_1_matches_ggml() {
+        let src = ggml_input();
+        let mut q = vec![0u8; DType::Q4_1.row_bytes(64).unwrap()];
+        quantize_q4_1(&src, &mut q);
+        let hex: String = q.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "1c361cc1a77374b7f815608f7a57478a2b2a5a8c153627c1e763a0bc877698ea09458f8d69384a8d"
+        );
+        let mut back = vec![0f32; 64];
+        dequantize_q4_1(&q, &mut back);
+        for (blk, (x, y)) in src.chunks(QK).zip(back.chunks(QK)).enumerate() {
+            let d = f16_at(&q, blk * 20);
+            for (a, b) in x.iter().zip(y) {
+                assert!((a - b).abs() <= d * 0.5 + 1e-3, "{a} vs {b} (step {d})");
+            }
+        }
+    }
+
+    /// IQ4_NL as ggml writes it: the bytes ggml's `quantize_iq4_nl` (llama.cpp as vendored by
+    /// llama-cpp-python 0.3.36, compiled for x86-64 without FMA) gives for
+    /// `q5_0_matches_ggml`'s input; dequantized as the `gguf` package's
+    /// `IQ4_NL.dequantize_blocks` (the same values); an all-zero block as ggml writes it.
+    #[test]
+    fn iq4_nl_matches_ggml() {
+        let src = ggml_input();
+        let mut q = vec![0u8; DType::IQ4_NL.row_bytes(64).unwrap()];
+        quantize_iq4_nl(&src, &mut q);
+        let hex: String = q.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "2da6487c7b3807ea9f6074a8b864d2d4a472e6a5089d3f3267895604f5bb706194c6b471"
+        );
+        let mut back = vec![0f32; 64];
+        dequantize_iq4_nl(&q, &mut back);
+        let want: Vec<u32> = "bcc5a000,bfa3a880,bf6aae00,bcc5a000,3e770800,bf1a6500,c02e7740,404414c0,3f974e80,bcc5a000,bcc5a000,3f974e80,400025c0,3f974e80,3f974e80,400025c0,3f974e80,3e770800,3e770800,3fc8b680,404414c0,c0096940,bea09200,3f07de00,3e770800,bf1a6500,bf6aae00,3f07de00,bfd51080,bfd51080,bf1a6500,3e770800,bcbcc000,bfcb7f00,c026a180,3ff4c900,3e6bf000,be995c00,3f01c400,3f908300,3f4e7200,bf602400,403b4680,40195c00,3f908300,3f01c400,3f908300,40195c00,403b4680,be995c00,3fbfb300,3fbfb300,3f01c400,bcbcc000,3f4e7200,403b4680,c026a180,bf602400,3e6bf000,3f01c400,be995c00,bf9c4f00,bf602400,3e6bf000".split(',').map(|h| u32::from_str_radix(h, 16).unwrap()).collect();
+        assert_eq!(back.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want);
+        // Each value within the table's widest gap (24 entries' steps) of the input.
+        for (blk, (x, y)) in src.chunks(QK).zip(back.chunks(QK)).enumerate() {
+            let d = f16_at(&q, blk * 18).abs();
+            for (a, b) in x.iter().zip(y) {
+                assert!((a - b).abs() <= d * 12.0 + 1e-3, "{a} vs {b} (scale {d})");
+            }
+        }
+        let mut zero = [0u8; 18];
+        quantize_iq4_nl(&[0.0; QK], &mut zero);
+        assert_eq!(zero[..2], [0, 0]);
+        assert!(zero[2..].iter().all(|&b| b == 0x88), "{zero:?}");
+    }
+
     /// Q5_1 as ggml writes it: the bytes of the `gguf` package's port of
     /// `quantize_row_q5_1_ref` for `q5_0_matches_ggml`'s input (gguf 0.19), and dequantized
     /// within half a step.
     #[test]
     fn q5_1_matches_ggml() {
-        let src: Vec<f32> = (0..64)
-            .map(|i| (i as f32 * 0.7).sin() * ((i % 7) as f32 - 3.0) + 0.01 * i as f32)
-            .collect();
+        let src = ggml_input();
         let mut q = vec![0u8; DType::Q5_1.row_bytes(64).unwrap()];
         quantize_q5_1(&src, &mut q);
         let hex: String = q.iter().map(|b| format!("{b:02x}")).collect();
@@ -638,9 +856,7 @@ mod tests {
     /// these bytes elsewhere (tests/runtime.rs).
     #[test]
     fn q5_0_matches_ggml() {
-        let src: Vec<f32> = (0..64)
-            .map(|i| (i as f32 * 0.7).sin() * ((i % 7) as f32 - 3.0) + 0.01 * i as f32)
-            .collect();
+        let src = ggml_input();
         let mut q = vec![0u8; DType::Q5_0.row_bytes(64).unwrap()];
         quantize_q5_0(&src, &mut q);
         let hex: String = q.iter().map(|b| format!("{b:02x}")).collect();

@@ -534,11 +534,14 @@ pub fn use_more_bits(i: usize, n: usize) -> bool {
 }
 
 /// llama.cpp's `tensor_type_fallback` for the K-quants its mixes use: `want` for rows of
-/// `ne0` values when they are whole super-blocks, else Q4_K → Q5_0, Q5_K → Q5_1 and Q6_K →
-/// Q8_0 (other types as they are).
+/// `ne0` values when they are whole super-blocks, else Q2_K and Q3_K → IQ4_NL, Q4_K → Q5_0,
+/// Q5_K → Q5_1 and Q6_K → Q8_0 (other types as they are). (IQ4_NL is what the llama.cpp
+/// builds that wrote the Q2_K / Q3_K_M files on the model hubs pick; later builds, such as
+/// the one llama-cpp-python 0.3.36 vendors, write Q4_0 there.)
 pub fn k_quant_fallback(want: DType, ne0: usize) -> DType {
     match want {
         _ if ne0.is_multiple_of(want.block_size()) => want,
+        DType::Q2_K | DType::Q3_K => DType::IQ4_NL,
         DType::Q4_K => DType::Q5_0,
         DType::Q5_K => DType::Q5_1,
         DType::Q6_K => DType::Q8_0,

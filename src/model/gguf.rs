@@ -220,6 +220,7 @@ pub fn ggml_type_id(dtype: DType) -> u32 {
         DType::F32 => 0,
         DType::F16 => 1,
         DType::Q4_0 => 2,
+        DType::Q4_1 => 3,
         DType::Q5_0 => 6,
         DType::Q5_1 => 7,
         DType::Q8_0 => 8,
@@ -228,6 +229,7 @@ pub fn ggml_type_id(dtype: DType) -> u32 {
         DType::Q4_K => 12,
         DType::Q5_K => 13,
         DType::Q6_K => 14,
+        DType::IQ4_NL => 20,
         DType::I32 => 26,
     }
 }
@@ -238,6 +240,7 @@ pub fn dtype_from_ggml(id: u32) -> Option<DType> {
         0 => DType::F32,
         1 => DType::F16,
         2 => DType::Q4_0,
+        3 => DType::Q4_1,
         6 => DType::Q5_0,
         7 => DType::Q5_1,
         8 => DType::Q8_0,
@@ -246,6 +249,7 @@ pub fn dtype_from_ggml(id: u32) -> Option<DType> {
         12 => DType::Q4_K,
         13 => DType::Q5_K,
         14 => DType::Q6_K,
+        20 => DType::IQ4_NL,
         26 => DType::I32,
         _ => return None,
     })

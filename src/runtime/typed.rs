@@ -83,15 +83,8 @@ pub fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<TypedVec> {
     let whole = match dtype {
         DType::F32 | DType::I32 => bytes.len().is_multiple_of(4),
         DType::F16 => bytes.len().is_multiple_of(2),
-        DType::Q8_0
-        | DType::Q4_0
-        | DType::Q5_0
-        | DType::Q5_1
-        | DType::Q2_K
-        | DType::Q3_K
-        | DType::Q4_K
-        | DType::Q5_K
-        | DType::Q6_K => true,
+        // The quantized dtypes.
+        _ => true,
     };
     if !whole {
         return Err(Error::InvalidArgument(format!(
@@ -112,15 +105,8 @@ pub fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<TypedVec> {
                 .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect(),
         ),
-        DType::Q8_0
-        | DType::Q4_0
-        | DType::Q5_0
-        | DType::Q5_1
-        | DType::Q2_K
-        | DType::Q3_K
-        | DType::Q4_K
-        | DType::Q5_K
-        | DType::Q6_K => TypedVec::U8(bytes.to_vec()),
+        // The quantized dtypes.
+        _ => TypedVec::U8(bytes.to_vec()),
     })
 }
 

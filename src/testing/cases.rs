@@ -382,7 +382,7 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
         },
     ];
     let mut all: Vec<Mm> = list.to_vec();
-    for q in [Q8_0, Q4_0, Q5_0, Q5_1] {
+    for q in [Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL] {
         all.extend([
             mm(q, 256, 1, 1),
             mm(q, 0, 4, 2),
@@ -460,7 +460,9 @@ fn matmul_tolerance(dtype: DType) -> f64 {
         DType::F32 | DType::F16 | DType::I32 => F32_ACC,
         // The CPU's integer dots quantize activations to 8 bits (Q8_0 blocks; Q8_K
         // super-blocks for the K-quants).
-        DType::Q8_0 | DType::Q4_0 | DType::Q5_0 | DType::Q5_1 => QUANT_MATMUL,
+        DType::Q8_0 | DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::IQ4_NL => {
+            QUANT_MATMUL
+        }
         DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => QUANT_MATMUL,
     }
 }
@@ -837,7 +839,7 @@ fn rope_cases(v: &mut Vec<OpCase>) {
 fn cpy_cases(v: &mut Vec<OpCase>) {
     use DType::*;
     // (from, to, shape, layout)
-    let list: [(DType, DType, [usize; 4], Layout); 34] = [
+    let list: [(DType, DType, [usize; 4], Layout); 38] = [
         (F32, F16, [65, 3, 2, 1], Layout::Contig),
         // f32 to f32 rows: memcpy (permuted rows, an offset view) or a strided gather.
         (F32, F32, [6, 4, 3, 2], Layout::Permuted),
@@ -868,6 +870,10 @@ fn cpy_cases(v: &mut Vec<OpCase>) {
         (Q5_0, F16, [64, 3, 2, 1], Layout::Offset),
         (Q5_1, F32, [96, 3, 1, 1], Layout::Contig),
         (Q5_1, F16, [64, 3, 2, 1], Layout::Permuted),
+        (Q4_1, F32, [64, 3, 1, 1], Layout::Contig),
+        (Q4_1, F16, [96, 2, 2, 1], Layout::Offset),
+        (IQ4_NL, F32, [96, 3, 1, 1], Layout::Contig),
+        (IQ4_NL, F16, [64, 3, 2, 1], Layout::Permuted),
         // K-quants dequantized, and copied as bytes (the graph's cpy does not quantize to them).
         (Q2_K, F32, [256, 3, 1, 1], Layout::Contig),
         (Q3_K, F16, [512, 2, 1, 1], Layout::Contig),
@@ -1105,7 +1111,7 @@ fn set_rows_cases(v: &mut Vec<OpCase>) {
 fn get_rows_cases(v: &mut Vec<OpCase>) {
     use DType::*;
     for dtype in [
-        F32, F16, Q8_0, Q4_0, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+        F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
     ] {
         let ne0 = if dtype.is_k_quant() {
             256

@@ -55,8 +55,10 @@ fn k_quant_scales(dtype: DType) -> &'static [(usize, f32)] {
         | DType::I32
         | DType::Q8_0
         | DType::Q4_0
+        | DType::Q4_1
         | DType::Q5_0
-        | DType::Q5_1 => &[],
+        | DType::Q5_1
+        | DType::IQ4_NL => &[],
     }
 }
 

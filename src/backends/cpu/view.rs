@@ -91,15 +91,8 @@ impl TensorView {
                 DType::F32 => (p as *const f32).read_unaligned(),
                 DType::F16 => half::f16::from_bits((p as *const u16).read_unaligned()).to_f32(),
                 DType::I32 => (p as *const i32).read_unaligned() as f32,
-                DType::Q8_0
-                | DType::Q4_0
-                | DType::Q5_0
-                | DType::Q5_1
-                | DType::Q2_K
-                | DType::Q3_K
-                | DType::Q4_K
-                | DType::Q5_K
-                | DType::Q6_K => f32::NAN,
+                // The quantized dtypes.
+                _ => f32::NAN,
             }
         }
     }
@@ -119,15 +112,8 @@ impl TensorView {
                 DType::F32 => (p as *mut f32).write_unaligned(v),
                 DType::F16 => (p as *mut u16).write_unaligned(half::f16::from_f32(v).to_bits()),
                 DType::I32 => (p as *mut i32).write_unaligned(v as i32),
-                DType::Q8_0
-                | DType::Q4_0
-                | DType::Q5_0
-                | DType::Q5_1
-                | DType::Q2_K
-                | DType::Q3_K
-                | DType::Q4_K
-                | DType::Q5_K
-                | DType::Q6_K => {}
+                // The quantized dtypes.
+                _ => {}
             }
         }
     }

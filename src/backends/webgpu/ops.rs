@@ -416,15 +416,8 @@ pub(super) fn unit(dt: DType) -> usize {
     match dt {
         DType::F32 | DType::I32 => 4,
         DType::F16 => 2,
-        DType::Q8_0
-        | DType::Q4_0
-        | DType::Q5_0
-        | DType::Q5_1
-        | DType::Q2_K
-        | DType::Q3_K
-        | DType::Q4_K
-        | DType::Q5_K
-        | DType::Q6_K => 1,
+        // The quantized dtypes.
+        _ => 1,
     }
 }
 

@@ -400,6 +400,8 @@ mod wgsl {
     pub const A_Q4_0: &str = include_str!("../../../shaders/a_q4_0.wgsl");
     pub const A_Q5_0: &str = include_str!("../../../shaders/a_q5_0.wgsl");
     pub const A_Q5_1: &str = include_str!("../../../shaders/a_q5_1.wgsl");
+    pub const A_Q4_1: &str = include_str!("../../../shaders/a_q4_1.wgsl");
+    pub const A_IQ4_NL: &str = include_str!("../../../shaders/a_iq4_nl.wgsl");
     pub const A_KQUANT: &str = include_str!("../../../shaders/a_kquant.wgsl");
     pub const A_Q2_K: &str = include_str!("../../../shaders/a_q2_k.wgsl");
     pub const A_Q3_K: &str = include_str!("../../../shaders/a_q3_k.wgsl");
@@ -415,6 +417,8 @@ mod wgsl {
     pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
     pub const DOT_Q5_0: &str = include_str!("../../../shaders/dot_q5_0.wgsl");
     pub const DOT_Q5_1: &str = include_str!("../../../shaders/dot_q5_1.wgsl");
+    pub const DOT_Q4_1: &str = include_str!("../../../shaders/dot_q4_1.wgsl");
+    pub const DOT_IQ4_NL: &str = include_str!("../../../shaders/dot_iq4_nl.wgsl");
     pub const DOT_KQUANT: &str = include_str!("../../../shaders/dot_kquant.wgsl");
     pub const BINARY: &str = include_str!("../../../shaders/binary.wgsl");
     pub const UNARY: &str = include_str!("../../../shaders/unary.wgsl");
@@ -664,6 +668,8 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
         (_, DType::Q4_0) => &[wgsl::A_PACKED, wgsl::A_Q4_0],
         (_, DType::Q5_0) => &[wgsl::A_PACKED, wgsl::A_Q5_0],
         (_, DType::Q5_1) => &[wgsl::A_PACKED, wgsl::A_Q5_1],
+        (_, DType::Q4_1) => &[wgsl::A_PACKED, wgsl::A_Q4_1],
+        (_, DType::IQ4_NL) => &[wgsl::A_PACKED, wgsl::A_IQ4_NL],
         // K-quants: the shared super-block reader, then the type's bit planes and scales.
         (_, DType::Q2_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q2_K],
         (_, DType::Q3_K) => &[wgsl::A_PACKED, wgsl::A_KQUANT, wgsl::A_Q3_K],
@@ -741,6 +747,8 @@ pub(super) fn source(((kernel, dtype), variant): ShaderKey) -> String {
             DType::Q4_0 => wgsl::DOT_Q4_0,
             DType::Q5_0 => wgsl::DOT_Q5_0,
             DType::Q5_1 => wgsl::DOT_Q5_1,
+            DType::Q4_1 => wgsl::DOT_Q4_1,
+            DType::IQ4_NL => wgsl::DOT_IQ4_NL,
             DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => wgsl::DOT_KQUANT,
             DType::F32 | DType::F16 | DType::I32 => wgsl::DOT_PLAIN,
         });

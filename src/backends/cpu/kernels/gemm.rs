@@ -195,10 +195,11 @@ fn matmul_with(
     ep: Option<&Epilogue>,
 ) -> bool {
     let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
-    // Q8_0 / Q4_0 weights take the integer kernels (`quant`). K-quants the kernels of
-    // `kquant` do not take, Q5_0 weights not packed as panels, and Q5_1's, have no integer GEMM:
-    // those matmuls dequantize their rows into this one.
-    let quant_ok = (a.dtype.is_k_quant() || matches!(a.dtype, DType::Q5_0 | DType::Q5_1))
+    // Q8_0 / Q4_0 weights take the integer kernels (`quant`). Other quantized weights that
+    // neither the panels' kernels nor `kquant`'s take have no integer GEMM: those matmuls
+    // dequantize their rows into this one.
+    let quant_ok = a.dtype.is_quantized()
+        && !matches!(a.dtype, DType::Q8_0 | DType::Q4_0)
         && a.rows_contiguous();
     if !(matches!(a.dtype, DType::F32 | DType::F16) || quant_ok)
         || b.dtype != DType::F32

@@ -660,8 +660,10 @@ fn block_of(dtype: DType) -> Option<Block> {
         | DType::I32
         | DType::Q8_0
         | DType::Q4_0
+        | DType::Q4_1
         | DType::Q5_0
-        | DType::Q5_1 => return None,
+        | DType::Q5_1
+        | DType::IQ4_NL => return None,
     })
 }
 

@@ -423,8 +423,10 @@ pub fn matmul(
         DType::F32
         | DType::F16
         | DType::I32
+        | DType::Q4_1
         | DType::Q5_0
         | DType::Q5_1
+        | DType::IQ4_NL
         | DType::Q2_K
         | DType::Q3_K
         | DType::Q4_K
@@ -1040,7 +1042,9 @@ impl PanelKind {
             DType::Q5_K => Some(Self::Q5K),
             DType::Q6_K => Some(Self::Q6K),
             DType::Q5_1 => Some(Self::Q51),
-            DType::F32 | DType::F16 | DType::I32 | DType::Q2_K => None,
+            DType::F32 | DType::F16 | DType::I32 | DType::Q4_1 | DType::IQ4_NL | DType::Q2_K => {
+                None
+            }
         }
     }
 
