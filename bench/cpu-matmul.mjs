@@ -25,7 +25,8 @@ export const CASES = [
   // and down projection (896 outputs, k 4864: Q4_K / Q6_K in a Q4_K_M file) on a 64-token
   // prefill batch. A Q4_K_M file holds its rows of 896 as Q5_0 (llama.cpp's fallback where a
   // row is not a whole number of 256-value super-blocks): most of its prompt's multiply-adds.
-  ...['q8_0', 'q4_0', 'q5_0', 'q5_1'].map((w) => ({ name: `${w} gemm 4864×64×896`, w, m: 4864, n: 64, k: 896 })),
+  // Q3_K_M / Q2_K files hold those rows as IQ4_NL; older files Q4_1.
+  ...['q8_0', 'q4_0', 'q5_0', 'q5_1', 'q4_1', 'iq4_nl'].map((w) => ({ name: `${w} gemm 4864×64×896`, w, m: 4864, n: 64, k: 896 })),
   ...['q8_0', 'q4_0', 'q4_k', 'q6_k'].map((w) => ({ name: `${w} gemm 896×64×4864`, w, m: 896, n: 64, k: 4864 })),
   // Its key / value projections (128 outputs, 2 KV heads of 64) and query projection.
   { name: 'q4_0 gemm 128×64×896', w: 'q4_0', m: 128, n: 64, k: 896 },
@@ -36,8 +37,9 @@ export const CASES = [
   // f16 weights (F16 GGUF files): rows converted as they are read.
   { name: 'f16 matvec 4096×4096', w: 'f16', m: 4096, n: 1, k: 4096 },
   { name: 'f16 gemm 1024³', w: 'f16', m: 1024, n: 1024, k: 1024 },
-  // Q5_0 (Q4_K_M's rows of 896) and Q5_1 (Q5_K_M's) matrix-vector products.
-  ...['q5_0', 'q5_1'].map((w) => ({ name: `${w} matvec 4096×4096`, w, m: 4096, n: 1, k: 4096 })),
+  // Q5_0 (Q4_K_M's rows of 896), Q5_1 (Q5_K_M's), IQ4_NL (Q3_K_M's) and Q4_1 matrix-vector
+  // products.
+  ...['q5_0', 'q5_1', 'iq4_nl', 'q4_1'].map((w) => ({ name: `${w} matvec 4096×4096`, w, m: 4096, n: 1, k: 4096 })),
   // K-quants (the GGUF mixes people download: Q4_K_M is Q4_K with Q6_K).
   ...['q4_k', 'q6_k', 'q5_k', 'q3_k', 'q2_k'].flatMap((w) => [
     { name: `${w} matvec 4096×4096`, w, m: 4096, n: 1, k: 4096 },
@@ -47,7 +49,8 @@ export const CASES = [
 
 /** Bytes of one weight in each format (ggml's block sizes). */
 const WEIGHT_BYTES = {
-  f32: 4, f16: 2, q8_0: 34 / 32, q5_0: 22 / 32, q5_1: 24 / 32, q4_0: 18 / 32,
+  f32: 4, f16: 2, q8_0: 34 / 32, q5_0: 22 / 32, q5_1: 24 / 32, q4_0: 18 / 32, q4_1: 20 / 32,
+  iq4_nl: 18 / 32,
   q2_k: 84 / 256, q3_k: 110 / 256, q4_k: 144 / 256, q5_k: 176 / 256, q6_k: 210 / 256,
 };
 /**

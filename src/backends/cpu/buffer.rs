@@ -433,6 +433,11 @@ mod tests {
             (DType::Q5_0, 37, &[70, 1, 1]),
             (DType::Q5_0, 37, &[1, 1, 1]),
             (DType::Q5_0, 1200, &[1, 1, 1]),
+            (DType::Q4_1, 37, &[70, 1, 1]),
+            (DType::Q4_1, 1200, &[1, 1, 1]),
+            (DType::IQ4_NL, 37, &[70, 1, 1]),
+            (DType::IQ4_NL, 37, &[3, 1, 1]),
+            (DType::IQ4_NL, 1200, &[1, 1, 1]),
         ];
         let k = 96;
         for (dtype, m, dims) in cases {
@@ -496,9 +501,10 @@ mod tests {
                 cpu(&outs[2]).bytes(),
                 "{dtype:?} {m} {dims:?}"
             );
-            // (Q5_0 and Q5_1 have no per-call integer kernel: the f32 GEMM dequantizes them.)
+            // (Only Q8_0 and Q4_0 have a per-call integer kernel: the f32 GEMM dequantizes
+            // the others.)
             if dims[0] >= kernels::gemm::QUANT_GEMM_MIN_N
-                && !matches!(dtype, DType::Q5_0 | DType::Q5_1)
+                && matches!(dtype, DType::Q8_0 | DType::Q4_0)
             {
                 assert_eq!(
                     cpu(&outs[0]).bytes(),

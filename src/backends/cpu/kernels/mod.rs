@@ -7,8 +7,9 @@
 //! - `kquant`: K-quant (Q2_K … Q6_K) matmul on integer dots against activations quantized
 //!   to Q8_K, weights unpacked from their GGUF bytes as they are read (Q2_K, and weights
 //!   without panels).
-//! - `quant`: Q8_0 / Q5_0 / Q5_1 / Q4_0 / Q3_K / Q4_K / Q5_K / Q6_K matmul on integer dots against activations
-//!   quantized to Q8_0, on weights regrouped once into int8 panels ([`Prepacked`]).
+//! - `quant`: Q8_0 / Q5_0 / Q5_1 / Q4_0 / Q4_1 / IQ4_NL / Q3_K / Q4_K / Q5_K / Q6_K matmul on
+//!   integer dots against activations quantized to Q8_0, on weights regrouped once into int8
+//!   panels ([`Prepacked`]).
 //! - `attention`: fused attention with an online softmax (no score matrix in memory).
 //! - `elementwise`: binary/scale/unary, softmax, norm, rms_norm over packed rows.
 //! - `rows`: rope, row sums/means, get_rows.
@@ -52,14 +53,15 @@ pub enum Prepacked {
     /// The f32 GEMM's panels: f32 weights, and quantized ones dequantized in builds without
     /// the int8 GEMM (4 bytes per weight).
     F32(gemm::PackedWeights),
-    /// Q8_0 / Q6_K / Q5_1 / Q5_0 / Q5_K / Q4_0 / Q4_K / Q3_K weights regrouped for the int8
-    /// kernels (1.25 / 0.83 / 0.88 / 0.75 / 0.72 / 0.625 / 0.59 / 0.59 bytes per weight).
+    /// Q8_0 / Q6_K / Q5_1 / Q5_0 / Q4_1 / IQ4_NL / Q5_K / Q4_0 / Q4_K / Q3_K weights
+    /// regrouped for the int8 kernels (1.25 / 0.83 / 0.88 / 0.75 / 0.75 / 0.75 / 0.72 / 0.625 /
+    /// 0.59 / 0.59 bytes per weight).
     Int8(Rc<quant::Int8Panels>),
 }
 
 impl Prepacked {
-    /// `a` (a 2-D F32, Q8_0, Q5_0, Q5_1, Q4_0 or Q3_K … Q6_K weight) prepared; `None` for other
-    /// tensors.
+    /// `a` (a 2-D F32, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1, IQ4_NL or Q3_K … Q6_K weight) prepared;
+    /// `None` for other tensors.
     pub fn new(a: &TensorView) -> Option<Self> {
         if a.dtype.is_quantized() {
             // Dims first: a 3-D/4-D weight is not cached, so packing it would be thrown away.
@@ -73,9 +75,9 @@ impl Prepacked {
     }
 
     /// Bytes weights of `dtype` and shape `ne` take stored as panels, their only copy:
-    /// Q8_0 / Q4_0 / Q5_0 / Q5_1 / Q3_K / Q4_K / Q5_K / Q6_K matrices, as the int8 kernels read them;
-    /// `None` for others (f32 panels would be as large as the weight: those keep their bytes
-    /// and a copy made on use).
+    /// Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / Q3_K … Q6_K matrices, as the int8 kernels
+    /// read them; `None` for others (f32 panels would be as large as the weight: those keep
+    /// their bytes and a copy made on use).
     pub fn stored_size(dtype: DType, ne: &[usize]) -> Option<usize> {
         quant::Int8Panels::size_for(dtype, ne)
     }

@@ -1,4 +1,4 @@
-//! Q8_0 / Q5_0 / Q5_1 / Q4_0 and Q3_K … Q6_K matmul, as ggml does it: each activation row is
+//! Q8_0 / Q5_0 / Q5_1 / Q4_0 / Q4_1 / IQ4_NL and Q3_K … Q6_K matmul, as ggml does it: each activation row is
 //! quantized to Q8_0 on the fly, then every output is a sum over 32-element blocks of
 //! `d_w * d_x * (integer dot)`, the integer dots in i8x16/i16x8 lanes (the K-quants' `d_w`
 //! an integer scale of the block times the super-block's `d`, less their mins). Weights are
@@ -14,7 +14,7 @@ use super::simd::{
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::error::{Error, Result};
-use crate::graph::{q5_0_values, set_q5_0_values, DType, QK, QK_K};
+use crate::graph::{q5_0_values, set_q5_0_values, DType, IQ4_NL_VALUES, QK, QK_K};
 use std::ops::Range;
 
 /// Weight rows per block of the output loop (they stay in cache while every activation row
@@ -535,10 +535,13 @@ const COL_BLOCK: usize = 64;
 /// activation sums of its halves, which start its two accumulators; Q4_K's and Q5_K's mins
 /// multiply the activation block's sum).
 ///
+/// Q4_1's values are held as Q4_0's nibbles with Q5_1's minus mins; IQ4_NL's nibbles (table
+/// indices) as Q4_0's, with each block's sum of its table entries as Q8_0's sums: its dots
+/// look the entries up (one swizzle a vector) and take them as Q8_0's i8s.
+///
 /// Q8_0 takes 1.25 bytes per weight (GGUF 1.06), Q5_1 0.875 (0.75), Q6_K 0.83 (0.82), Q5_0
-/// 0.75 (0.69), Q5_K 0.72 (0.69), Q4_0 0.625 (0.56), Q4_K 0.59 (0.56), Q3_K 0.59 (0.43). The
-/// layout loses
-/// nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
+/// 0.75 (0.69), Q4_1 0.75 (0.625), IQ4_NL 0.75 (0.56), Q5_K 0.72 (0.69), Q4_0 0.625 (0.56),
+/// Q4_K 0.59 (0.56), Q3_K 0.59 (0.43). The layout loses nothing: [`Int8Panels::unpack_rows`] gives back the GGUF bytes. The memory is the panels'
 /// own (made from a weight on first use), or a weights buffer's, where the weight is stored
 /// in this layout from the start ([`Int8Panels::at`]).
 pub struct Int8Panels {
@@ -566,8 +569,8 @@ impl Int8Panels {
     fn layout(kind: PanelKind, m: usize, k: usize) -> [usize; 4] {
         let groups = m.div_ceil(GROUP);
         let blocks = groups * (k / QK);
-        // Q8_0's block sums, Q5_1's minus mins.
-        let sums = if matches!(kind, PanelKind::Q8 | PanelKind::Q51) {
+        // Q8_0's and IQ4_NL's block sums, Q5_1's and Q4_1's minus mins.
+        let sums = if matches!(kind, PanelKind::Q8 | PanelKind::IQ4NL) || kind.has_min() {
             blocks * GROUP * 4
         } else {
             0
@@ -701,6 +704,8 @@ impl Int8Panels {
                     q5 = q5_0_values(&blk[2..]);
                     &q5[..]
                 }
+                // Q4_1: Q4_0's nibble bytes after its min.
+                PanelKind::Q41 => &blk[4..],
                 _ => &blk[2..],
             };
             unsafe {
@@ -709,7 +714,13 @@ impl Int8Panels {
                     let sum: i32 = vals.iter().map(|&v| v as i8 as i32).sum();
                     *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
                 }
-                if self.kind == PanelKind::Q51 {
+                if self.kind == PanelKind::IQ4NL {
+                    // The sum of the table entries the nibbles pick, as Q8_0's of its i8s.
+                    let entry = |n: u8| IQ4_NL_VALUES[n as usize] as i32;
+                    let sum: i32 = vals.iter().map(|&b| entry(b & 15) + entry(b >> 4)).sum();
+                    *self.sums.add(at) = -(ACT_OFFSET as i32) * sum;
+                }
+                if self.kind.has_min() {
                     *self.neg_mins().add(at) = -f16_at(blk.as_ptr().add(2));
                 }
                 let base = self.values.add((g * nb + b) * self.kind.group_block());
@@ -768,7 +779,7 @@ impl Int8Panels {
     }
 
     /// Block `b` of row `row`: its scale and its 32 quantized values (Q4_0's minus 8, Q5_0's
-    /// minus 16).
+    /// minus 16, IQ4_NL's table entries).
     fn block(&self, row: usize, b: usize) -> (f32, [i8; QK]) {
         let (nb, g, r) = (self.k / QK, row / GROUP, row % GROUP);
         let at = (g * nb + b) * GROUP + r;
@@ -776,7 +787,11 @@ impl Int8Panels {
         unsafe {
             let base = self.values.add((g * nb + b) * self.kind.group_block());
             let bias = self.kind.bias();
-            if self.kind != PanelKind::Q8 {
+            if self.kind == PanelKind::IQ4NL {
+                for (o, v) in q.iter_mut().zip(nibble_values(base, r, High::None)) {
+                    *o = IQ4_NL_VALUES[v as usize];
+                }
+            } else if self.kind != PanelKind::Q8 {
                 for (o, v) in q.iter_mut().zip(nibble_values(base, r, self.kind.high())) {
                     *o = (v as i32 - bias) as i8;
                 }
@@ -791,15 +806,16 @@ impl Int8Panels {
         }
     }
 
-    /// Q5_1's per-`[group][block][row]` minus mins, kept where Q8_0 keeps its block sums.
+    /// Q5_1's and Q4_1's per-`[group][block][row]` minus mins, kept where Q8_0 keeps its
+    /// block sums.
     fn neg_mins(&self) -> *mut f32 {
-        debug_assert!(self.kind == PanelKind::Q51);
+        debug_assert!(self.kind.has_min());
         self.sums as *mut f32
     }
 
-    /// Block `b` of row `row`'s min (Q5_1's); `None` for other kinds.
+    /// Block `b` of row `row`'s min (Q5_1's, Q4_1's); `None` for other kinds.
     fn block_min(&self, row: usize, b: usize) -> Option<f32> {
-        (self.kind == PanelKind::Q51).then(|| {
+        self.kind.has_min().then(|| {
             let at = ((row / GROUP) * (self.k / QK) + b) * GROUP + row % GROUP;
             // In range: the block of a row of these panels.
             -unsafe { *self.neg_mins().add(at) }
@@ -824,7 +840,8 @@ impl Int8Panels {
                     continue;
                 }
                 let (d, q) = self.block(row0 + i, b);
-                // The scale (and Q5_1's min) came from an f16: converting back is exact.
+                // The scale (and Q5_1's and Q4_1's min) came from an f16: converting back is
+                // exact.
                 blk[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
                 if let Some(m) = self.block_min(row0 + i, b) {
                     blk[2..4].copy_from_slice(&half::f16::from_f32(m).to_le_bytes());
@@ -837,6 +854,19 @@ impl Int8Panels {
                     }
                     PanelKind::Q5 => set_q5_0_values(blk, &q.map(|v| (v + 16) as u8)),
                     PanelKind::Q51 => set_q5_0_values(&mut blk[2..], &q.map(|v| v as u8)),
+                    PanelKind::Q41 => {
+                        for j in 0..QK / 2 {
+                            blk[4 + j] = (q[j] as u8) | ((q[QK / 2 + j] as u8) << 4);
+                        }
+                    }
+                    PanelKind::IQ4NL => {
+                        // Each entry's index (the table's entries differ).
+                        let index =
+                            |v: i8| IQ4_NL_VALUES.iter().position(|&e| e == v).unwrap_or(0) as u8;
+                        for j in 0..QK / 2 {
+                            blk[2 + j] = index(q[j]) | (index(q[QK / 2 + j]) << 4);
+                        }
+                    }
                     PanelKind::Q8 => {
                         for (o, &v) in blk[2..].iter_mut().zip(&q) {
                             *o = v as u8;
@@ -913,7 +943,7 @@ impl Int8Panels {
         }
         for (b, o) in out.chunks_exact_mut(QK).enumerate().take(self.k / QK) {
             let (d, q) = self.block(row, b);
-            // Q5_1: `q · d + m`, as ggml's order.
+            // Q5_1, Q4_1: `q · d + m`, as ggml's order.
             let m = self.block_min(row, b);
             for (o, &v) in o.iter_mut().zip(&q) {
                 *o = match m {
@@ -946,14 +976,16 @@ impl Int8Panels {
         unsafe { self.values.add(g * (self.k / QK) * self.kind.group_block()) }
     }
 
-    /// Q4_0, Q5_0, Q5_1, Q3_K, Q5_K or Q6_K panels' group `g` with each block's values as
-    /// bytes (up to 63) in Q8_0's layout (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out`
-    /// (`k / 32 · 128` bytes): each vector's nibbles with their higher bits, as
-    /// [`int8_tile`]'s byte dots take them.
+    /// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q3_K, Q5_K or Q6_K panels' group `g` with each
+    /// block's values as bytes (up to 63; IQ4_NL's table entries, i8) in Q8_0's layout
+    /// (16-byte slices, slice `s` values `4s .. 4s + 4`), into `out` (`k / 32 · 128` bytes):
+    /// each vector's nibbles with their higher bits, as [`int8_tile`]'s byte dots take them.
     fn value_bytes(&self, g: usize, out: &mut [u8]) {
         debug_assert!(matches!(
             self.kind,
             PanelKind::Q4
+                | PanelKind::Q41
+                | PanelKind::IQ4NL
                 | PanelKind::Q5
                 | PanelKind::Q51
                 | PanelKind::Q3K
@@ -979,8 +1011,16 @@ impl Int8Panels {
                 for v in 0..4 {
                     let raw = U8x16::load(w.add(v * 16));
                     let (lo, hi) = nibble_halves(raw, high, planes, v);
-                    lo.store(blk.as_mut_ptr().add(v * 16));
-                    hi.store(blk.as_mut_ptr().add((4 + v) * 16));
+                    if self.kind == PanelKind::IQ4NL {
+                        let table = I8x16::load(IQ4_NL_VALUES.as_ptr());
+                        lo.lookup(table)
+                            .store(blk.as_mut_ptr().add(v * 16) as *mut i8);
+                        hi.lookup(table)
+                            .store(blk.as_mut_ptr().add((4 + v) * 16) as *mut i8);
+                    } else {
+                        lo.store(blk.as_mut_ptr().add(v * 16));
+                        hi.store(blk.as_mut_ptr().add((4 + v) * 16));
+                    }
                 }
             }
         }
@@ -993,14 +1033,18 @@ impl Int8Panels {
     /// from the sums) and Q5_1 (its mins, from each block's sum).
     fn encoding(&self) -> Encoding {
         match self.kind {
-            PanelKind::Q8 => Encoding::Panels,
+            // IQ4_NL's table entries are full-range i8, as Q8_0's values.
+            PanelKind::Q8 | PanelKind::IQ4NL => Encoding::Panels,
             PanelKind::Q5 | PanelKind::Q4 => Encoding::PanelsBiased {
                 bias: self.kind.bias(),
             },
-            // Q5_1: its mins times each block's `dx · Σx`.
-            PanelKind::Q51 | PanelKind::Q3K | PanelKind::Q4K | PanelKind::Q5K | PanelKind::Q6K => {
-                Encoding::PanelsHalves
-            }
+            // Q5_1, Q4_1: their mins times each block's `dx · Σx`.
+            PanelKind::Q51
+            | PanelKind::Q41
+            | PanelKind::Q3K
+            | PanelKind::Q4K
+            | PanelKind::Q5K
+            | PanelKind::Q6K => Encoding::PanelsHalves,
         }
     }
 }
@@ -1028,6 +1072,12 @@ pub enum PanelKind {
     Q3K = KIND_Q3K,
     /// Q5_1: the values (0..=31) as Q5_0's, with an f32 scale and minus min per block.
     Q51 = KIND_Q51,
+    /// Q4_1: the values (0..=15) as Q4_0's nibbles, with an f32 scale and minus min per
+    /// block.
+    Q41 = KIND_Q41,
+    /// IQ4_NL: the nibbles (table indices) as Q4_0's, each block's sum of its table entries
+    /// as Q8_0's sums; the dots look the entries up (one swizzle a vector).
+    IQ4NL = KIND_IQ4NL,
 }
 
 impl PanelKind {
@@ -1042,9 +1092,9 @@ impl PanelKind {
             DType::Q5_K => Some(Self::Q5K),
             DType::Q6_K => Some(Self::Q6K),
             DType::Q5_1 => Some(Self::Q51),
-            DType::F32 | DType::F16 | DType::I32 | DType::Q4_1 | DType::IQ4_NL | DType::Q2_K => {
-                None
-            }
+            DType::Q4_1 => Some(Self::Q41),
+            DType::IQ4_NL => Some(Self::IQ4NL),
+            DType::F32 | DType::F16 | DType::I32 | DType::Q2_K => None,
         }
     }
 
@@ -1057,6 +1107,8 @@ impl PanelKind {
             Self::Q4K => DType::Q4_K,
             Self::Q3K => DType::Q3_K,
             Self::Q51 => DType::Q5_1,
+            Self::Q41 => DType::Q4_1,
+            Self::IQ4NL => DType::IQ4_NL,
             Self::Q5K => DType::Q5_K,
             Self::Q6K => DType::Q6_K,
         }
@@ -1065,6 +1117,11 @@ impl PanelKind {
     /// What the stored values exceed the weight's by (the K-quants' per block: none).
     fn bias(self) -> i32 {
         kind_bias(self as u8)
+    }
+
+    /// Whether each block has a min (Q5_1, Q4_1), kept in the sums' place.
+    fn has_min(self) -> bool {
+        kind_has_min(self as u8)
     }
 
     /// Whether these are a K-quant's panels (integer scales, `d` per super-block).
@@ -1114,7 +1171,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
     }
     let nb = p.k / QK;
     let (sums, scales) = (p.sums, p.scales);
-    let q51 = K == KIND_Q51 || K == KIND_Q51_BYTES;
+    let with_min = kind_has_min(K);
     let roll = rolls(K, C, N);
     let mut accf = [[F32x4::splat(0.0); C]; G];
     // The rows' records ([`Layout::Records`]): tiles of several rows start a record
@@ -1129,10 +1186,10 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
             let x: [*const u8; C] = std::array::from_fn(|c| rec.add((lane + c) * REC_VALUES));
             // The biased values' accumulators start at `-bias ·` the activation block's sum
             // (`quantize_q8_biased`).
-            // (Q5_1's start at 0: its records hold the halves' sums there, its mins
-            // come after the dots.)
+            // (Q5_1's and Q4_1's start at 0: their records hold the halves' sums there,
+            // their mins come after the dots.)
             let start = || -> [[I32x4; C]; G] {
-                if q51 {
+                if with_min {
                     return [[I32x4::splat(0); C]; G];
                 }
                 let s = |c: usize| rec.add(REC_STARTS + (lane + c) * REC_SUMS * 4);
@@ -1163,9 +1220,30 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     }
                     acc
                 }
-                // Q4_0's values as bytes (0..=15) on narrow dots: a block's 8 dots in one
-                // 16-bit sum (`Dot16`'s bound), widened once.
-                KIND_Q4_BYTES if N => {
+                // IQ4_NL one row at a time (the GEMM reads its entries as Q8_0's bytes):
+                // each vector's nibbles looked up in the table, then dotted as Q8_0's i8s.
+                KIND_IQ4NL => {
+                    debug_assert!(C == 1);
+                    let table = I8x16::load(IQ4_NL_VALUES.as_ptr());
+                    let mut acc: [[I32x4; C]; G] =
+                        std::array::from_fn(|g| [I32x4::load(sums.add(gb[g] * GROUP)); C]);
+                    for v in 0..4 {
+                        for g in 0..G {
+                            let raw = U8x16::load(w[g].add(v * 16));
+                            let (l, h) = nibble_halves(raw, High::None, [raw; 2], v);
+                            for c in 0..C {
+                                let xl = ActSlice::load(x[c].add(v * SLICE_BYTES));
+                                let xh = ActSlice::load(x[c].add((QK / 8 + v) * SLICE_BYTES));
+                                let a = l.lookup(table).dot4_as::<N>(xl, acc[g][c]);
+                                acc[g][c] = h.lookup(table).dot4_as::<N>(xh, a);
+                            }
+                        }
+                    }
+                    acc
+                }
+                // Q4_0's and Q4_1's values as bytes (0..=15) on narrow dots: a block's 8
+                // dots in one 16-bit sum (`Dot16`'s bound), widened once.
+                KIND_Q4_BYTES | KIND_Q41_BYTES if N => {
                     let zero = [[Dot16::zero(); C]; G];
                     let load = |w| U8x16::load(w);
                     let dot = |w, xs: ActSlice, a| xs.dot4_u16(w, a);
@@ -1178,7 +1256,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     }
                     acc
                 }
-                KIND_Q5_BYTES | KIND_Q51_BYTES | KIND_Q4_BYTES => int8_slices(
+                KIND_Q5_BYTES | KIND_Q51_BYTES | KIND_Q4_BYTES | KIND_Q41_BYTES => int8_slices(
                     start(),
                     w,
                     x,
@@ -1221,7 +1299,7 @@ unsafe fn int8_tile<const K: u8, const G: usize, const C: usize, const N: bool>(
                     let dx = rec.add(REC_SCALES + (lane + c) * REC_DS * 4) as *const f32;
                     let s = dw * F32x4::splat(*dx);
                     accf[g][c] = accf[g][c].mul_add(F32x4::from_i32(acc[g][c]), s);
-                    if q51 {
+                    if with_min {
                         // `-m` times the block's `-dx · Σx` (`quantize_q8_halves`).
                         let neg_m = F32x4::load(sums.add(gb[g] * GROUP) as *const f32);
                         accf[g][c] = accf[g][c].mul_add(neg_m, F32x4::splat(*dx.add(1)));
@@ -1470,7 +1548,12 @@ fn rolled(n: usize, roll: bool) -> usize {
 /// on narrow dots Q4_0's (its GEMM reads byte panels, [`int8_tiled`]) and the split 32-bit
 /// dots' (Q8_0's, Q6_K's bytes), whose loops are the 32-bit dot's.
 const fn rolls(k: u8, c: usize, narrow: bool) -> bool {
-    c > 1 && (!narrow || matches!(k, KIND_Q4_BYTES | KIND_Q8 | KIND_Q6K_BYTES | KIND_Q3K_BYTES))
+    c > 1
+        && (!narrow
+            || matches!(
+                k,
+                KIND_Q4_BYTES | KIND_Q41_BYTES | KIND_Q8 | KIND_Q6K_BYTES | KIND_Q3K_BYTES
+            ))
 }
 
 /// How a panel block's values keep their bits above the nibbles (after the nibbles).
@@ -1804,6 +1887,11 @@ const KIND_Q3K_BYTES: u8 = 11;
 const KIND_Q51: u8 = 12;
 /// Q5_1 panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
 const KIND_Q51_BYTES: u8 = 13;
+const KIND_Q41: u8 = 14;
+/// Q4_1 panels' values as bytes, Q8_0's layout (see [`int8_tiled`]).
+const KIND_Q41_BYTES: u8 = 15;
+/// (IQ4_NL's table entries as bytes are Q8_0's i8s with its sums: the GEMM runs `KIND_Q8`.)
+const KIND_IQ4NL: u8 = 16;
 
 // The per-kind properties are `const fn`s of the kind byte, so a kernel's const generic
 // argument folds them to constants and `PanelKind`'s methods read the same table.
@@ -1814,6 +1902,27 @@ const fn kind_bias(k: u8) -> i32 {
         KIND_Q5 | KIND_Q5_BYTES => 16,
         KIND_Q4 | KIND_Q4_BYTES => 8,
         _ => 0,
+    }
+}
+
+/// [`PanelKind::has_min`] of kind `k` (as bytes too).
+const fn kind_has_min(k: u8) -> bool {
+    matches!(k, KIND_Q51 | KIND_Q51_BYTES | KIND_Q41 | KIND_Q41_BYTES)
+}
+
+/// The kind whose tiles read kind `k`'s values as bytes in the GEMM ([`int8_tiled`]); `k`
+/// itself where its tiles read the panels as they are (Q8_0's bytes, Q4_K's nibbles).
+const fn bytes_kind(k: u8) -> u8 {
+    match k {
+        KIND_Q5 => KIND_Q5_BYTES,
+        KIND_Q51 => KIND_Q51_BYTES,
+        KIND_Q4 => KIND_Q4_BYTES,
+        KIND_Q41 => KIND_Q41_BYTES,
+        KIND_IQ4NL => KIND_Q8,
+        KIND_Q6K => KIND_Q6K_BYTES,
+        KIND_Q5K => KIND_Q5K_BYTES,
+        KIND_Q3K => KIND_Q3K_BYTES,
+        _ => k,
     }
 }
 
@@ -1848,7 +1957,7 @@ const fn kind_high(k: u8) -> High {
 /// Bytes of one group's block of values as the kernels of kind `K` read them.
 const fn block_bytes(k: u8) -> usize {
     match k {
-        KIND_Q4 | KIND_Q4K | KIND_Q3K => GROUP_BLOCK_Q4,
+        KIND_Q4 | KIND_Q41 | KIND_IQ4NL | KIND_Q4K | KIND_Q3K => GROUP_BLOCK_Q4,
         KIND_Q5 | KIND_Q5K | KIND_Q51 => GROUP_BLOCK_Q5,
         KIND_Q6K => GROUP_BLOCK_Q6,
         _ => GROUP_BLOCK,
@@ -1915,6 +2024,8 @@ unsafe fn int8_kernel<const N: bool>(
             (PanelKind::Q5K, true) => int8_gemv::<KIND_Q5K, N>(out, p, xq, groups, j),
             (PanelKind::Q3K, true) => int8_gemv::<KIND_Q3K, N>(out, p, xq, groups, j),
             (PanelKind::Q51, true) => int8_gemv::<KIND_Q51, N>(out, p, xq, groups, j),
+            (PanelKind::Q41, true) => int8_gemv::<KIND_Q41, N>(out, p, xq, groups, j),
+            (PanelKind::IQ4NL, true) => int8_gemv::<KIND_IQ4NL, N>(out, p, xq, groups, j),
             (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, N>(out, p, xq, groups, j),
             (PanelKind::Q8, false) => int8_tiled::<KIND_Q8, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q5, false) => int8_tiled::<KIND_Q5, N>(out, p, xq, groups, cols, bytes),
@@ -1923,6 +2034,10 @@ unsafe fn int8_kernel<const N: bool>(
             (PanelKind::Q5K, false) => int8_tiled::<KIND_Q5K, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q3K, false) => int8_tiled::<KIND_Q3K, N>(out, p, xq, groups, cols, bytes),
             (PanelKind::Q51, false) => int8_tiled::<KIND_Q51, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::Q41, false) => int8_tiled::<KIND_Q41, N>(out, p, xq, groups, cols, bytes),
+            (PanelKind::IQ4NL, false) => {
+                int8_tiled::<KIND_IQ4NL, N>(out, p, xq, groups, cols, bytes)
+            }
             (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K, N>(out, p, xq, groups, cols, bytes),
         }
     }
@@ -1979,10 +2094,9 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
     bytes: &mut Vec<u8>,
 ) {
     let nb = p.k / QK;
-    // Q5_0's, Q5_K's and Q6_K's values with higher bits, and Q4_0's, are unpacked to bytes
-    // (`value_bytes` writes every byte of a part).
-    let q4_bytes = K == KIND_Q4;
-    let as_bytes = matches!(K, KIND_Q5 | KIND_Q51 | KIND_Q3K | KIND_Q5K | KIND_Q6K) || q4_bytes;
+    // The values with higher bits, the nibbles but Q4_K's, and IQ4_NL's table entries are
+    // unpacked to bytes (`value_bytes` writes every byte of a part).
+    let as_bytes = bytes_kind(K) != K;
     if as_bytes {
         bytes.resize(2 * nb * GROUP_BLOCK, 0);
     }
@@ -2003,47 +2117,27 @@ unsafe fn int8_tiled<const K: u8, const N: bool>(
         };
         for j in cols.clone().step_by(4) {
             let c = 4.min(cols.end - j);
+            // One group or a pair, with the tiles of the kind that reads these values.
+            macro_rules! tiles {
+                ($kind:expr) => {
+                    if pair {
+                        int8_tiles::<{ $kind }, 2, N>(out, p, xq, [g, g + 1], w, j, c)
+                    } else {
+                        int8_tiles::<{ $kind }, 1, N>(out, p, xq, [g], [w[0]], j, c)
+                    }
+                };
+            }
             unsafe {
-                if K == KIND_Q5 {
-                    if pair {
-                        int8_tiles::<KIND_Q5_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
-                    } else {
-                        int8_tiles::<KIND_Q5_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
-                    }
-                } else if K == KIND_Q51 {
-                    if pair {
-                        int8_tiles::<KIND_Q51_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
-                    } else {
-                        int8_tiles::<KIND_Q51_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
-                    }
-                } else if q4_bytes {
-                    if pair {
-                        int8_tiles::<KIND_Q4_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
-                    } else {
-                        int8_tiles::<KIND_Q4_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
-                    }
-                } else if K == KIND_Q6K {
-                    if pair {
-                        int8_tiles::<KIND_Q6K_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
-                    } else {
-                        int8_tiles::<KIND_Q6K_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
-                    }
-                } else if K == KIND_Q5K {
-                    if pair {
-                        int8_tiles::<KIND_Q5K_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
-                    } else {
-                        int8_tiles::<KIND_Q5K_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
-                    }
-                } else if K == KIND_Q3K {
-                    if pair {
-                        int8_tiles::<KIND_Q3K_BYTES, 2, N>(out, p, xq, [g, g + 1], w, j, c);
-                    } else {
-                        int8_tiles::<KIND_Q3K_BYTES, 1, N>(out, p, xq, [g], [w[0]], j, c);
-                    }
-                } else if pair {
-                    int8_tiles::<K, 2, N>(out, p, xq, [g, g + 1], w, j, c);
-                } else {
-                    int8_tiles::<K, 1, N>(out, p, xq, [g], [w[0]], j, c);
+                match K {
+                    KIND_Q5 => tiles!(KIND_Q5_BYTES),
+                    KIND_Q51 => tiles!(KIND_Q51_BYTES),
+                    KIND_Q4 => tiles!(KIND_Q4_BYTES),
+                    KIND_Q41 => tiles!(KIND_Q41_BYTES),
+                    KIND_IQ4NL => tiles!(KIND_Q8),
+                    KIND_Q6K => tiles!(KIND_Q6K_BYTES),
+                    KIND_Q5K => tiles!(KIND_Q5K_BYTES),
+                    KIND_Q3K => tiles!(KIND_Q3K_BYTES),
+                    _ => tiles!(K),
                 }
             }
         }
@@ -2172,6 +2266,8 @@ mod tests {
             DType::Q5_K,
             DType::Q6_K,
             DType::Q5_1,
+            DType::Q4_1,
+            DType::IQ4_NL,
         ] {
             // The K-quants' rows are whole super-blocks of 256 values.
             let kk = dtype.block_size() / QK;

@@ -265,6 +265,14 @@ mod imp {
         pub unsafe fn load(p: *const i8) -> Self {
             Self(unsafe { v128_load(p as *const v128) })
         }
+        /// Stores 16 i8 to `p`.
+        ///
+        /// # Safety
+        /// `p` writable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn store(self, p: *mut i8) {
+            unsafe { v128_store(p as *mut v128, self.0) }
+        }
         /// `acc` plus, in each 32-bit lane `r`, the dot of row `r`'s 4 i8 in `self` with the
         /// activation slice `x` (encoded by [`encode_act`](super::encode_act)). With relaxed
         /// SIMD one 8-bit dot instruction, whose second operand must be 7-bit non-negative,
@@ -497,6 +505,11 @@ mod imp {
         #[inline(always)]
         pub fn or(self, o: Self) -> Self {
             Self(v128_or(self.0, o.0))
+        }
+        /// Each byte (an index, 0..=15) replaced by that entry of `table`: one swizzle.
+        #[inline(always)]
+        pub fn lookup(self, table: I8x16) -> I8x16 {
+            I8x16(i8x16_swizzle(table.0, self.0))
         }
     }
 
@@ -787,6 +800,14 @@ mod imp {
         pub unsafe fn load(p: *const i8) -> Self {
             Self(unsafe { (p as *const [i8; 16]).read_unaligned() })
         }
+        /// Stores 16 i8 to `p`.
+        ///
+        /// # Safety
+        /// `p` writable for 16 bytes.
+        #[inline(always)]
+        pub unsafe fn store(self, p: *mut i8) {
+            unsafe { (p as *mut [i8; 16]).write_unaligned(self.0) }
+        }
         /// `acc` plus, in each 32-bit lane `r`, the dot of row `r`'s 4 i8 in `self` with the
         /// activation slice `x`: SIMD128's two 16-bit dots of the widened halves, lane by
         /// lane (this build's panels are paired: [`PAIRED`](super::PAIRED)).
@@ -924,6 +945,11 @@ mod imp {
         #[inline(always)]
         pub fn or(self, o: Self) -> Self {
             Self(std::array::from_fn(|i| self.0[i] | o.0[i]))
+        }
+        /// Each byte (an index, 0..=15) replaced by that entry of `table`.
+        #[inline(always)]
+        pub fn lookup(self, table: I8x16) -> I8x16 {
+            I8x16(self.0.map(|i| table.0[(i & 15) as usize]))
         }
     }
 
