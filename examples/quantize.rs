@@ -8,14 +8,16 @@
 //! ```
 //!
 //! The type is one dtype for every matrix (`q8_0`, `q4_0`, `q4_1`, `q5_0`, `q5_1`,
-//! `iq4_nl`, `q4_k`, `q6_k`, ...) or `q4_k_m` / `q5_k_m`, llama.cpp's mixes
-//! (`llama_tensor_get_type` for `LLAMA_FTYPE_MOSTLY_Q4_K_M` / `Q5_K_M`, no importance
-//! matrix): Q4_K (Q5_K); Q6_K for the
-//! output matrix (the token embeddings when they are tied), and for `attn_v` and `ffn_down`
-//! in the layers `use_more_bits` picks (the first and last eighth, every third between); then
-//! llama.cpp's fallback for rows that are not whole 256-value super-blocks: Q4_K to Q5_0,
-//! Q5_K to Q5_1, Q6_K to Q8_0. A Qwen2.5-0.5B-shaped file (rows of 896) is then mostly Q5_0
-//! (Q5_1) and Q8_0 with K-quant `ffn_down`, as the files people download are.
+//! `iq4_nl`, `q4_k`, `q6_k`, ...) or `q4_k_m` / `q5_k_m` / `q3_k_m`, llama.cpp's mixes
+//! (`llama_tensor_get_type` for `LLAMA_FTYPE_MOSTLY_Q4_K_M` / `Q5_K_M` / `Q3_K_M`, no
+//! importance matrix): Q4_K (Q5_K); Q6_K for the output matrix (the token embeddings when
+//! they are tied), and for `attn_v` and `ffn_down` in the layers `use_more_bits` picks (the
+//! first and last eighth, every third between); Q3_K_M: Q3_K, Q6_K for the output, Q4_K for
+//! `attn_output`, `attn_v` and `ffn_down` but Q5_K for the first two `attn_v` and the first
+//! sixteenth's `ffn_down`. Then llama.cpp's fallback for rows that are not whole 256-value
+//! super-blocks: Q3_K to IQ4_NL, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0. A
+//! Qwen2.5-0.5B-shaped file (rows of 896) is then mostly Q5_0 (Q5_1, IQ4_NL) and Q8_0 with
+//! K-quant `ffn_down`, as the files people download are.
 //! `scripts/decoder-models.py --bench` makes the benchmark's Q4_K_M file with it.
 
 use webtensor::graph::{k_quant_fallback, row_from_f32, row_to_f32, use_more_bits, DType};
@@ -29,16 +31,33 @@ fn layer(name: &str, part: &str) -> Option<usize> {
     (tail == part).then(|| i.parse().ok()).flatten()
 }
 
-/// llama.cpp's Q4_K_M (`base` Q4_K) or Q5_K_M (`base` Q5_K) type for matrix `name` (rows of
-/// `ne0`) of an `n_layer`-layer decoder whose output is `token_embd` when `tied`, after its
-/// fallback for rows that are not whole super-blocks.
+/// llama.cpp's Q3_K_M (`base` Q3_K), Q4_K_M (Q4_K) or Q5_K_M (Q5_K) type for matrix `name`
+/// (rows of `ne0`) of an `n_layer`-layer decoder whose output is `token_embd` when `tied`,
+/// after its fallback for rows that are not whole super-blocks.
 fn k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool, base: DType) -> DType {
     let output = name == "output.weight" || (tied && name == "token_embd.weight");
-    let more = |part| layer(name, part).is_some_and(|i| use_more_bits(i, n_layer));
-    let want = if output || more("attn_v.weight") || more("ffn_down.weight") {
+    let want = if output {
         DType::Q6_K
+    } else if base == DType::Q3_K {
+        // Q3_K_M: attn_v Q5_K in the first two layers, Q4_K after; ffn_down Q5_K in the
+        // first sixteenth, Q4_K after (llama and qwen: not falcon); attn_output Q4_K.
+        match (
+            layer(name, "attn_v.weight"),
+            layer(name, "ffn_down.weight"),
+            layer(name, "attn_output.weight"),
+        ) {
+            (Some(i), _, _) if i < 2 => DType::Q5_K,
+            (_, Some(i), _) if i < n_layer / 16 => DType::Q5_K,
+            (Some(_), _, _) | (_, Some(_), _) | (_, _, Some(_)) => DType::Q4_K,
+            _ => DType::Q3_K,
+        }
     } else {
-        base
+        let more = |part| layer(name, part).is_some_and(|i| use_more_bits(i, n_layer));
+        if more("attn_v.weight") || more("ffn_down.weight") {
+            DType::Q6_K
+        } else {
+            base
+        }
     };
     k_quant_fallback(want, ne0)
 }
@@ -48,7 +67,7 @@ fn k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool, base: DType) -> 
 enum Plan {
     /// One dtype for every matrix (rows it cannot hold keep theirs).
     One(DType),
-    /// llama.cpp's K_M mix on this base type (Q4_K or Q5_K).
+    /// llama.cpp's K_M mix on this base type (Q3_K, Q4_K or Q5_K).
     Mix(DType),
 }
 
@@ -65,6 +84,7 @@ fn file_type(ty: &str) -> Option<u32> {
         "q5_k" | "q5_k_m" => 17,
         "q6_k" => 18,
         "q4_k" | "q4_k_m" => 15,
+        "q3_k" | "q3_k_m" => 12,
         "iq4_nl" => 25,
         _ => return None,
     })
@@ -76,11 +96,12 @@ fn run() -> Res<()> {
     let [input, output, ty] = &args[..] else {
         let types = names.join(", ");
         return Err(format!(
-            "usage: quantize IN.gguf OUT.gguf TYPE (q4_k_m, q5_k_m, {types})"
+            "usage: quantize IN.gguf OUT.gguf TYPE (q3_k_m, q4_k_m, q5_k_m, {types})"
         ));
     };
     // A mix's base type, or the one dtype of every matrix.
     let plan = match ty.as_str() {
+        "q3_k_m" => Plan::Mix(DType::Q3_K),
         "q4_k_m" => Plan::Mix(DType::Q4_K),
         "q5_k_m" => Plan::Mix(DType::Q5_K),
         _ => Plan::One(

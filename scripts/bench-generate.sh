@@ -3,8 +3,9 @@
 # issue 28: webtensor's TextGenerator beside wllama 3.8.1 (llama.cpp in wasm) on the same GGUF
 # files, in one run, one page (bench/generate.html, a fresh browser context per engine and
 # model): random-weight models with the shapes of llama2.c's stories15M (F32, Q8_0, Q4_0,
-# Q4_K_M) and of Qwen2.5-0.5B (Q8_0, Q4_0, Q4_K_M, Q5_K_M), written by `scripts/decoder-models.py
-# --bench` (Q4_K_M, Q5_K_M: examples/quantize.rs, llama-quantize's mixes); webtensor's
+# Q4_K_M) and of Qwen2.5-0.5B (Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q3_K_M), written by
+# `scripts/decoder-models.py --bench` (Q4_K_M, Q5_K_M, Q3_K_M: examples/quantize.rs,
+# llama-quantize's mixes); webtensor's
 # threads-relaxed build on the CPU at 1 and 2 threads and once on WebGPU (SwiftShader here),
 # wllama at n_threads 1 and 2. Per run: load time, prefill tokens/s and time to first token on
 # a 128-token prompt, decode tokens/s over 64 greedy steps at context 128 and ~1024 (a
@@ -24,7 +25,7 @@ bash scripts/setup.sh >/dev/null
 # shellcheck source=/dev/null
 source scripts/.env.sh
 bash scripts/fetch-test-vectors.sh            # the vocab files the models copy
-MODELS=(models/decoder/bench-stories15m-{f32,q8_0,q4_0,q4_k_m}.gguf models/decoder/bench-qwen2-0.5b-{q8_0,q4_0,q4_k_m,q5_k_m}.gguf)
+MODELS=(models/decoder/bench-stories15m-{f32,q8_0,q4_0,q4_k_m}.gguf models/decoder/bench-qwen2-0.5b-{q8_0,q4_0,q4_k_m,q5_k_m,q3_k_m}.gguf)
 # models/decoder/bench-*.gguf: writing them takes minutes (the 0.5B shapes), so only when one
 # is missing (GEN_REGENERATE=1 rewrites them; unchanged files are kept).
 for m in "${MODELS[@]}"; do [ -f "$m" ] || GEN_REGENERATE=1; done
@@ -36,6 +37,7 @@ if [ -n "${GEN_REGENERATE:-}" ]; then
   target/release/examples/quantize models/decoder/bench-stories15m-f32.gguf models/decoder/bench-stories15m-q4_k_m.gguf q4_k_m
   target/release/examples/quantize models/decoder/bench-qwen2-0.5b-q8_0.gguf models/decoder/bench-qwen2-0.5b-q4_k_m.gguf q4_k_m
   target/release/examples/quantize models/decoder/bench-qwen2-0.5b-q8_0.gguf models/decoder/bench-qwen2-0.5b-q5_k_m.gguf q5_k_m
+  target/release/examples/quantize models/decoder/bench-qwen2-0.5b-q8_0.gguf models/decoder/bench-qwen2-0.5b-q3_k_m.gguf q3_k_m
 fi
 python3 bench/generate-facts.py "${MODELS[@]}"
 mkdir -p target/bench
