@@ -203,6 +203,44 @@ struct Scratch {
     l: [f32; BLOCK],
 }
 
+impl Default for Scratch {
+    fn default() -> Self {
+        Self {
+            q: Vec::new(),
+            k: Vec::new(),
+            kt: Vec::new(),
+            vt: Vec::new(),
+            s: Vec::new(),
+            acc: Vec::new(),
+            m: [f32::NEG_INFINITY; BLOCK],
+            l: [0f32; BLOCK],
+        }
+    }
+}
+
+impl Scratch {
+    /// Sized for blocks of up to `block_rows` rows, head sizes `d` (keys) and `d_v` (values):
+    /// the transposed key tile only for blocks of more than [`DOT_ROWS`] rows.
+    fn fit(&mut self, block_rows: usize, d: usize, d_v: usize) {
+        let kt = if block_rows > DOT_ROWS { d * TILE } else { 0 };
+        for (v, n) in [
+            (&mut self.q, block_rows * d),
+            (&mut self.k, d),
+            (&mut self.kt, kt),
+            (&mut self.vt, TILE * d_v),
+            (&mut self.s, block_rows * TILE),
+            (&mut self.acc, block_rows * d_v),
+        ] {
+            v.resize(n, 0.0);
+        }
+    }
+}
+
+thread_local! {
+    /// Each thread's [`Scratch`], reused by every call.
+    static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Fused attention; `false` when a layout does not fit (the reference runs instead).
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
@@ -263,18 +301,7 @@ pub fn attention(
         let row = blk * BLOCK + r;
         (b, kh * group + row % group, row / group)
     };
-    par.for_ranges(items, min_items, 1, |range| {
-        let mut w = Scratch {
-            q: vec![0f32; block_rows * d],
-            k: vec![0f32; d],
-            // The transposed key tile, for blocks of more than DOT_ROWS rows only.
-            kt: vec![0f32; if block_rows > DOT_ROWS { d * TILE } else { 0 }],
-            vt: vec![0f32; TILE * d_v],
-            s: vec![0f32; block_rows * TILE],
-            acc: vec![0f32; block_rows * d_v],
-            m: [f32::NEG_INFINITY; BLOCK],
-            l: [0f32; BLOCK],
-        };
+    let run_items = |w: &mut Scratch, range: std::ops::Range<usize>| {
         for item in range {
             let (unit, split) = (item / splits, item % splits);
             let blk = unit % blocks;
@@ -297,7 +324,7 @@ pub fn attention(
             w.l = [0.0; BLOCK];
             w.acc[..n_rows * d_v].fill(0.0);
             // SAFETY: every pointer below is inside its view (indices within `ne`).
-            unsafe { run_block(&mut w, k, v, kh, kb, keys, n_rows, &masks, d, d_v, scale) };
+            unsafe { run_block(w, k, v, kh, kb, keys, n_rows, &masks, d, d_v, scale) };
             if splits == 1 {
                 for r in 0..n_rows {
                     let (b, h, i) = row_of(unit, r);
@@ -315,6 +342,15 @@ pub fn attention(
                 }
             }
         }
+    };
+    par.for_ranges(items, min_items, 1, |range| {
+        // Each thread's scratch, kept between calls (a node's pieces allocated theirs anew).
+        SCRATCH.with(|cell| {
+            let mut cached = cell.borrow_mut();
+            let w = cached.get_or_insert_with(Scratch::default);
+            w.fit(block_rows, d, d_v);
+            run_items(w, range);
+        })
     });
     if splits > 1 {
         // Combine each row's ranges: rescale each to the largest max and add.
