@@ -827,6 +827,57 @@ mod tests {
         assert!(zero[2..].iter().all(|&b| b == 0x88), "{zero:?}");
     }
 
+    /// IQ4_NL on 256 seeded blocks of eight kinds (Gaussian-like at scales 1e-3 … 300,
+    /// outliers ×12, all positive, mostly negative, sparse, constant, zero): the FNV-1a hash
+    /// of all their bytes equals that of ggml's `quantize_row_iq4_nl_impl` (7 tries, no
+    /// importance matrix: `quantize_iq4_nl`'s call; llama-cpp-python 0.3.36's ggml-quants.c
+    /// compiled here for x86-64 without FMA) on the same values, from the same integer
+    /// generator and only exact or singly-rounded f32 operations.
+    #[test]
+    fn iq4_nl_matches_ggml_on_seeded_blocks() {
+        let mut s: u64 = 0x1234_5678_8765_4321;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (s >> 40) as i32 - (1 << 23)
+        };
+        let scales = [1e-3f32, 0.02, 1.0, 7.5, 300.0];
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut first = String::new();
+        for b in 0..256 {
+            let (kind, sc) = (b % 8, scales[b % 5]);
+            let x: [f32; QK] = std::array::from_fn(|_| {
+                let r = next();
+                let mut v = r as f32 * (sc / 8_388_608.0);
+                if kind == 1 && r & 15 == 0 {
+                    v *= 12.0;
+                }
+                match kind {
+                    2 => v.abs(),
+                    3 => (r >> 12) as f32 * 0.001 - 0.5,
+                    4 if r & 7 != 0 => 0.0,
+                    5 => sc,
+                    6 => 0.0,
+                    _ => v,
+                }
+            });
+            let mut out = [0u8; 18];
+            quantize_iq4_nl(&x, &mut out);
+            for &byte in &out {
+                h = (h ^ byte as u64).wrapping_mul(0x100_0000_01b3);
+            }
+            if b < 2 {
+                first += &out.iter().map(|b| format!("{b:02x}")).collect::<String>();
+            }
+        }
+        assert_eq!(
+            first,
+            "86801d811ffd325082b933fe1c5a797e2fe7c7126089987a668998999788898889aa97a8"
+        );
+        assert_eq!(h, 0xcd79_31e8_e6a3_19a9);
+    }
+
     /// Q5_1 as ggml writes it: the bytes of the `gguf` package's port of
     /// `quantize_row_q5_1_ref` for `q5_0_matches_ggml`'s input (gguf 0.19), and dequantized
     /// within half a step.
