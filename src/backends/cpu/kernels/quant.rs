@@ -1026,11 +1026,14 @@ impl Int8Panels {
         }
     }
 
-    /// How the activations are encoded for these panels: plainly (see [`QuantRows`]) for the
-    /// non-negative values (Q4_0's and Q4_K's nibbles, Q3_K's 0..=7, Q5_0's, Q5_1's and
-    /// Q5_K's 0..=31, Q6_K's 0..=63), which are relaxed SIMD's 7-bit operand, with the sums
-    /// of each block's halves for the K-quants (their scales are per 16 values, their offsets
-    /// from the sums) and Q5_1 (its mins, from each block's sum).
+    /// How the activations are encoded for these panels: offset into the 7-bit operand (the
+    /// offset undone by the weights' block sums) for the full-range i8 values (Q8_0's,
+    /// IQ4_NL's table entries); plainly
+    /// (see [`QuantRows`]) for the non-negative values (Q4_0's, Q4_1's and Q4_K's nibbles,
+    /// Q3_K's 0..=7, Q5_0's, Q5_1's and Q5_K's 0..=31, Q6_K's 0..=63), which are relaxed
+    /// SIMD's 7-bit operand, with the sums of each block's halves for the K-quants (their
+    /// scales are per 16 values, their offsets from the sums) and Q5_1 and Q4_1 (their mins,
+    /// from each block's sum).
     fn encoding(&self) -> Encoding {
         match self.kind {
             // IQ4_NL's table entries are full-range i8, as Q8_0's values.
