@@ -13,8 +13,12 @@ export async function runAttention({ webtensor, log = console.log, only, threads
   const rows = [];
   for (const c of webtensor.attentionCases()) {
     if (only && !only.test(c.name)) continue;
+    // One untimed pass of both forms first: a case's first calls run V8's baseline code
+    // (Liftoff) until it swaps in the optimized one, which made the first thread count's
+    // figures up to 3× too slow (14×64 / 2, 64 × 128: 2.0 ms fused at 1 thread cold, 0.63 warm).
+    for (const fused of [false, true]) await webtensor.attentionBench(c.heads, c.d, c.kvHeads, c.nQ, c.nKv, c.pad, fused, threads[0]);
     for (const t of threads) {
-      const run = (fused) => webtensor.attentionBench(c.heads, c.d, c.kvHeads, c.nQ, c.nKv, fused, t);
+      const run = (fused) => webtensor.attentionBench(c.heads, c.d, c.kvHeads, c.nQ, c.nKv, c.pad, fused, t);
       const unfused = await run(false);
       const fused = await run(true);
       rows.push({ case: c.name, threads: t, unfused, fused });

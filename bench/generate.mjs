@@ -17,6 +17,7 @@
 // instead of Chromium; webtensor's default build there is the loader's pick for that engine
 // (threads-relaxed in Firefox, simd128 in WebKit: no relaxed SIMD, no shared memory, so give
 // WebKit runs of 1 thread in GEN_RUNS).
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { benchResult, launchChromium } from '../scripts/chromium.mjs';
@@ -43,7 +44,19 @@ const runs = (process.env.GEN_RUNS || DEFAULT_RUNS).split(',').map((s) => {
   };
 });
 
-const server = await startServer(path.resolve(import.meta.dirname, '..'), 0);
+const ROOT = path.resolve(import.meta.dirname, '..');
+// The probes' modules (engine=probe), built from their text here so that a run never reports
+// its limits as "-" for want of a file: wat2wasm is wabt's (Debian's `wabt`, which
+// scripts/setup.sh installs).
+fs.mkdirSync(path.join(ROOT, 'target/bench'), { recursive: true });
+for (const [name, flags] of [['bandwidth', []], ['int8peak', ['--enable-relaxed-simd']], ['simd128peak', []]]) {
+  try {
+    execFileSync('wat2wasm', [...flags, `bench/${name}.wat`, '-o', `target/bench/${name}.wasm`], { cwd: ROOT, stdio: 'inherit' });
+  } catch (e) {
+    throw new Error(`wat2wasm bench/${name}.wat failed (${e.message}); scripts/setup.sh installs wabt`);
+  }
+}
+const server = await startServer(ROOT, 0);
 const ENGINE = process.env.GEN_ENGINE || 'chromium';
 const DEFAULT_BUILD = { chromium: 'threads-relaxed', firefox: 'threads-relaxed', webkit: 'simd128' }[ENGINE];
 if (!DEFAULT_BUILD) throw new Error(`GEN_ENGINE=${ENGINE}: chromium, firefox or webkit`);

@@ -404,6 +404,7 @@ mod native {
                 kv_heads: 2,
                 n_q: 1,
                 n_kv: 1024,
+                pad: 0,
             },
             AttentionCase {
                 d: 64,
@@ -411,6 +412,7 @@ mod native {
                 kv_heads: 2,
                 n_q: 1,
                 n_kv: 4096,
+                pad: 0,
             },
             AttentionCase {
                 d: 128,
@@ -418,6 +420,7 @@ mod native {
                 kv_heads: 8,
                 n_q: 1,
                 n_kv: 4096,
+                pad: 0,
             },
             AttentionCase {
                 d: 64,
@@ -425,6 +428,7 @@ mod native {
                 kv_heads: 2,
                 n_q: 512,
                 n_kv: 512,
+                pad: 0,
             },
         ] {
             let mut ms = Vec::new();

@@ -40,10 +40,6 @@ if [ -n "${GEN_REGENERATE:-}" ]; then
   target/release/examples/quantize models/decoder/bench-qwen2-0.5b-q8_0.gguf models/decoder/bench-qwen2-0.5b-q3_k_m.gguf q3_k_m
 fi
 python3 bench/generate-facts.py "${MODELS[@]}"
-mkdir -p target/bench
-wat2wasm bench/bandwidth.wat -o target/bench/bandwidth.wasm
-wat2wasm --enable-relaxed-simd bench/int8peak.wat -o target/bench/int8peak.wasm
-wat2wasm bench/simd128peak.wat -o target/bench/simd128peak.wasm
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
 ( cd bench && { [ -d node_modules/@wllama/wllama ] || npm ci --no-audit --no-fund; } )
 # One build: threads-relaxed (1 and 2 threads, and WebGPU).

@@ -189,12 +189,16 @@ pub struct AttentionCase {
     pub kv_heads: usize,
     pub n_q: usize,
     pub n_kv: usize,
+    /// Keys past the prompt's end, all masked: the decoder's cache view rounds its length
+    /// up (a 128-token prompt's second chunk reads 256 keys, 128 of them filled).
+    pub pad: usize,
 }
 
 impl AttentionCase {
     /// The benchmark's cases (`benches/attention.rs`, and in wasm bench/attention-cases.mjs
     /// through `attentionCases`): MiniLM's heads (12 × 32) and a 7B-class GQA shape (32 × 128
-    /// on 8 KV heads), a decode step over 128 to 4096 keys and prompts of 4 to 512 rows.
+    /// on 8 KV heads), a decode step over 128 to 4096 keys and prompts of 4 to 512 rows, and
+    /// two of Qwen2.5-0.5B's (14 × 64 on 2 KV heads).
     pub fn all() -> Vec<AttentionCase> {
         let mut cases = Vec::new();
         for (d, heads, kv_heads) in [(32, 12, 12), (128, 32, 8)] {
@@ -212,24 +216,43 @@ impl AttentionCase {
                         kv_heads,
                         n_q,
                         n_kv,
+                        pad: 0,
                     });
                 }
             }
         }
+        // Qwen2.5-0.5B's heads (14 × 64 on 2 KV heads) as its generator runs them: a
+        // 128-token prompt's second chunk of 64 rows over a 256-key view, and a decode step
+        // at context 1024.
+        for (n_q, n_kv, pad) in [(64, 256, 128), (1, 1024, 0)] {
+            cases.push(AttentionCase {
+                d: 64,
+                heads: 14,
+                kv_heads: 2,
+                n_q,
+                n_kv,
+                pad,
+            });
+        }
         cases
     }
 
-    /// `heads×d / kv_heads, n_q x n_kv`.
+    /// `heads×d / kv_heads, n_q x n_kv` (and ` (pad masked)` with padding).
     pub fn name(&self) -> String {
+        let pad = if self.pad > 0 {
+            format!(" ({} masked)", self.pad)
+        } else {
+            String::new()
+        };
         format!(
-            "{}x{} / {}, {} x {}",
+            "{}x{} / {}, {} x {}{pad}",
             self.heads, self.d, self.kv_heads, self.n_q, self.n_kv
         )
     }
 
     /// The program and its inputs, in the decoder's layout: q a permuted view, K/V f16 views
     /// of a longer cache (weights: on the device before the first timed run), a causal mask
-    /// over the last `n_q` keys. `fused`: the `attention` op;
+    /// over the last `n_q` keys before the `pad` masked ones. `fused`: the `attention` op;
     /// else two batched matmuls, a masked softmax and the permute copies.
     pub fn program(&self, fused: bool) -> Result<(Program, HashMap<String, Vec<u8>>)> {
         let c = *self;
@@ -271,10 +294,11 @@ impl AttentionCase {
         let q_vals = (0..c.d * c.heads * c.n_q)
             .map(|i| ((i * 104_729) % 2001) as f32 / 1000.0 - 1.0)
             .collect();
-        // Causal over the last n_q rows: query i sees keys 0 ..= n_kv - n_q + i.
+        // Causal over the last n_q rows before the padding: query i sees keys
+        // 0 ..= n_kv - pad - n_q + i.
         let mask_vals = (0..c.n_kv * c.n_q)
             .map(|x| {
-                if x % c.n_kv > c.n_kv - c.n_q + x / c.n_kv {
+                if x % c.n_kv + c.pad + c.n_q > c.n_kv + x / c.n_kv {
                     f32::NEG_INFINITY
                 } else {
                     0.0

@@ -221,15 +221,7 @@ pub fn quantize_q4_0(src: &[f32], dst: &mut [u8]) {
         .chunks_exact(QK)
         .zip(dst.chunks_exact_mut(DType::Q4_0.block_bytes()))
     {
-        let mut amax = 0f32;
-        let mut max = 0f32;
-        for &v in blk {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = v;
-            }
-        }
-        let d = max / -8.0;
+        let d = signed_max(blk) / -8.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
         for j in 0..QK / 2 {
@@ -248,11 +240,9 @@ pub fn dequantize_q4_0(src: &[u8], dst: &mut [f32]) {
         .chunks_exact(DType::Q4_0.block_bytes())
         .zip(dst.chunks_exact_mut(QK))
     {
-        let d = half::f16::from_le_bytes([blk[0], blk[1]]).to_f32();
-        for j in 0..QK / 2 {
-            let b = blk[2 + j];
-            out[j] = ((b & 0x0f) as i32 - 8) as f32 * d;
-            out[j + QK / 2] = ((b >> 4) as i32 - 8) as f32 * d;
+        let d = f16_at(blk, 0);
+        for (o, v) in out.iter_mut().zip(nibble_values(&blk[2..])) {
+            *o = (v as i32 - 8) as f32 * d;
         }
     }
 }
@@ -264,9 +254,7 @@ pub fn quantize_q4_1(src: &[f32], dst: &mut [u8]) {
         .chunks_exact(QK)
         .zip(dst.chunks_exact_mut(DType::Q4_1.block_bytes()))
     {
-        let (min, max) = blk
-            .iter()
-            .fold((f32::MAX, -f32::MAX), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let (min, max) = min_max(blk);
         let d = (max - min) / 15.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
@@ -287,10 +275,8 @@ pub fn dequantize_q4_1(src: &[u8], dst: &mut [f32]) {
         .zip(dst.chunks_exact_mut(QK))
     {
         let (d, m) = (f16_at(blk, 0), f16_at(blk, 2));
-        for j in 0..QK / 2 {
-            let b = blk[4 + j];
-            out[j] = (b & 0x0f) as f32 * d + m;
-            out[j + QK / 2] = (b >> 4) as f32 * d + m;
+        for (o, v) in out.iter_mut().zip(nibble_values(&blk[4..])) {
+            *o = v as f32 * d + m;
         }
     }
 }
@@ -338,13 +324,7 @@ pub fn quantize_iq4_nl(src: &[f32], dst: &mut [u8]) {
         .chunks_exact(QK)
         .zip(dst.chunks_exact_mut(DType::IQ4_NL.block_bytes()))
     {
-        let (mut amax, mut max) = (0f32, 0f32);
-        for &v in x {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = v;
-            }
-        }
+        let max = signed_max(x);
         // Σ w·q·x and Σ w·q² over the block for inverse scale `id` (weights `x²`).
         let fit = |id: f32| {
             let (mut sqx, mut sq2) = (0f32, 0f32);
@@ -358,7 +338,7 @@ pub fn quantize_iq4_nl(src: &[f32], dst: &mut [u8]) {
         };
         // (An all-but-zero block: scale 0, every nibble the entry nearest 0, as ggml.)
         let mut d = 0.0;
-        if amax >= 1e-15 {
+        if max.abs() >= 1e-15 {
             let (sqx, sq2) = fit(1.0 / (-max / v0));
             d = if sq2 > 0.0 { sqx / sq2 } else { 0.0 };
             let mut best = d * sqx;
@@ -386,10 +366,8 @@ pub fn dequantize_iq4_nl(src: &[u8], dst: &mut [f32]) {
         .zip(dst.chunks_exact_mut(QK))
     {
         let d = f16_at(blk, 0);
-        for j in 0..QK / 2 {
-            let b = blk[2 + j];
-            out[j] = d * IQ4_NL_VALUES[(b & 0x0f) as usize] as f32;
-            out[j + QK / 2] = d * IQ4_NL_VALUES[(b >> 4) as usize] as f32;
+        for (o, v) in out.iter_mut().zip(nibble_values(&blk[2..])) {
+            *o = d * IQ4_NL_VALUES[v as usize] as f32;
         }
     }
 }
@@ -401,15 +379,7 @@ pub fn quantize_q5_0(src: &[f32], dst: &mut [u8]) {
         .chunks_exact(QK)
         .zip(dst.chunks_exact_mut(DType::Q5_0.block_bytes()))
     {
-        let mut amax = 0f32;
-        let mut max = 0f32;
-        for &v in blk {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = v;
-            }
-        }
-        let d = max / -16.0;
+        let d = signed_max(blk) / -16.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
         // ggml: (int8_t)(x + 16.5f), then at most 31.
@@ -449,9 +419,7 @@ pub fn quantize_q5_1(src: &[f32], dst: &mut [u8]) {
         .chunks_exact(QK)
         .zip(dst.chunks_exact_mut(DType::Q5_1.block_bytes()))
     {
-        let (min, max) = blk
-            .iter()
-            .fold((f32::MAX, -f32::MAX), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let (min, max) = min_max(blk);
         let d = (max - min) / 31.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         out[..2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
@@ -488,6 +456,40 @@ pub fn dequantize_q5_0(src: &[u8], dst: &mut [f32]) {
             *o = (v as i32 - 16) as f32 * d;
         }
     }
+}
+
+/// The 32 values (0..=15) of a block's 16 nibble bytes, as ggml lays them out: value `j`
+/// in byte `j`'s low nibble, value `j + 16` in its high one (Q4_0, Q4_1, IQ4_NL).
+#[inline]
+fn nibble_values(nibbles: &[u8]) -> [u8; QK] {
+    std::array::from_fn(|j| {
+        if j < QK / 2 {
+            nibbles[j] & 0x0f
+        } else {
+            nibbles[j - QK / 2] >> 4
+        }
+    })
+}
+
+/// The value of largest magnitude in `blk`, its sign kept (the first of equals, as ggml's
+/// `quantize_row_q4_0_ref` and kin pick it).
+#[inline]
+fn signed_max(blk: &[f32]) -> f32 {
+    let (mut amax, mut max) = (0f32, 0f32);
+    for &v in blk {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    max
+}
+
+/// A block's least and largest values (Q4_1's and Q5_1's `m` and range).
+#[inline]
+fn min_max(blk: &[f32]) -> (f32, f32) {
+    blk.iter()
+        .fold((f32::MAX, -f32::MAX), |(lo, hi), &v| (lo.min(v), hi.max(v)))
 }
 
 #[inline]

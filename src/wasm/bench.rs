@@ -79,7 +79,7 @@ pub fn simd_peak_probe(iters: u32) -> f64 {
 }
 
 /// The attention benchmark's cases (`crate::bench::AttentionCase::all`), for
-/// bench/attention-cases.mjs: `{ d, heads, kvHeads, nQ, nKv, name }` each.
+/// bench/attention-cases.mjs: `{ d, heads, kvHeads, nQ, nKv, pad, name }` each.
 #[wasm_bindgen(js_name = attentionCases)]
 pub fn attention_cases() -> Result<js_sys::Array, JsError> {
     let set = |o: &js_sys::Object, k: &str, v: JsValue| {
@@ -95,6 +95,7 @@ pub fn attention_cases() -> Result<js_sys::Array, JsError> {
         set(&o, "kvHeads", c.kv_heads.into())?;
         set(&o, "nQ", c.n_q.into())?;
         set(&o, "nKv", c.n_kv.into())?;
+        set(&o, "pad", c.pad.into())?;
         set(&o, "name", c.name().into())?;
         out.push(&o);
     }
@@ -112,6 +113,7 @@ pub async fn attention_bench(
     kv_heads: usize,
     n_q: usize,
     n_kv: usize,
+    pad: usize,
     fused: bool,
     threads: Option<usize>,
 ) -> Result<f64, JsError> {
@@ -125,6 +127,7 @@ pub async fn attention_bench(
         kv_heads,
         n_q,
         n_kv,
+        pad,
     };
     let (p, inputs) = case.program(fused).map_err(to_js_error)?;
     crate::bench::AttentionCase::median_ms(&rt, &p, &inputs)
