@@ -800,8 +800,9 @@ mod tests {
 
     /// IQ4_NL as ggml writes it: the bytes ggml's `quantize_iq4_nl` (llama.cpp as vendored by
     /// llama-cpp-python 0.3.36, compiled for x86-64 without FMA) gives for
-    /// `q5_0_matches_ggml`'s input; dequantized as the `gguf` package's
-    /// `IQ4_NL.dequantize_blocks` (the same values); an all-zero block as ggml writes it.
+    /// `q5_0_matches_ggml`'s input (`scripts/iq4nl-reference.sh` prints them); dequantized as
+    /// the `gguf` package's `IQ4_NL.dequantize_blocks` (the same values); an all-zero block
+    /// as ggml writes it.
     #[test]
     fn iq4_nl_matches_ggml() {
         let src = ggml_input();
@@ -834,7 +835,8 @@ mod tests {
     /// of all their bytes equals that of ggml's `quantize_row_iq4_nl_impl` (7 tries, no
     /// importance matrix: `quantize_iq4_nl`'s call; llama-cpp-python 0.3.36's ggml-quants.c
     /// compiled here for x86-64 without FMA) on the same values, from the same integer
-    /// generator and only exact or singly-rounded f32 operations.
+    /// generator and only exact or singly-rounded f32 operations
+    /// (`scripts/iq4nl-reference.sh` prints the hash and the first blocks).
     #[test]
     fn iq4_nl_matches_ggml_on_seeded_blocks() {
         let mut s: u64 = 0x1234_5678_8765_4321;
