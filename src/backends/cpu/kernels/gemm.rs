@@ -465,7 +465,33 @@ fn pack<const W: usize>(
     out.clear();
     out.resize(panels * kc * W, 0.0);
     tmp.resize(kc, 0.0);
-    for r in 0..rows {
+    // Panels of 4 packed f32 rows (the activations' NR = 4): 4 × 4 blocks transposed in
+    // registers, where the loop below stores one f32 at a time (every thread of an m-cut
+    // GEMM packs all of the activations: that serial part kept MiniLM's 1536 → 384
+    // projection at 1.74× on 2 threads).
+    let mut r = 0;
+    if W == 4 && src.is_f32_packed() {
+        while r + 4 <= rows {
+            let p: [*const f32; 4] = std::array::from_fn(|i| src.ptr(r0 + r + i, k0) as *const f32);
+            let panel = &mut out[(r / 4) * kc * 4..(r / 4 + 1) * kc * 4];
+            let mut kk = 0;
+            // In range: each row holds `k0 + kc` f32, the panel `kc * 4`.
+            while kk + 4 <= kc {
+                let t = F32x4::transpose4(p.map(|p| unsafe { F32x4::load(p.add(kk)) }));
+                for (i, v) in t.into_iter().enumerate() {
+                    unsafe { v.store(panel.as_mut_ptr().add((kk + i) * 4)) };
+                }
+                kk += 4;
+            }
+            for kk in kk..kc {
+                for (i, p) in p.iter().enumerate() {
+                    panel[kk * 4 + i] = unsafe { *p.add(kk) };
+                }
+            }
+            r += 4;
+        }
+    }
+    for r in r..rows {
         src.load(r0 + r, k0, &mut tmp[..kc]);
         let panel = &mut out[(r / W) * kc * W..(r / W + 1) * kc * W];
         let lane = r % W;

@@ -54,6 +54,22 @@ mod imp {
         pub fn max(self, o: Self) -> Self {
             Self(f32x4_pmax(self.0, o.0))
         }
+        /// The 4 × 4 matrix of rows `r` transposed: lane `j` of result `i` is lane `i` of
+        /// `r[j]` (8 shuffles).
+        #[inline(always)]
+        pub fn transpose4(r: [Self; 4]) -> [Self; 4] {
+            let [a, b, c, d] = r.map(|v| v.0);
+            let ab_lo = i32x4_shuffle::<0, 4, 1, 5>(a, b);
+            let ab_hi = i32x4_shuffle::<2, 6, 3, 7>(a, b);
+            let cd_lo = i32x4_shuffle::<0, 4, 1, 5>(c, d);
+            let cd_hi = i32x4_shuffle::<2, 6, 3, 7>(c, d);
+            [
+                Self(i32x4_shuffle::<0, 1, 4, 5>(ab_lo, cd_lo)),
+                Self(i32x4_shuffle::<2, 3, 6, 7>(ab_lo, cd_lo)),
+                Self(i32x4_shuffle::<0, 1, 4, 5>(ab_hi, cd_hi)),
+                Self(i32x4_shuffle::<2, 3, 6, 7>(ab_hi, cd_hi)),
+            ]
+        }
         /// Sum of the lanes.
         #[inline(always)]
         pub fn hsum(self) -> f32 {
@@ -628,6 +644,12 @@ mod imp {
         #[inline(always)]
         pub unsafe fn store(self, p: *mut f32) {
             unsafe { (p as *mut [f32; 4]).write_unaligned(self.0) }
+        }
+        /// The 4 × 4 matrix of rows `r` transposed: lane `j` of result `i` is lane `i` of
+        /// `r[j]`.
+        #[inline(always)]
+        pub fn transpose4(r: [Self; 4]) -> [Self; 4] {
+            std::array::from_fn(|i| Self(std::array::from_fn(|j| r[j].0[i])))
         }
         /// Four little-endian f16 at `p` (unaligned) as f32, exactly (as the wasm version).
         ///
@@ -1458,6 +1480,18 @@ pub fn gelu_erf(x: F32x4) -> F32x4 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn transpose4_swaps_rows_and_lanes() {
+        let m: [[f32; 4]; 4] = std::array::from_fn(|r| std::array::from_fn(|c| (r * 4 + c) as f32));
+        let rows = m.map(|r| unsafe { F32x4::load(r.as_ptr()) });
+        for (i, v) in F32x4::transpose4(rows).into_iter().enumerate() {
+            let mut got = [0f32; 4];
+            unsafe { v.store(got.as_mut_ptr()) };
+            assert_eq!(got, std::array::from_fn(|j| m[j][i]), "result {i}");
+        }
+    }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
