@@ -31,14 +31,22 @@ fn layer(name: &str, part: &str) -> Option<usize> {
     (tail == part).then(|| i.parse().ok()).flatten()
 }
 
-/// llama.cpp's Q3_K_M (`base` Q3_K), Q4_K_M (Q4_K) or Q5_K_M (Q5_K) type for matrix `name`
-/// (rows of `ne0`) of an `n_layer`-layer decoder whose output is `token_embd` when `tied`,
-/// after its fallback for rows that are not whole super-blocks.
-fn k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool, base: DType) -> DType {
+/// llama.cpp's K_M mixes.
+#[derive(Clone, Copy)]
+enum Mix {
+    Q3KM,
+    Q4KM,
+    Q5KM,
+}
+
+/// The `mix` type of matrix `name` (rows of `ne0`) of an `n_layer`-layer decoder whose
+/// output is `token_embd` when `tied`, after llama.cpp's fallback for rows that are not
+/// whole super-blocks.
+fn k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool, mix: Mix) -> DType {
     let output = name == "output.weight" || (tied && name == "token_embd.weight");
     let want = if output {
         DType::Q6_K
-    } else if base == DType::Q3_K {
+    } else if let Mix::Q3KM = mix {
         // Q3_K_M: attn_v Q5_K in the first two layers, Q4_K after; ffn_down Q5_K in the
         // first sixteenth, Q4_K after (llama and qwen: not falcon); attn_output Q4_K.
         match (
@@ -55,8 +63,10 @@ fn k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool, base: DType) -> 
         let more = |part| layer(name, part).is_some_and(|i| use_more_bits(i, n_layer));
         if more("attn_v.weight") || more("ffn_down.weight") {
             DType::Q6_K
+        } else if let Mix::Q5KM = mix {
+            DType::Q5_K
         } else {
-            base
+            DType::Q4_K
         }
     };
     k_quant_fallback(want, ne0)
@@ -67,8 +77,8 @@ fn k_m_type(name: &str, ne0: usize, n_layer: usize, tied: bool, base: DType) -> 
 enum Plan {
     /// One dtype for every matrix (rows it cannot hold keep theirs).
     One(DType),
-    /// llama.cpp's K_M mix on this base type (Q3_K, Q4_K or Q5_K).
-    Mix(DType),
+    /// One of llama.cpp's K_M mixes.
+    Mix(Mix),
 }
 
 /// llama.cpp's `general.file_type` for a file of `ty`.
@@ -99,17 +109,20 @@ fn run() -> Res<()> {
             "usage: quantize IN.gguf OUT.gguf TYPE (q3_k_m, q4_k_m, q5_k_m, {types})"
         ));
     };
-    // A mix's base type, or the one dtype of every matrix.
+    // A mix, or the one dtype of every matrix.
     let plan = match ty.as_str() {
-        "q3_k_m" => Plan::Mix(DType::Q3_K),
-        "q4_k_m" => Plan::Mix(DType::Q4_K),
-        "q5_k_m" => Plan::Mix(DType::Q5_K),
+        "q3_k_m" => Plan::Mix(Mix::Q3KM),
+        "q4_k_m" => Plan::Mix(Mix::Q4KM),
+        "q5_k_m" => Plan::Mix(Mix::Q5KM),
         _ => Plan::One(
             DType::ALL
                 .into_iter()
                 .find(|d| d.name() == ty)
                 .ok_or_else(|| {
-                    format!("unknown type {ty} (q4_k_m, q5_k_m, {})", names.join(", "))
+                    format!(
+                        "unknown type {ty} (q3_k_m, q4_k_m, q5_k_m, {})",
+                        names.join(", ")
+                    )
                 })?,
         ),
     };
@@ -138,7 +151,7 @@ fn run() -> Res<()> {
             _ if t.ne.len() < 2 => t.dtype,
             Plan::One(d) if ne0.is_multiple_of(d.block_size()) => d,
             Plan::One(_) => t.dtype,
-            Plan::Mix(base) => k_m_type(&t.name, ne0, n_layer, tied, base),
+            Plan::Mix(mix) => k_m_type(&t.name, ne0, n_layer, tied, mix),
         };
         *counts.entry(to.name()).or_default() += 1;
         if to == t.dtype {
