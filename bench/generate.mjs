@@ -11,6 +11,7 @@
 // webtensor with @BUILD to force one of its builds (default: DEFAULT_BUILD, per GEN_ENGINE); model a name in models/decoder/ without .gguf; cases "short+long"; decode
 // steps, default 64); the default is DEFAULT_RUNS below. GEN_REPS overrides every run's repetitions.
 // GEN_KV=f32 or f16 sets webtensor's KV cache dtype (kvType; default: the device's).
+// GEN_BATCH=N sets webtensor's prefill chunk (batch; default 64 tokens).
 // GEN_PROFILE=1 also prints, per case, a profile of one more run (webtensor: time per op and shapes).
 // GEN_ENGINE=firefox or webkit runs the same page in headless Firefox ESR or WebKitGTK's
 // MiniBrowser (over WebDriver, scripts/webdriver.mjs: a fresh browser per run, no page console)
@@ -103,6 +104,7 @@ try {
     if (engine === 'webtensor') params.build = build || DEFAULT_BUILD;
     if (process.env.GEN_PROFILE) params.profile = '1';
     if (process.env.GEN_KV && engine === 'webtensor') params.kv = process.env.GEN_KV;
+    if (process.env.GEN_BATCH && engine === 'webtensor') params.batch = process.env.GEN_BATCH;
     const res = await runPage(params);
     if (res.error) console.log(`  failed: ${res.error}`);
     results.push({ ...res, ...r });
