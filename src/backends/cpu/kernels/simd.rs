@@ -522,10 +522,19 @@ mod imp {
         pub fn or(self, o: Self) -> Self {
             Self(v128_or(self.0, o.0))
         }
-        /// Each byte (an index, 0..=15) replaced by that entry of `table`: one swizzle.
+        /// Each byte (an index, 0..=15) replaced by that entry of `table`: one swizzle
+        /// (relaxed where the build has it: indices below 16 give the same bytes, and x86
+        /// needs no saturating add to zero the out-of-range ones).
         #[inline(always)]
         pub fn lookup(self, table: I8x16) -> I8x16 {
-            I8x16(i8x16_swizzle(table.0, self.0))
+            #[cfg(target_feature = "relaxed-simd")]
+            {
+                I8x16(i8x16_relaxed_swizzle(table.0, self.0))
+            }
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            {
+                I8x16(i8x16_swizzle(table.0, self.0))
+            }
         }
     }
 
