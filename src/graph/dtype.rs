@@ -391,14 +391,11 @@ pub fn quantize_q5_0(src: &[f32], dst: &mut [u8]) {
 /// The 32 values (0..=31; less 16 to dequantize) of a Q5_0 block.
 pub fn q5_0_values(blk: &[u8]) -> [u8; QK] {
     let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-    std::array::from_fn(|j| {
-        let lo = if j < QK / 2 {
-            blk[6 + j] & 0x0f
-        } else {
-            blk[6 + j - QK / 2] >> 4
-        };
-        lo | ((((qh >> j) & 1) as u8) << 4)
-    })
+    let mut v = nibble_values(&blk[6..]);
+    for (j, x) in v.iter_mut().enumerate() {
+        *x |= (((qh >> j) & 1) as u8) << 4;
+    }
+    v
 }
 
 /// Writes values `q` (0..=31) into a Q5_0 block's fifth bits and nibbles (its scale stays).
@@ -459,7 +456,8 @@ pub fn dequantize_q5_0(src: &[u8], dst: &mut [f32]) {
 }
 
 /// The 32 values (0..=15) of a block's 16 nibble bytes, as ggml lays them out: value `j`
-/// in byte `j`'s low nibble, value `j + 16` in its high one (Q4_0, Q4_1, IQ4_NL).
+/// in byte `j`'s low nibble, value `j + 16` in its high one (Q4_0, Q4_1, IQ4_NL; Q5_0's and
+/// Q5_1's low 4 bits).
 #[inline]
 fn nibble_values(nibbles: &[u8]) -> [u8; QK] {
     std::array::from_fn(|j| {
