@@ -114,17 +114,12 @@ fn run() -> Res<()> {
         "q3_k_m" => Plan::Mix(Mix::Q3KM),
         "q4_k_m" => Plan::Mix(Mix::Q4KM),
         "q5_k_m" => Plan::Mix(Mix::Q5KM),
-        _ => Plan::One(
-            DType::ALL
-                .into_iter()
-                .find(|d| d.name() == ty)
-                .ok_or_else(|| {
-                    format!(
-                        "unknown type {ty} (q3_k_m, q4_k_m, q5_k_m, {})",
-                        names.join(", ")
-                    )
-                })?,
-        ),
+        _ => Plan::One(DType::from_name(ty).ok_or_else(|| {
+            format!(
+                "unknown type {ty} (q3_k_m, q4_k_m, q5_k_m, {})",
+                names.join(", ")
+            )
+        })?),
     };
     let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
     let g = Gguf::parse(&bytes).map_err(|e| format!("{input}: {e}"))?;

@@ -24,6 +24,35 @@
 //! Unit-test code (an item under `#[cfg(test)]`) may also use `testing`. Violations that
 //! remain while the redesign lands are in [`ALLOWED`], each naming what removes it; an entry
 //! that no longer matches anything fails the test, so the list only shrinks.
+//!
+//! Modules import each other in no cycle either ([`module_edges`], [`module_cycles`]). Every
+//! source file is a module: `graph/dtype.rs` is `graph::dtype`, `graph/mod.rs` is `graph`,
+//! `lib.rs` is `crate`; inline modules belong to their file. A file's code outside unit tests
+//! imports module B when:
+//!
+//! - a path it writes resolves to B or to an item in B. The paths are `crate::` (`$crate::`),
+//!   `super::` and `self::` paths, `use` trees included, and relative ones (`dtype::DType`,
+//!   `use kernels::{gemm, quant}`) whose first name, in the (inline) module it is written in,
+//!   is a child module, a module a `use` there names (`use super::kernels;` then
+//!   `kernels::gemm::f()`; `as` names too), or a child of a module a `use` there globs
+//!   (`use super::*`). A path resolves to its longest prefix that is a module:
+//!   `crate::graph::dtype::DType` to `graph::dtype`, `crate::graph::DType` (a re-export) to
+//!   `graph`, `crate::Result` to `crate`;
+//! - except a path in a `use` with a visibility (`pub use`, `pub(crate) use`) that resolves
+//!   into the file's own descendants: a module re-exporting its descendants' items is
+//!   structure, not a dependency (nor is `mod x;`). But where the file's own code uses a name
+//!   such a re-export binds (a type's, trait's or constant's name anywhere; a function's or
+//!   macro's where it is called; the first name of a path such as `Op::Add`), that use imports
+//!   the descendant.
+//!
+//! A module's references to itself are no imports, nor are those between a module and its
+//! ancestors or descendants (a parent and its children are one namespace). Every
+//! strongly connected component of more than one module fails the test, listed with every
+//! import between its modules and one reference each, unless an entry of
+//! [`ALLOWED_MODULE_CYCLES`] names exactly its modules; an entry that matches no component
+//! fails it too. Code under other `cfg`s counts. Unseen: the names a glob re-export binds, a
+//! re-exported function named without a call, and names used in an inline module other than
+//! the re-export's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -201,6 +230,39 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Import cycles between modules that remain for now: (the modules of the cycle, as
+/// [`module_name`] writes them, what removes it). An entry matches a cycle with exactly these
+/// modules; delete it when its fix lands (a stale entry fails the test).
+const ALLOWED_MODULE_CYCLES: &[(&[&str], &str)] = &[
+    (
+        &[
+            "backends::cpu::kernels::elementwise",
+            "backends::cpu::kernels::gemm",
+        ],
+        "elementwise.rs writes gemm's DstRows, gemm.rs applies elementwise's Epilogue",
+    ),
+    (
+        &[
+            "backends::cpu::kernels::kquant",
+            "backends::cpu::kernels::quant",
+        ],
+        "kquant.rs quantizes activations with quant's QuantRows, quant.rs unpacks kquant's \
+         super-blocks",
+    ),
+    (
+        &[
+            "backends::webgpu::context",
+            "backends::webgpu::ops",
+            "backends::webgpu::shader",
+        ],
+        "context.rs imports shader's ShaderKey, shader.rs ops' Kernel, ops.rs context's Ctx",
+    ),
+    (
+        &["wasm::runtime", "wasm::state"],
+        "wasm/state.rs calls wasm::runtime's bytes_to_typed, wasm/runtime.rs uses JsState",
+    ),
+];
+
 /// One forbidden reference.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Violation {
@@ -355,23 +417,31 @@ fn tokens(code: &str) -> Vec<(String, usize)> {
     out
 }
 
-/// The paths of a use tree (or plain path) starting at `toks[*i]`; advances `*i` past it.
-fn use_tree(
-    toks: &[(String, usize)],
-    i: &mut usize,
-    prefix: &[String],
-    out: &mut Vec<Vec<String>>,
-) {
+/// One path of a use tree (or a plain path).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct UsePath {
+    path: Vec<String>,
+    /// The name it brings into scope in a `use` (its last segment, or the `as` name; `self`
+    /// in a list binds its parent's name); `None` for a glob, `as _` or a path cut short.
+    binds: Option<String>,
+    /// A glob (`path::*`).
+    glob: bool,
+}
+
+/// The paths of a use tree (or plain path) starting at `toks[*i]`; advances `*i` past it
+/// (and past an `as name` after a leaf).
+fn use_tree(toks: &[(String, usize)], i: &mut usize, prefix: &[String], out: &mut Vec<UsePath>) {
     let is_ident = |t: &str| {
         t.chars()
             .next()
             .is_some_and(|c| c.is_alphanumeric() || c == '_')
     };
-    match toks.get(*i).map(|t| t.0.as_str()) {
+    let tok = |k: usize| toks.get(k).map(|t| t.0.as_str());
+    match tok(*i) {
         Some("{") => {
             *i += 1;
             loop {
-                match toks.get(*i).map(|t| t.0.as_str()) {
+                match tok(*i) {
                     None => return,
                     Some("}") => {
                         *i += 1;
@@ -390,20 +460,45 @@ fn use_tree(
         }
         Some("*") => {
             *i += 1;
-            out.push(prefix.to_vec());
+            out.push(UsePath {
+                path: prefix.to_vec(),
+                binds: None,
+                glob: true,
+            });
         }
         Some(t) if is_ident(t) => {
+            // `{self, ..}` names the list's parent.
+            let parent_self = t == "self" && !prefix.is_empty() && tok(*i + 1) != Some("::");
             let mut path = prefix.to_vec();
-            path.push(t.to_string());
+            if !parent_self {
+                path.push(t.to_string());
+            }
             *i += 1;
-            if toks.get(*i).map(|t| t.0.as_str()) == Some("::") {
+            if tok(*i) == Some("::") {
                 *i += 1;
                 use_tree(toks, i, &path, out);
-            } else {
-                out.push(path);
+                return;
             }
+            let mut binds = path.last().cloned();
+            // `as name` (not a cast to a path: `x as crate::T` keeps its path).
+            if tok(*i) == Some("as")
+                && tok(*i + 1).is_some_and(is_ident)
+                && tok(*i + 2) != Some("::")
+            {
+                binds = tok(*i + 1).filter(|n| *n != "_").map(str::to_string);
+                *i += 2;
+            }
+            out.push(UsePath {
+                path,
+                binds,
+                glob: false,
+            });
         }
-        _ => out.push(prefix.to_vec()),
+        _ => out.push(UsePath {
+            path: prefix.to_vec(),
+            binds: None,
+            glob: false,
+        }),
     }
 }
 
@@ -470,25 +565,127 @@ fn layer(path: &[String]) -> String {
     }
 }
 
+/// How a path is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// `crate::..` or `$crate::..`.
+    Crate,
+    /// `super::..`, resolved against the module it is written in.
+    Super,
+    /// `self::..`, resolved against the module it is written in.
+    OwnModule,
+    /// `name::..` (not `crate`, `super`, `self`, nor after `::` or `.`): a path relative to
+    /// the module it is written in; a child module's or an imported module's path, or one
+    /// that is no module of this crate (`std::..`, `Self::..`, `Vec::..`).
+    Bare,
+    /// A mention of a crate in [`CONFINED`].
+    Confined,
+}
+
+/// One reference in a file.
+#[derive(Clone, Debug)]
+struct Ref {
+    line: usize,
+    form: Form,
+    /// Crate-absolute for `Crate`, `Super` and `OwnModule`; as written for `Bare`; the
+    /// crate's name for `Confined`.
+    path: Vec<String>,
+    /// In unit-test code (an item under `#[cfg(test)]`).
+    in_test: bool,
+    /// In a `use` item with a visibility (`pub use`, `pub(crate) use`, ..): a re-export.
+    reexport: bool,
+    /// In a `use` item: the name it binds (see [`UsePath`]).
+    binds: Option<String>,
+    /// In a `use` item.
+    in_use: bool,
+    /// In a `use` item: a glob.
+    glob: bool,
+    /// The module it is written in: the file's, inline modules included.
+    scope: Vec<String>,
+}
+
+/// An identifier of a file's code outside `use` items and paths (not after `::` or `.`):
+/// a name that may be one a `use` in the file brought into scope.
+#[derive(Clone, Debug)]
+struct Name {
+    line: usize,
+    name: String,
+    /// Whether `(` or `!` follows (a call of a function or macro).
+    called: bool,
+    in_test: bool,
+    /// As in [`Ref::scope`].
+    scope: Vec<String>,
+}
+
 /// What one file references: (line, crate-absolute path or crate name, is it a crate name,
-/// is it in unit-test code).
+/// is it in unit-test code). Only `crate::`, `$crate::` and `super::` paths and crate names:
+/// what the layer rules check.
 fn references(module: &[String], src: &str) -> Vec<(usize, Vec<String>, bool, bool)> {
+    scan(module, src)
+        .0
+        .into_iter()
+        .filter(|r| matches!(r.form, Form::Crate | Form::Super | Form::Confined))
+        .map(|r| (r.line, r.path, r.form == Form::Confined, r.in_test))
+        .collect()
+}
+
+/// Every reference of one file (module `module`) and the names its code mentions.
+fn scan(module: &[String], src: &str) -> (Vec<Ref>, Vec<Name>) {
     let code = strip(src);
     let toks = tokens(&code);
-    let mut out = Vec::new();
+    let tok = |k: usize| toks.get(k).map_or("", |t| t.0.as_str());
+    let is_ident = |t: &str| {
+        t.chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    };
+    let mut refs = Vec::new();
+    let mut names = Vec::new();
     let mut depth = 0usize;
     // Inline modules: (name, brace depth inside them).
     let mut mods: Vec<(String, usize)> = Vec::new();
     // The item under `#[cfg(test)]`: the depth it starts at, whether its body is open.
     let mut test_item: Option<(usize, bool)> = None;
     let mut pending_test = false;
+    // The `use` item being read: whether it has a visibility, the depth it is at.
+    let mut use_item: Option<(bool, usize)> = None;
     let mut i = 0;
     while i < toks.len() {
         let (t, line) = (toks[i].0.as_str(), toks[i].1);
-        let next = |k: usize| toks.get(i + k).map(|t| t.0.as_str());
+        let prev = if i == 0 { "" } else { tok(i - 1) };
+        if pending_test && t != "#" {
+            // The first token of the item the attribute applies to (attributes are skipped
+            // whole below, so this is its visibility, keyword or name).
+            pending_test = false;
+            if test_item.is_none() {
+                test_item = Some((depth, false));
+            }
+        }
         let in_test = test_item.is_some();
+        let scope = || {
+            let mut s = module.to_vec();
+            s.extend(mods.iter().map(|m| m.0.clone()));
+            s
+        };
+        let starts_path = tok(i + 1) == "::" && prev != "::" && prev != ".";
+        let mut read_path = |i: &mut usize, form: Form, base: &[String]| {
+            let mut paths = Vec::new();
+            use_tree(&toks, i, base, &mut paths);
+            let (in_use, reexport) = use_item.map_or((false, false), |(p, _)| (true, p));
+            refs.extend(paths.into_iter().map(|p| Ref {
+                line,
+                form,
+                path: p.path,
+                in_test,
+                reexport,
+                in_use,
+                binds: p.binds.filter(|_| in_use),
+                glob: p.glob && in_use,
+                scope: scope(),
+            }));
+        };
         match t {
-            "#" if next(1) == Some("[") && next(2) == Some("cfg") && next(3) == Some("(") => {
+            "#" if tok(i + 1) == "[" && tok(i + 2) == "cfg" && tok(i + 3) == "(" => {
                 // `#[cfg(...)]`: a test item when its predicate cannot hold outside tests.
                 let mut k = i + 4;
                 let test_only = cfg_without_test(&toks, &mut k) == Some(false);
@@ -521,46 +718,93 @@ fn references(module: &[String], src: &str) -> Vec<(usize, Vec<String>, bool, bo
                     test_item = None;
                 }
             }
-            ";" if test_item.is_some_and(|(d, opened)| !opened && d == depth) => {
-                test_item = None;
+            ";" => {
+                if test_item.is_some_and(|(d, opened)| !opened && d == depth) {
+                    test_item = None;
+                }
+                if use_item.is_some_and(|(_, d)| d == depth) {
+                    use_item = None;
+                }
             }
-            "crate" if next(1) == Some("::") && (i == 0 || toks[i - 1].0 != "::") => {
-                let mut paths = Vec::new();
+            "use" if prev != "::" => {
+                // `pub use`, `pub(crate) use`, `pub(in path) use`: a re-export.
+                let mut k = i;
+                if prev == ")" {
+                    while k > 0 && tok(k - 1) != "(" {
+                        k -= 1;
+                    }
+                    k = k.saturating_sub(1);
+                }
+                use_item = Some((k > 0 && tok(k - 1) == "pub", depth));
+            }
+            "crate" | "$crate" if starts_path => {
                 i += 2;
-                use_tree(&toks, &mut i, &[], &mut paths);
-                out.extend(paths.into_iter().map(|p| (line, p, false, in_test)));
+                read_path(&mut i, Form::Crate, &[]);
                 continue;
             }
-            "super" if next(1) == Some("::") && (i == 0 || toks[i - 1].0 != "::") => {
-                let mut base: Vec<String> = module.to_vec();
-                base.extend(mods.iter().map(|m| m.0.clone()));
-                while toks.get(i).map(|t| t.0.as_str()) == Some("super")
-                    && toks.get(i + 1).map(|t| t.0.as_str()) == Some("::")
-                {
+            "self" if starts_path => {
+                i += 2;
+                read_path(&mut i, Form::OwnModule, &scope());
+                continue;
+            }
+            "super" if starts_path => {
+                let mut base = scope();
+                while tok(i) == "super" && tok(i + 1) == "::" {
                     base.pop();
                     i += 2;
                 }
-                let mut paths = Vec::new();
-                use_tree(&toks, &mut i, &base, &mut paths);
-                out.extend(paths.into_iter().map(|p| (line, p, false, in_test)));
+                read_path(&mut i, Form::Super, &base);
                 continue;
             }
             _ if CONFINED.iter().any(|(name, _)| *name == t) => {
-                out.push((line, vec![t.to_string()], true, in_test));
+                refs.push(Ref {
+                    line,
+                    form: Form::Confined,
+                    path: vec![t.to_string()],
+                    in_test,
+                    reexport: false,
+                    in_use: use_item.is_some(),
+                    binds: None,
+                    glob: false,
+                    scope: scope(),
+                });
+            }
+            _ if starts_path && is_ident(t) && tok(i + 2) != "<" => {
+                read_path(&mut i, Form::Bare, &[]);
+                continue;
+            }
+            _ if is_ident(t)
+                && use_item.is_none()
+                && !matches!(
+                    prev,
+                    "::" | "."
+                        | "fn"
+                        | "struct"
+                        | "enum"
+                        | "union"
+                        | "trait"
+                        | "type"
+                        | "mod"
+                        | "const"
+                        | "static"
+                        | "let"
+                        | "mut"
+                        | "ref"
+                ) =>
+            {
+                names.push(Name {
+                    line,
+                    name: t.to_string(),
+                    called: matches!(tok(i + 1), "(" | "!"),
+                    in_test,
+                    scope: scope(),
+                });
             }
             _ => {}
         }
-        if pending_test && t != "#" {
-            // The first token of the item the attribute applies to (attributes are skipped
-            // whole above, so this is its visibility, keyword or name).
-            pending_test = false;
-            if test_item.is_none() {
-                test_item = Some((depth, false));
-            }
-        }
         i += 1;
     }
-    out
+    (refs, names)
 }
 
 /// The violations in one file (`rel` is its path under `src/`).
@@ -704,6 +948,241 @@ fn describe_cycle(cycle: &[String], edges: &[Edge]) -> String {
     )
 }
 
+/// A module's name in messages: `graph::dtype`, `crate` for the crate root (`lib.rs`).
+fn module_name(m: &[String]) -> String {
+    if m.is_empty() {
+        "crate".into()
+    } else {
+        m.join("::")
+    }
+}
+
+/// What a file re-exports from its descendants: (scope, name bound) → (the descendant
+/// module, the path re-exported).
+type Reexports<'a> = BTreeMap<(&'a [String], &'a str), (Vec<String>, &'a [String])>;
+
+/// The references between the modules (source files) of `files` (path under `src/`, text)
+/// outside unit tests, as the file's doc comment says what counts.
+fn module_edges(files: &[(String, String)]) -> Vec<Edge> {
+    let modules: BTreeSet<Vec<String>> = files
+        .iter()
+        .map(|(rel, _)| module_of(rel))
+        .chain([Vec::new()])
+        .collect();
+    // The module a crate-absolute path is in: its longest prefix that is a module.
+    let module_at = |path: &[String]| -> Vec<String> {
+        (0..=path.len())
+            .rev()
+            .map(|n| path[..n].to_vec())
+            .find(|p| modules.contains(p))
+            .unwrap_or_default()
+    };
+    let mut edges = Vec::new();
+    for (rel, src) in files {
+        let own = module_of(rel);
+        let (refs, names) = scan(&own, src);
+        let refs: Vec<Ref> = refs
+            .into_iter()
+            .filter(|r| r.form != Form::Confined)
+            .collect();
+        // Crate-absolute paths; a bare path's once its first name is known.
+        let mut abs: Vec<Option<Vec<String>>> = refs
+            .iter()
+            .map(|r| (r.form != Form::Bare).then(|| r.path.clone()))
+            .collect();
+        loop {
+            // What the `use` items bring into scope: (scope, name) → module, scope → globs.
+            let mut bound: BTreeMap<(&[String], &str), &[String]> = BTreeMap::new();
+            let mut globs: BTreeMap<&[String], Vec<&[String]>> = BTreeMap::new();
+            for (r, a) in refs.iter().zip(&abs) {
+                let Some(a) = a.as_deref().filter(|a| modules.contains(*a)) else {
+                    continue;
+                };
+                if r.glob {
+                    globs.entry(&r.scope).or_default().push(a);
+                } else if let Some(name) = &r.binds {
+                    bound.entry((&r.scope, name)).or_insert(a);
+                }
+            }
+            let resolved: Vec<Option<Vec<String>>> = refs
+                .iter()
+                .zip(&abs)
+                .map(|(r, a)| {
+                    if a.is_some() || r.form != Form::Bare {
+                        return None;
+                    }
+                    let (first, rest) = r.path.split_first()?;
+                    let child = |m: &[String]| {
+                        let mut c = m.to_vec();
+                        c.push(first.clone());
+                        modules.contains(&c).then_some(c)
+                    };
+                    let module = child(&r.scope)
+                        .or_else(|| {
+                            bound
+                                .get(&(&r.scope[..], first.as_str()))
+                                .map(|m| m.to_vec())
+                        })
+                        .or_else(|| globs.get(&r.scope[..])?.iter().find_map(|g| child(g)))?;
+                    Some([module, rest.to_vec()].concat())
+                })
+                .collect();
+            if resolved.iter().all(Option::is_none) {
+                break;
+            }
+            for (a, new) in abs.iter_mut().zip(resolved) {
+                if new.is_some() {
+                    *a = new;
+                }
+            }
+        }
+        // Re-exports of the file's own descendants are structure: no edge, but the names
+        // they bind are the descendant's items when the file's code uses them.
+        let mut reexported: Reexports = BTreeMap::new();
+        let at = |line: usize, what: &str| format!("src/{rel}:{line}: {what}");
+        for (r, a) in refs.iter().zip(&abs) {
+            let Some(a) = a else { continue };
+            let to = module_at(a);
+            if r.in_test || to == own {
+                continue;
+            }
+            if r.reexport && to.starts_with(&own) {
+                if let Some(name) = &r.binds {
+                    reexported.insert((&r.scope, name), (to, a));
+                }
+                continue;
+            }
+            edges.push(Edge {
+                from: module_name(&own),
+                to: module_name(&to),
+                at: at(r.line, &format!("crate::{}", a.join("::"))),
+            });
+        }
+        // The code's uses of re-exported names: a type's, trait's or constant's name (upper
+        // case) wherever it stands, a function's or macro's when called, and a path's first
+        // name (`DType::F32`) that is no module.
+        let uses = names
+            .iter()
+            .filter(|n| n.called || n.name.starts_with(|c: char| c.is_uppercase()))
+            .map(|n| (n.line, n.name.as_str(), n.in_test, &n.scope))
+            .chain(
+                refs.iter()
+                    .zip(&abs)
+                    .filter(|(r, a)| r.form == Form::Bare && a.is_none() && !r.in_use)
+                    .map(|(r, _)| (r.line, r.path[0].as_str(), r.in_test, &r.scope)),
+            );
+        for (line, name, in_test, scope) in uses {
+            if in_test {
+                continue;
+            }
+            if let Some((to, path)) = reexported.get(&(&scope[..], name)) {
+                edges.push(Edge {
+                    from: module_name(&own),
+                    to: module_name(to),
+                    at: at(
+                        line,
+                        &format!("{name} (re-exported from crate::{})", path.join("::")),
+                    ),
+                });
+            }
+        }
+    }
+    // A module and its ancestors (`crate` included) are one namespace: a parent's code using
+    // its children, and the children using what the parent defines, is how a Rust module is
+    // built, not a cycle between rooms.
+    edges.retain(|e| !related(&e.from, &e.to));
+    edges.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
+    edges
+}
+
+/// Whether module `a` is `b`'s ancestor or descendant (names as [`module_name`] writes them).
+fn related(a: &str, b: &str) -> bool {
+    let under = |x: &str, y: &str| y == "crate" || x.starts_with(&format!("{y}::"));
+    under(a, b) || under(b, a)
+}
+
+/// The strongly connected components of more than one module that `edges` join: each a
+/// cycle of imports (or several sharing modules), its modules in name order.
+fn module_cycles(edges: &[Edge]) -> Vec<Vec<String>> {
+    let mut next: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for e in edges {
+        next.entry(&e.from).or_default().insert(&e.to);
+        next.entry(&e.to).or_default();
+    }
+    // Tarjan's algorithm.
+    struct State<'a> {
+        next: BTreeMap<&'a str, BTreeSet<&'a str>>,
+        index: BTreeMap<&'a str, (usize, usize)>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(n: &'a str, s: &mut State<'a>) {
+        let k = s.index.len();
+        s.index.insert(n, (k, k));
+        s.stack.push(n);
+        s.on_stack.insert(n);
+        let succ: Vec<&str> = s.next[n].iter().copied().collect();
+        for m in succ {
+            if !s.index.contains_key(m) {
+                visit(m, s);
+                let low = s.index[m].1.min(s.index[n].1);
+                s.index.get_mut(n).expect("visited").1 = low;
+            } else if s.on_stack.contains(m) {
+                let low = s.index[m].0.min(s.index[n].1);
+                s.index.get_mut(n).expect("visited").1 = low;
+            }
+        }
+        if s.index[n].0 == s.index[n].1 {
+            let mut scc = Vec::new();
+            while let Some(m) = s.stack.pop() {
+                s.on_stack.remove(m);
+                scc.push(m.to_string());
+                if m == n {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                s.out.push(scc);
+            }
+        }
+    }
+    let nodes: Vec<&str> = next.keys().copied().collect();
+    let mut s = State {
+        next,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for n in nodes {
+        if !s.index.contains_key(n) {
+            visit(n, &mut s);
+        }
+    }
+    s.out.sort();
+    s.out
+}
+
+/// The failure message for a module cycle: every import between its modules, each with one
+/// reference that makes it.
+fn describe_module_cycle(scc: &[String], edges: &[Edge]) -> String {
+    let mut steps: Vec<String> = Vec::new();
+    for e in edges {
+        let step = format!("  {} -> {}", e.from, e.to);
+        let inside = scc.contains(&e.from) && scc.contains(&e.to);
+        if inside && !steps.iter().any(|s| s.starts_with(&format!("{step} ("))) {
+            steps.push(format!("{step} ({})", e.at));
+        }
+    }
+    format!(
+        "modules import each other in a loop: {}\n{}",
+        scc.join(", "),
+        steps.join("\n")
+    )
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
@@ -719,30 +1198,40 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-#[test]
-fn layers_import_only_downward() {
+/// Every source file: (path under `src/`, text).
+fn source_files() -> Vec<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     assert!(files.len() > 20, "found only {} source files", files.len());
+    files
+        .iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(&src)
+                .expect("under src/")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{rel}: {e}"));
+            (rel, text)
+        })
+        .collect()
+}
+
+#[test]
+fn layers_import_only_downward() {
     let mut found = Vec::new();
     let mut edges = Vec::new();
     let mut errors = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(&src)
-            .expect("under src/")
-            .to_string_lossy()
-            .replace('\\', "/");
-        let own = layer(&module_of(&rel));
+    for (rel, text) in &source_files() {
+        let own = layer(&module_of(rel));
         if own != "root" && !is_layer(&own) {
             errors.push(format!(
                 "src/{rel}: layer {own} has no row in RULES: place it in the layer map"
             ));
         }
-        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{rel}: {e}"));
-        found.extend(check_file(&rel, &text));
-        edges.extend(layer_edges(&rel, &text));
+        found.extend(check_file(rel, text));
+        edges.extend(layer_edges(rel, text));
     }
     if let Some(cycle) = find_cycle(&edges) {
         errors.push(describe_cycle(&cycle, &edges));
@@ -778,6 +1267,40 @@ fn layers_import_only_downward() {
         "layering violations:\n{}",
         errors.join("\n")
     );
+}
+
+#[test]
+fn modules_import_without_cycles() {
+    let edges = module_edges(&source_files());
+    let mut errors = Vec::new();
+    let mut used = BTreeSet::new();
+    for scc in module_cycles(&edges) {
+        match ALLOWED_MODULE_CYCLES
+            .iter()
+            .position(|(ms, _)| sorted(ms) == scc)
+        {
+            Some(k) => {
+                used.insert(k);
+            }
+            None => errors.push(describe_module_cycle(&scc, &edges)),
+        }
+    }
+    for (k, (ms, why)) in ALLOWED_MODULE_CYCLES.iter().enumerate() {
+        if !used.contains(&k) {
+            errors.push(format!(
+                "ALLOWED_MODULE_CYCLES entry {ms:?} matches no cycle any more ({why}): delete \
+                 it, or name the cycle's modules as they are now"
+            ));
+        }
+    }
+    assert!(errors.is_empty(), "module cycles:\n{}", errors.join("\n"));
+}
+
+/// `names` as owned strings in order, as [`module_cycles`] lists a component's modules.
+fn sorted(names: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
 }
 
 #[test]
@@ -973,4 +1496,139 @@ fn checker_ignores_what_is_not_an_import() {
     for src in bad {
         assert_eq!(check_file("model/gguf.rs", src).len(), 1, "{src}");
     }
+}
+
+#[test]
+fn checker_finds_module_cycles() {
+    let files = |fs: &[(&str, &str)]| -> Vec<(String, String)> {
+        fs.iter()
+            .map(|(rel, src)| (rel.to_string(), src.to_string()))
+            .collect()
+    };
+    let cycles = |fs: &[(&str, &str)]| module_cycles(&module_edges(&files(fs)));
+    // Two siblings importing each other (through `super::` and through `crate::`), while
+    // their parent only declares them and re-exports their items, in every form.
+    let graph = [
+        (
+            "graph/mod.rs",
+            "mod dtype;\npub mod kquant;\npub use dtype::{DType, QK as BLOCK};\n\
+             pub use self::kquant::*;\npub(crate) use crate::graph::kquant::Block;\n\
+             pub fn f() {}",
+        ),
+        (
+            "graph/dtype.rs",
+            "use super::f;\n\nfn g() -> super::kquant::Block { todo!() }",
+        ),
+        ("graph/kquant.rs", "use crate::graph::dtype::DType;"),
+    ];
+    let e = module_edges(&files(&graph));
+    let c = module_cycles(&e);
+    assert_eq!(c, [["graph::dtype", "graph::kquant"]]);
+    let msg = describe_module_cycle(&c[0], &e);
+    assert!(
+        msg.contains("src/graph/kquant.rs:1: crate::graph::dtype::DType")
+            && msg.contains("src/graph/dtype.rs:3: crate::graph::kquant::Block"),
+        "{msg}"
+    );
+    // A path resolves to its longest prefix that is a module: the parent for what it
+    // re-exports, the crate root for `crate::Result`.
+    let to = |rel: &str, src: &str| -> Vec<String> {
+        let mut fs = files(&graph);
+        fs.push((rel.to_string(), src.to_string()));
+        module_edges(&fs)
+            .into_iter()
+            .filter(|e| e.from == module_name(&module_of(rel)))
+            .map(|e| e.to)
+            .collect()
+    };
+    assert_eq!(
+        to(
+            "graph/op.rs",
+            "use crate::graph::{DType, dtype::QK};\nfn f() -> crate::Result<()> { Ok(()) }"
+        ),
+        ["graph::dtype"]
+    );
+    // Three modules in a loop, one step written inside a function.
+    let webgpu = [
+        (
+            "backends/webgpu/mod.rs",
+            "mod context;\nmod ops;\nmod shader;\npub use context::Ctx;",
+        ),
+        (
+            "backends/webgpu/context.rs",
+            "use super::shader::ShaderKey;",
+        ),
+        (
+            "backends/webgpu/shader.rs",
+            "fn f() { super::ops::Kernel::run(); }",
+        ),
+        (
+            "backends/webgpu/ops.rs",
+            "use crate::backends::webgpu::{buffer, context::Ctx};",
+        ),
+        ("backends/webgpu/buffer.rs", ""),
+    ];
+    assert_eq!(
+        cycles(&webgpu),
+        [[
+            "backends::webgpu::context",
+            "backends::webgpu::ops",
+            "backends::webgpu::shader"
+        ]]
+    );
+    // A parent and its children are one namespace: a parent that uses what it re-exports,
+    // or calls into a child by a relative path or through a module a `use` named (under
+    // another name), while the child uses the parent, makes no cycle.
+    let program = "use super::Runtime;";
+    assert_eq!(
+        cycles(&[
+            (
+                "runtime/mod.rs",
+                "mod program;\npub use program::Program;\npub struct Runtime;"
+            ),
+            ("runtime/program.rs", program),
+        ]),
+        Vec::<Vec<String>>::new()
+    );
+    let e = module_edges(&files(&[
+        (
+            "runtime/mod.rs",
+            "mod program;\npub use program::Program;\npub struct Runtime { p: Program }",
+        ),
+        ("runtime/program.rs", program),
+    ]));
+    assert_eq!(module_cycles(&e), Vec::<Vec<String>>::new());
+    assert!(e.is_empty(), "{e:?}");
+    let gemm = ("backends/cpu/kernels/gemm.rs", "use super::Epilogue;");
+    for parent in [
+        "mod gemm;\npub struct Epilogue;\nfn run() { gemm::matmul(); }",
+        "mod gemm;\npub struct Epilogue;\nuse self::gemm as g;\nfn run() { g::matmul(); }",
+    ] {
+        assert_eq!(
+            cycles(&[("backends/cpu/kernels/mod.rs", parent), gemm]),
+            Vec::<Vec<String>>::new(),
+            "{parent}"
+        );
+    }
+    let e = module_edges(&files(&[
+        (
+            "model/mod.rs",
+            "use crate::model::tokenizer as tok;\nfn f() { tok::llm::Llm::new(); }",
+        ),
+        ("model/tokenizer.rs", ""),
+        ("model/tokenizer/llm.rs", ""),
+    ]));
+    assert!(e.is_empty(), "{e:?}");
+    // Unit-test code and a module's references to itself are no imports.
+    assert_eq!(
+        cycles(&[
+            (
+                "graph/op.rs",
+                "#[cfg(test)]\nmod tests {\n    use crate::graph::tensor::Tensor;\n}\n\
+                 use crate::graph::op::Op;"
+            ),
+            ("graph/tensor.rs", "use super::op::Op;"),
+        ]),
+        Vec::<Vec<String>>::new()
+    );
 }

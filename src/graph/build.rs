@@ -27,23 +27,6 @@ fn shape4(op: &'static str, ne: &[usize]) -> Result<[usize; MAX_DIMS]> {
     Ok(out)
 }
 
-/// The dtypes a matmul's or get_rows' `a` (a weight) may have.
-pub const WEIGHT_DTYPES: [DType; 13] = [
-    DType::F32,
-    DType::F16,
-    DType::Q8_0,
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::IQ4_NL,
-    DType::Q2_K,
-    DType::Q3_K,
-    DType::Q4_K,
-    DType::Q5_K,
-    DType::Q6_K,
-];
-
 impl Graph {
     fn new_tensor(
         &mut self,
@@ -195,10 +178,10 @@ impl Graph {
         }
         self.node(Op::SetRows, vec![a, b, idx], dtype, ne)
     }
-    /// `a` (`[k, m, ...]`, any of [`WEIGHT_DTYPES`]) times `b` (`[k, n, ...]`, f32) → `[m, n, ...]`.
+    /// `a` (`[k, m, ...]`, any of [`DType::WEIGHTS`]) times `b` (`[k, n, ...]`, f32) → `[m, n, ...]`.
     pub fn matmul(&mut self, a: TensorId, b: TensorId) -> Result<TensorId> {
         let op = "matmul";
-        let ta = self.expect_dtype(op, a, &WEIGHT_DTYPES)?;
+        let ta = self.expect_dtype(op, a, DType::WEIGHTS)?;
         let tb = self.expect_dtype(op, b, &[DType::F32])?;
         if ta.ne[0] != tb.ne[0] {
             return Err(shape_err(
@@ -342,47 +325,25 @@ impl Graph {
         self.node(Op::Rope(p), vec![a, pos], DType::F32, ne)
     }
 
-    /// `a` converted to `dtype`, contiguous (quantizing rows for q8_0/q4_0).
+    /// `a` converted to `dtype`, contiguous (quantizing rows to a dtype whose table row says
+    /// `cpy_target`: Q8_0, Q4_0).
     pub fn cpy(&mut self, a: TensorId, dtype: DType) -> Result<TensorId> {
         let op = "cpy";
         let ta = self.get(a)?;
-        let ok = match (ta.dtype, dtype) {
-            (DType::F32 | DType::F16, DType::I32) => false,
-            (DType::F32 | DType::F16, DType::F32 | DType::F16 | DType::Q8_0 | DType::Q4_0) => true,
-            (
-                DType::F32 | DType::F16,
-                DType::Q4_1
-                | DType::Q5_0
-                | DType::Q5_1
-                | DType::IQ4_NL
-                | DType::Q2_K
-                | DType::Q3_K
-                | DType::Q4_K
-                | DType::Q5_K
-                | DType::Q6_K,
-            ) => {
-                return Err(dtype_err(
-                    op,
-                    dtype,
-                    &format!("quantizing to {dtype:?} is not supported yet"),
-                ))
-            }
-            (
-                DType::Q8_0
-                | DType::Q4_0
-                | DType::Q4_1
-                | DType::Q5_0
-                | DType::Q5_1
-                | DType::IQ4_NL
-                | DType::Q2_K
-                | DType::Q3_K
-                | DType::Q4_K
-                | DType::Q5_K
-                | DType::Q6_K,
-                DType::F32 | DType::F16,
-            ) => ta.rows_contiguous(),
-            (DType::I32, DType::I32) => true,
-            (s, d) => s == d && ta.rows_contiguous(),
+        let (from, to) = (ta.dtype, dtype);
+        let ok = if from == DType::I32 || to == DType::I32 {
+            from == to
+        } else if from.is_quantized() {
+            // Dequantizing, or copying blocks as they are.
+            (to == from || !to.is_quantized()) && ta.rows_contiguous()
+        } else if to.is_quantized() && !to.info().cpy_target {
+            return Err(dtype_err(
+                op,
+                dtype,
+                &format!("quantizing to {dtype:?} is not supported yet"),
+            ));
+        } else {
+            true
         };
         if !ok {
             return Err(dtype_err(
@@ -440,7 +401,7 @@ impl Graph {
     /// Rows of `a` (`[ne0, rows, b]`) picked by I32 `idx` (`[n, b']`, `b` is 1 or `b'`) → f32.
     pub fn get_rows(&mut self, a: TensorId, idx: TensorId) -> Result<TensorId> {
         let op = "get_rows";
-        let ta = self.expect_dtype(op, a, &WEIGHT_DTYPES)?;
+        let ta = self.expect_dtype(op, a, DType::WEIGHTS)?;
         let ti = self.expect_dtype(op, idx, &[DType::I32])?;
         if ta.ne[3] != 1
             || ti.ne[2] != 1

@@ -6,16 +6,12 @@
 
 mod build;
 mod dtype;
-mod kquant;
-pub use kquant::{k_quant_fallback, use_more_bits};
 mod op;
 mod tensor;
 
 pub use dtype::{
-    can_quantize, dequantize_q2_k, dequantize_q3_k, dequantize_q4_0, dequantize_q4_k,
-    dequantize_q5_0, dequantize_q5_1, dequantize_q5_k, dequantize_q6_k, dequantize_q8_0,
-    first_non_finite_scale, q5_0_values, quantize_q4_0, quantize_q5_0, quantize_q5_1,
-    quantize_q8_0, row_from_f32, row_to_f32, set_q5_0_values, DType, IQ4_NL_VALUES, QK, QK_K,
+    can_quantize, first_non_finite_scale, k_quant_fallback, q5_0_values, row_from_f32, row_to_f32,
+    set_q5_0_values, use_more_bits, DType, DTypeInfo, Format, IQ4_NL_VALUES, QK, QK_K,
 };
 pub use op::{erf, BinaryOp, Op, OpKind, RopeMode, RopeParams, UnaryOp, ACT_NONE};
 pub use tensor::{contiguous_strides, Role, Tensor, TensorId, MAX_DIMS};

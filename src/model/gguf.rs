@@ -214,47 +214,6 @@ impl Value {
     }
 }
 
-/// GGML's type id of a dtype in a GGUF file.
-pub fn ggml_type_id(dtype: DType) -> u32 {
-    match dtype {
-        DType::F32 => 0,
-        DType::F16 => 1,
-        DType::Q4_0 => 2,
-        DType::Q4_1 => 3,
-        DType::Q5_0 => 6,
-        DType::Q5_1 => 7,
-        DType::Q8_0 => 8,
-        DType::Q2_K => 10,
-        DType::Q3_K => 11,
-        DType::Q4_K => 12,
-        DType::Q5_K => 13,
-        DType::Q6_K => 14,
-        DType::IQ4_NL => 20,
-        DType::I32 => 26,
-    }
-}
-
-/// The dtype of a GGML type id, if webtensor has it.
-pub fn dtype_from_ggml(id: u32) -> Option<DType> {
-    Some(match id {
-        0 => DType::F32,
-        1 => DType::F16,
-        2 => DType::Q4_0,
-        3 => DType::Q4_1,
-        6 => DType::Q5_0,
-        7 => DType::Q5_1,
-        8 => DType::Q8_0,
-        10 => DType::Q2_K,
-        11 => DType::Q3_K,
-        12 => DType::Q4_K,
-        13 => DType::Q5_K,
-        14 => DType::Q6_K,
-        20 => DType::IQ4_NL,
-        26 => DType::I32,
-        _ => return None,
-    })
-}
-
 /// Bytes of a tensor of `dtype` and shape `ne`, overflow-checked; `Err` says what is wrong.
 fn tensor_nbytes(dtype: DType, ne: &[usize]) -> std::result::Result<usize, String> {
     let n0 = *ne.first().unwrap_or(&1);
@@ -562,7 +521,7 @@ impl<'a> Gguf<'a> {
                 ne.push(d);
             }
             let type_id = c.u32("tensor type")?;
-            let dtype = dtype_from_ggml(type_id).ok_or_else(|| {
+            let dtype = DType::from_ggml(type_id).ok_or_else(|| {
                 bad_at(
                     At::Tensor(name.clone()),
                     format!("GGML type {type_id} is not supported (f32, f16, q8_0, q4_0, i32 are)"),
@@ -839,7 +798,7 @@ impl GgufWriter {
             for &d in &t.ne {
                 out.extend_from_slice(&(d as u64).to_le_bytes());
             }
-            out.extend_from_slice(&ggml_type_id(t.dtype).to_le_bytes());
+            out.extend_from_slice(&t.dtype.ggml_id().to_le_bytes());
             out.extend_from_slice(&(offset as u64).to_le_bytes());
             offset = (offset + t.nbytes).next_multiple_of(alignment);
         }
@@ -987,17 +946,6 @@ mod tests {
         let g = Gguf::parse(&bytes).unwrap();
         assert_eq!(g.alignment(), 64);
         assert!(g.tensors().iter().all(|t| t.offset % 64 == 0));
-    }
-
-    #[test]
-    fn k_quant_type_ids_are_ggml_s() {
-        for (id, d) in (10..15).zip(DType::K_QUANTS) {
-            assert_eq!(dtype_from_ggml(id), Some(d));
-            assert_eq!(ggml_type_id(d), id);
-        }
-        for d in DType::ALL {
-            assert_eq!(dtype_from_ggml(ggml_type_id(d)), Some(d));
-        }
     }
 
     #[test]

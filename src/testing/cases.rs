@@ -382,7 +382,7 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
         },
     ];
     let mut all: Vec<Mm> = list.to_vec();
-    for q in [Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL] {
+    for q in DType::BLOCK_QUANTS {
         all.extend([
             mm(q, 256, 1, 1),
             mm(q, 0, 4, 2),
@@ -456,14 +456,12 @@ fn matmul_cases(v: &mut Vec<OpCase>) {
 /// A matmul's tolerance for weights of `dtype` against the reference (which multiplies the
 /// weights dequantized, in f64).
 fn matmul_tolerance(dtype: DType) -> f64 {
-    match dtype {
-        DType::F32 | DType::F16 | DType::I32 => F32_ACC,
-        // The CPU's integer dots quantize activations to 8 bits (Q8_0 blocks; Q8_K
-        // super-blocks for the K-quants).
-        DType::Q8_0 | DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::IQ4_NL => {
-            QUANT_MATMUL
-        }
-        DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => QUANT_MATMUL,
+    // The CPU's integer dots quantize activations to 8 bits (Q8_0 blocks; Q8_K super-blocks
+    // for the K-quants).
+    if dtype.is_quantized() {
+        QUANT_MATMUL
+    } else {
+        F32_ACC
     }
 }
 
@@ -1109,10 +1107,7 @@ fn set_rows_cases(v: &mut Vec<OpCase>) {
 }
 
 fn get_rows_cases(v: &mut Vec<OpCase>) {
-    use DType::*;
-    for dtype in [
-        F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
-    ] {
+    for &dtype in DType::WEIGHTS {
         let ne0 = if dtype.is_k_quant() {
             256
         } else if dtype.is_quantized() {
@@ -1360,6 +1355,36 @@ mod tests {
                 c.op
             );
         }
+    }
+
+    /// Every weight dtype of the table is a matmul's and a get_rows' weight in some case, and
+    /// every quantized one is dequantized by a cpy: a dtype added to the table without cases
+    /// fails here, named.
+    #[test]
+    fn every_dtype_is_covered() {
+        let mut seen = std::collections::HashSet::new();
+        for c in all_cases() {
+            let built = c.build().unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            for (_, t) in built.graph.iter() {
+                let kind = t.op.kind();
+                if let Some(&a) = t.src.first() {
+                    let a = built.graph.get(a).expect("operand").dtype;
+                    seen.insert((kind, a));
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        for &d in DType::WEIGHTS {
+            for kind in [OpKind::MatMul, OpKind::GetRows] {
+                if !seen.contains(&(kind, d)) {
+                    missing.push(format!("{kind:?} of {d}"));
+                }
+            }
+            if d.is_quantized() && !seen.contains(&(OpKind::Cpy, d)) {
+                missing.push(format!("Cpy from {d}"));
+            }
+        }
+        assert!(missing.is_empty(), "no case for: {}", missing.join(", "));
     }
 
     #[test]

@@ -37,28 +37,20 @@ pub struct CaseGraph {
     pub leaves: HashMap<TensorId, Vec<u8>>,
 }
 
-/// Where a K-quant super-block keeps its f16 scales (byte offset) and the largest factor
-/// each multiplies (sub-scale × value levels), so that `amax / factor` bounds the values.
-fn k_quant_scales(dtype: DType) -> &'static [(usize, f32)] {
+/// The largest factor each of a K-quant's f16 scales (the table's `scales`, in order)
+/// multiplies (sub-scale × value levels), so that `amax / factor` bounds the values.
+fn k_quant_scale_factors(dtype: DType) -> &'static [f32] {
     match dtype {
         // d · (4-bit scale) · (2-bit value), dmin · (4-bit min)
-        DType::Q2_K => &[(80, 15.0 * 3.0), (82, 15.0)],
+        DType::Q2_K => &[15.0 * 3.0, 15.0],
         // d · (6-bit scale - 32) · (3-bit value - 4)
-        DType::Q3_K => &[(108, 32.0 * 4.0)],
+        DType::Q3_K => &[32.0 * 4.0],
         // d · (6-bit scale) · (4-/5-bit value), dmin · (6-bit min)
-        DType::Q4_K => &[(0, 63.0 * 15.0), (2, 63.0)],
-        DType::Q5_K => &[(0, 63.0 * 31.0), (2, 63.0)],
+        DType::Q4_K => &[63.0 * 15.0, 63.0],
+        DType::Q5_K => &[63.0 * 31.0, 63.0],
         // d · (i8 scale) · (6-bit value - 32)
-        DType::Q6_K => &[(208, 128.0 * 32.0)],
-        DType::F32
-        | DType::F16
-        | DType::I32
-        | DType::Q8_0
-        | DType::Q4_0
-        | DType::Q4_1
-        | DType::Q5_0
-        | DType::Q5_1
-        | DType::IQ4_NL => &[],
+        DType::Q6_K => &[128.0 * 32.0],
+        _ => &[],
     }
 }
 
@@ -66,16 +58,18 @@ fn k_quant_scales(dtype: DType) -> &'static [(usize, f32)] {
 /// bytes with the f16 scale fields set to finite values that keep every value within
 /// about `±amax` (every bit pattern, not only what the quantizer writes).
 pub fn random_k_quant(rng: &mut Rng, dtype: DType, n: usize, amax: f32) -> Result<Vec<u8>> {
-    if !dtype.is_k_quant() {
+    let (offsets, factors) = (dtype.info().scales, k_quant_scale_factors(dtype));
+    if !dtype.is_k_quant() || offsets.len() != factors.len() {
         return Err(Error::InvalidArgument(format!(
-            "{dtype:?} is not a K-quant"
+            "{dtype:?} is not a K-quant with scale factors for its {} scales",
+            offsets.len()
         )));
     }
     let mut bytes: Vec<u8> = (0..dtype.row_bytes(n)?)
         .map(|_| rng.next_u32() as u8)
         .collect();
     for blk in bytes.chunks_exact_mut(dtype.block_bytes()) {
-        for &(at, factor) in k_quant_scales(dtype) {
+        for (&at, &factor) in offsets.iter().zip(factors) {
             let d = half::f16::from_f32(amax / factor * rng.uniform(0.25, 1.0));
             blk[at..at + 2].copy_from_slice(&d.to_le_bytes());
         }

@@ -23,9 +23,8 @@ impl MatmulBench {
         k: usize,
         threads: Option<usize>,
     ) -> Result<MatmulBench, JsError> {
-        let wtype = DType::ALL
-            .into_iter()
-            .find(|t| t.name() == dtype && *t != DType::I32)
+        let wtype = DType::from_name(dtype)
+            .filter(|t| t.info().weight)
             .ok_or_else(|| JsError::new(&format!("unknown weight dtype {dtype:?}")))?;
         let dev = crate::backends::cpu_device(threads).map_err(to_js_error)?;
         crate::bench::MatmulProblem::new(dev, wtype, m, n, k)

@@ -43,13 +43,10 @@ export interface RunOptions {
 "#;
 
 fn parse_dtype(s: &str) -> Result<DType, JsError> {
-    DType::ALL
-        .into_iter()
-        .find(|d| d.name() == s.to_ascii_lowercase())
-        .ok_or_else(|| {
-            let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
-            JsError::new(&format!("unknown dtype {s:?} ({})", names.join(", ")))
-        })
+    DType::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+        JsError::new(&format!("unknown dtype {s:?} ({})", names.join(", ")))
+    })
 }
 
 /// A typed array's contents, copied out of JS (for [`crate::runtime::typed`]).

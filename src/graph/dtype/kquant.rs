@@ -1,13 +1,28 @@
 //! ggml's reference K-quant quantizers (`quantize_row_q2_K_ref` … `quantize_row_q6_K_ref` in
 //! ggml-quants.c), ported step for step so that the bytes equal llama.cpp's when it
-//! quantizes without an importance matrix (`quantize_q4_K` & co. call the `_ref` rows then).
+//! quantizes without an importance matrix (`quantize_q4_K` & co. call the `_ref` rows then),
+//! and its dequantizers (`dequantize_row_q2_K` …), with the super-blocks' layouts.
 //!
 //! Bit-exactness depends on doing the same f32 operations in the same order: every sum is
 //! sequential, products are grouped as C groups them (`w*x*l` is `(w*x)*l`), no fused
 //! multiply-add, and rounding is ggml's `nearest_int` (round half to even through the
 //! 1.5·2²³ trick). tests/kquant_quantize.rs checks the bytes against llama.cpp's.
 
-use super::dtype::{DType, QK_K};
+use super::blocks::f16_at;
+
+/// Values per K-quant super-block (ggml's QK_K).
+pub const QK_K: usize = 256;
+
+/// Bytes of a Q2_K super-block: scales[16], qs[64], f16 `d` and `dmin`.
+pub const Q2_K_BYTES: usize = QK_K / 16 + QK_K / 4 + 4;
+/// Bytes of a Q3_K super-block: hmask[32], qs[64], scales[12], f16 `d`.
+pub const Q3_K_BYTES: usize = QK_K / 8 + QK_K / 4 + 12 + 2;
+/// Bytes of a Q4_K super-block: f16 `d` and `dmin`, scales[12], qs[128].
+pub const Q4_K_BYTES: usize = 4 + 12 + QK_K / 2;
+/// Bytes of a Q5_K super-block: Q4_K's header, qh[32], qs[128].
+pub const Q5_K_BYTES: usize = 4 + 12 + QK_K / 8 + QK_K / 2;
+/// Bytes of a Q6_K super-block: ql[128], qh[64], scales[16], f16 `d`.
+pub const Q6_K_BYTES: usize = QK_K / 2 + QK_K / 4 + QK_K / 16 + 2;
 
 /// ggml's `GROUP_MAX_EPS`: a group whose largest magnitude is below it is all zero.
 const GROUP_MAX_EPS: f32 = 1e-15;
@@ -24,12 +39,6 @@ fn nearest_int(v: f32) -> i32 {
 #[inline]
 fn f16_bytes(v: f32) -> [u8; 2] {
     half::f16::from_f32(v).to_le_bytes()
-}
-
-/// The f32 value of the f16 just written at `b[i..i + 2]`.
-#[inline]
-fn f16_at(b: &[u8], i: usize) -> f32 {
-    half::f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
 }
 
 /// ggml's `make_qx_quants` for `qw == NULL` and `rmse_type == 1` (the only use, Q6_K):
@@ -413,7 +422,7 @@ fn levels_q45_k(x: &[f32], nmax: i32, rmin: f32, nstep: i32, out: &mut [u8]) -> 
     pack_scales_k4(&scales, &mins, out);
     let (d_all, dmin_all) = (f16_at(out, 0), f16_at(out, 2));
     for j in 0..8 {
-        let (sc, m) = super::dtype::scale_min_k4(j, &out[4..16]);
+        let (sc, m) = scale_min_k4(j, &out[4..16]);
         let d = d_all * sc as f32;
         if d == 0.0 {
             continue;
@@ -507,24 +516,36 @@ fn quantize_block_q6_k(x: &[f32], out: &mut [u8]) {
     }
 }
 
-/// Quantizes `src` (a whole number of 256-value super-blocks) to K-quant `dtype` bytes as
-/// ggml's reference quantizer does. `dtype` must be a K-quant and `dst` hold
-/// `src.len() / 256` blocks (the callers check both).
-pub(crate) fn quantize_k(dtype: DType, src: &[f32], dst: &mut [u8]) {
-    let block: fn(&[f32], &mut [u8]) = match dtype {
-        DType::Q2_K => quantize_block_q2_k,
-        DType::Q3_K => quantize_block_q3_k,
-        DType::Q4_K => quantize_block_q4_k,
-        DType::Q5_K => quantize_block_q5_k,
-        DType::Q6_K => quantize_block_q6_k,
-        _ => return,
-    };
-    for (x, out) in src
-        .chunks_exact(QK_K)
-        .zip(dst.chunks_exact_mut(dtype.block_bytes()))
-    {
+/// Quantizes `src` (whole super-blocks) with `block`, one block of `bytes` a super-block.
+fn quantize_blocks(src: &[f32], dst: &mut [u8], bytes: usize, block: fn(&[f32], &mut [u8])) {
+    for (x, out) in src.chunks_exact(QK_K).zip(dst.chunks_exact_mut(bytes)) {
         block(x, out);
     }
+}
+
+/// Quantizes `src` (whole super-blocks) to Q2_K bytes as `quantize_row_q2_K_ref`.
+pub fn quantize_q2_k(src: &[f32], dst: &mut [u8]) {
+    quantize_blocks(src, dst, Q2_K_BYTES, quantize_block_q2_k)
+}
+
+/// Quantizes `src` (whole super-blocks) to Q3_K bytes as `quantize_row_q3_K_ref`.
+pub fn quantize_q3_k(src: &[f32], dst: &mut [u8]) {
+    quantize_blocks(src, dst, Q3_K_BYTES, quantize_block_q3_k)
+}
+
+/// Quantizes `src` (whole super-blocks) to Q4_K bytes as `quantize_row_q4_K_ref`.
+pub fn quantize_q4_k(src: &[f32], dst: &mut [u8]) {
+    quantize_blocks(src, dst, Q4_K_BYTES, quantize_block_q4_k)
+}
+
+/// Quantizes `src` (whole super-blocks) to Q5_K bytes as `quantize_row_q5_K_ref`.
+pub fn quantize_q5_k(src: &[f32], dst: &mut [u8]) {
+    quantize_blocks(src, dst, Q5_K_BYTES, quantize_block_q5_k)
+}
+
+/// Quantizes `src` (whole super-blocks) to Q6_K bytes as `quantize_row_q6_K_ref`.
+pub fn quantize_q6_k(src: &[f32], dst: &mut [u8]) {
+    quantize_blocks(src, dst, Q6_K_BYTES, quantize_block_q6_k)
 }
 
 /// llama.cpp's `use_more_bits(i, n)`: the layers (of `n`) its `*_M` mixes give more bits to
@@ -533,19 +554,118 @@ pub fn use_more_bits(i: usize, n: usize) -> bool {
     i < n / 8 || i >= 7 * n / 8 || (i as isize - (n / 8) as isize) % 3 == 2
 }
 
-/// llama.cpp's `tensor_type_fallback` for the K-quants its mixes use: `want` for rows of
-/// `ne0` values when they are whole super-blocks, else Q2_K and Q3_K → IQ4_NL, Q4_K → Q5_0,
-/// Q5_K → Q5_1 and Q6_K → Q8_0 (other types as they are). (IQ4_NL is what the llama.cpp
-/// builds that wrote the Q2_K / Q3_K_M files on the model hubs pick; later builds, such as
-/// the one llama-cpp-python 0.3.36 vendors, write Q4_0 there.)
-pub fn k_quant_fallback(want: DType, ne0: usize) -> DType {
-    match want {
-        _ if ne0.is_multiple_of(want.block_size()) => want,
-        DType::Q2_K | DType::Q3_K => DType::IQ4_NL,
-        DType::Q4_K => DType::Q5_0,
-        DType::Q5_K => DType::Q5_1,
-        DType::Q6_K => DType::Q8_0,
-        other => other,
+/// `dequantize_row_q2_K`: value `128h + 32s + l` is bits `2s..2s+2` of `qs[32h + l]` times
+/// Dequantizes Q2_K bytes into `dst` (a whole number of super-blocks), as ggml's
+/// `d · (scale & 15)`, less `dmin · (scale >> 4)`, with scale `(128h + 32s + l) / 16`.
+pub fn dequantize_q2_k(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src.chunks_exact(Q2_K_BYTES).zip(dst.chunks_exact_mut(QK_K)) {
+        let (scales, qs) = (&blk[..16], &blk[16..80]);
+        let (d, min) = (f16_at(blk, 80), f16_at(blk, 82));
+        for (y, o) in out.iter_mut().enumerate() {
+            let (h, s, l) = (y / 128, (y / 32) % 4, y % 32);
+            let sc = scales[y / 16];
+            let dl = d * (sc & 0xf) as f32;
+            let ml = min * (sc >> 4) as f32;
+            let q = (qs[32 * h + l] >> (2 * s)) & 3;
+            *o = dl * q as f32 - ml;
+        }
+    }
+}
+
+/// Dequantizes Q3_K bytes into `dst` (a whole number of super-blocks), as ggml's
+/// `dequantize_row_q3_K`: 2 low bits as Q2_K's, less 4 where the value's `hmask` bit is
+/// clear, times `d · (scale - 32)` (16 6-bit scales: low nibbles in bytes 0..8, high bit
+/// pairs in bytes 8..12).
+pub fn dequantize_q3_k(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src.chunks_exact(Q3_K_BYTES).zip(dst.chunks_exact_mut(QK_K)) {
+        let (hmask, qs, scales) = (&blk[..32], &blk[32..96], &blk[96..108]);
+        let d = f16_at(blk, 108);
+        let mut sc = [0f32; 16];
+        for (i, s) in sc.iter_mut().enumerate() {
+            let lo = (scales[i % 8] >> (4 * (i / 8))) & 0xf;
+            let hi = (scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+            *s = d * ((lo | (hi << 4)) as i32 - 32) as f32;
+        }
+        for (y, o) in out.iter_mut().enumerate() {
+            let (h, s, l) = (y / 128, (y / 32) % 4, y % 32);
+            let lo = ((qs[32 * h + l] >> (2 * s)) & 3) as i32;
+            let high = (hmask[l] >> (y / 32)) & 1;
+            let q = lo - if high != 0 { 0 } else { 4 };
+            *o = sc[y / 16] * q as f32;
+        }
+    }
+}
+
+/// Scale and min `j` (0..8) of a Q4_K/Q5_K super-block's 12 packed bytes (ggml's
+/// `get_scale_min_k4`).
+#[inline]
+fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
+/// Dequantizes Q4_K (or, with `high`, Q5_K) bytes into `dst`, as ggml's
+/// `dequantize_row_q4_K` / `_q5_K`: value `64c + 32n + l` is nibble `n` of `qs[32c + l]`
+/// (plus 16 for Q5_K's bit `y / 32` of `qh[l]`), times `d · scale`, less `dmin · min`,
+/// with scale/min pair `y / 32`.
+fn dequantize_q45_k(high: bool, src: &[u8], dst: &mut [f32]) {
+    let bytes = if high { Q5_K_BYTES } else { Q4_K_BYTES };
+    for (blk, out) in src.chunks_exact(bytes).zip(dst.chunks_exact_mut(QK_K)) {
+        let (d, min) = (f16_at(blk, 0), f16_at(blk, 2));
+        let scales = &blk[4..16];
+        let (qh, qs) = if high {
+            (&blk[16..48], &blk[48..176])
+        } else {
+            (&blk[..0], &blk[16..144])
+        };
+        for (j, sub) in out.chunks_exact_mut(32).enumerate() {
+            let (sc, m) = scale_min_k4(j, scales);
+            let d1 = d * sc as f32;
+            let m1 = min * m as f32;
+            let (c, n) = (j / 2, j % 2);
+            for (l, o) in sub.iter_mut().enumerate() {
+                let mut q = (qs[32 * c + l] >> (4 * n)) & 0xf;
+                if high {
+                    q |= ((qh[l] >> j) & 1) << 4;
+                }
+                *o = d1 * q as f32 - m1;
+            }
+        }
+    }
+}
+
+/// Dequantizes Q4_K bytes into `dst` (a whole number of super-blocks).
+pub fn dequantize_q4_k(src: &[u8], dst: &mut [f32]) {
+    dequantize_q45_k(false, src, dst)
+}
+
+/// Dequantizes Q5_K bytes into `dst` (a whole number of super-blocks).
+pub fn dequantize_q5_k(src: &[u8], dst: &mut [f32]) {
+    dequantize_q45_k(true, src, dst)
+}
+
+/// Dequantizes Q6_K bytes into `dst` (a whole number of super-blocks), as ggml's
+/// `dequantize_row_q6_K`: value `128h + 64n + l` (l < 64) has low nibble `n` of
+/// `ql[64h + l]` and high bits `2s..2s+2` of `qh[32h + l % 32]` (`s = (y % 128) / 32`),
+/// less 32, times `d · scales[y / 16]` (`i8`).
+pub fn dequantize_q6_k(src: &[u8], dst: &mut [f32]) {
+    for (blk, out) in src.chunks_exact(Q6_K_BYTES).zip(dst.chunks_exact_mut(QK_K)) {
+        let (ql, qh, scales) = (&blk[..128], &blk[128..192], &blk[192..208]);
+        let d = f16_at(blk, 208);
+        for (y, o) in out.iter_mut().enumerate() {
+            let (h, r) = (y / 128, y % 128);
+            let (n, l) = (r / 64, r % 64);
+            let lo = (ql[64 * h + l] >> (4 * n)) & 0xf;
+            let hi = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+            let q = (lo | (hi << 4)) as i32 - 32;
+            *o = d * scales[y / 16] as i8 as f32 * q as f32;
+        }
     }
 }
 
