@@ -1,5 +1,6 @@
 // Operand `a` read as u32 words: 32-bit values moved bit for bit, or packed f16 and
-// block-quantized data (then addressed in halves or bytes; a_f16 / a_q* add `a_get`).
+// block-quantized data (then addressed in halves or bytes; a_f16, a_kquant and a_block_tail
+// add `a_get`).
 @group(0) @binding(1) var<storage, read_write> a: array<u32>;
 
 // Word k of a's binding, for an operand b that shares it (SHARED_B).

@@ -1,20 +1,7 @@
-// Operand `a` in ggml Q8_0 blocks (f16 scale + 32 x i8, 34 bytes), after a_packed.
+// Operand `a` in ggml Q8_0 blocks (f16 scale + 32 x i8, 34 bytes), after a_packed;
+// a_block_tail adds the readers.
 fn a_at(r: u32, k: u32) -> f32 {
     let blk = r + (k / 32u) * p.a_nb.x;
     let q = bitcast<i32>(a_byte(blk + 2u + k % 32u) << 24u) >> 24u;
     return a_half(blk) * f32(q);
-}
-
-fn a_get(i: vec4<u32>) -> f32 {
-    return a_at(a_row(i), i.x);
-}
-
-// a_vec4 reads every layout (element by element: blocks are not word-aligned).
-fn a_vec_ok() -> bool {
-    return true;
-}
-
-// Elements k .. k + 3 of the row starting at `r`.
-fn a_vec4(r: u32, k: u32) -> vec4<f32> {
-    return vec4<f32>(a_at(r, k), a_at(r, k + 1u), a_at(r, k + 2u), a_at(r, k + 3u));
 }

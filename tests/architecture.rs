@@ -48,9 +48,8 @@
 //! A module's references to itself are no imports, nor are those between a module and its
 //! ancestors or descendants (a parent and its children are one namespace). Every
 //! strongly connected component of more than one module fails the test, listed with every
-//! import between its modules and one reference each, unless an entry of
-//! [`ALLOWED_MODULE_CYCLES`] names exactly its modules; an entry that matches no component
-//! fails it too. Code under other `cfg`s counts. Unseen: the names a glob re-export binds, a
+//! import between its modules and one reference each (there is no allow-list: the last four
+//! cycles were broken when this check landed). Code under other `cfg`s counts. Unseen: the names a glob re-export binds, a
 //! re-exported function named without a call, and names used in an inline module other than
 //! the re-export's.
 
@@ -227,39 +226,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "src/backends/webgpu/context.rs",
         "wasm_bindgen",
         "a later issue: the navigator.gpu probe handed in by src/wasm/",
-    ),
-];
-
-/// Import cycles between modules that remain for now: (the modules of the cycle, as
-/// [`module_name`] writes them, what removes it). An entry matches a cycle with exactly these
-/// modules; delete it when its fix lands (a stale entry fails the test).
-const ALLOWED_MODULE_CYCLES: &[(&[&str], &str)] = &[
-    (
-        &[
-            "backends::cpu::kernels::elementwise",
-            "backends::cpu::kernels::gemm",
-        ],
-        "elementwise.rs writes gemm's DstRows, gemm.rs applies elementwise's Epilogue",
-    ),
-    (
-        &[
-            "backends::cpu::kernels::kquant",
-            "backends::cpu::kernels::quant",
-        ],
-        "kquant.rs quantizes activations with quant's QuantRows, quant.rs unpacks kquant's \
-         super-blocks",
-    ),
-    (
-        &[
-            "backends::webgpu::context",
-            "backends::webgpu::ops",
-            "backends::webgpu::shader",
-        ],
-        "context.rs imports shader's ShaderKey, shader.rs ops' Kernel, ops.rs context's Ctx",
-    ),
-    (
-        &["wasm::runtime", "wasm::state"],
-        "wasm/state.rs calls wasm::runtime's bytes_to_typed, wasm/runtime.rs uses JsState",
     ),
 ];
 
@@ -1272,35 +1238,11 @@ fn layers_import_only_downward() {
 #[test]
 fn modules_import_without_cycles() {
     let edges = module_edges(&source_files());
-    let mut errors = Vec::new();
-    let mut used = BTreeSet::new();
-    for scc in module_cycles(&edges) {
-        match ALLOWED_MODULE_CYCLES
-            .iter()
-            .position(|(ms, _)| sorted(ms) == scc)
-        {
-            Some(k) => {
-                used.insert(k);
-            }
-            None => errors.push(describe_module_cycle(&scc, &edges)),
-        }
-    }
-    for (k, (ms, why)) in ALLOWED_MODULE_CYCLES.iter().enumerate() {
-        if !used.contains(&k) {
-            errors.push(format!(
-                "ALLOWED_MODULE_CYCLES entry {ms:?} matches no cycle any more ({why}): delete \
-                 it, or name the cycle's modules as they are now"
-            ));
-        }
-    }
+    let errors: Vec<String> = module_cycles(&edges)
+        .iter()
+        .map(|scc| describe_module_cycle(scc, &edges))
+        .collect();
     assert!(errors.is_empty(), "module cycles:\n{}", errors.join("\n"));
-}
-
-/// `names` as owned strings in order, as [`module_cycles`] lists a component's modules.
-fn sorted(names: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    v.sort();
-    v
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Small conversions between Rust values and JS values.
 
-use js_sys::{Function, Object, Reflect};
+use js_sys::{Float32Array, Function, Int32Array, Object, Reflect, Uint8Array};
 
+use crate::graph::DType;
+use crate::runtime::typed::{self, TypedVec};
 use crate::runtime::DeviceChoice;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -45,6 +47,31 @@ pub fn js_message(v: &JsValue) -> String {
         .ok()
         .and_then(|s| s.as_string())
         .unwrap_or_else(|| "an error that is not an Error".into())
+}
+
+/// A typed array's contents, copied out of JS (for [`crate::runtime::typed`]).
+pub(super) fn js_typed(v: &JsValue, what: &str) -> Result<TypedVec, JsError> {
+    if let Some(a) = v.dyn_ref::<Float32Array>() {
+        Ok(TypedVec::F32(a.to_vec()))
+    } else if let Some(a) = v.dyn_ref::<Int32Array>() {
+        Ok(TypedVec::I32(a.to_vec()))
+    } else if let Some(a) = v.dyn_ref::<Uint8Array>() {
+        Ok(TypedVec::U8(a.to_vec()))
+    } else {
+        Err(JsError::new(&format!(
+            "{what}: expected a Float32Array, Int32Array or Uint8Array"
+        )))
+    }
+}
+
+pub(super) fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<JsValue, JsError> {
+    Ok(
+        match typed::bytes_to_typed(bytes, dtype).map_err(to_js_error)? {
+            TypedVec::F32(v) => Float32Array::from(v.as_slice()).into(),
+            TypedVec::I32(v) => Int32Array::from(v.as_slice()).into(),
+            TypedVec::U8(v) => Uint8Array::from(v.as_slice()).into(),
+        },
+    )
 }
 
 /// `typeof v`, for messages.

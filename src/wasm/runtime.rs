@@ -5,13 +5,13 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use js_sys::{Float32Array, Int32Array, Object, Promise, Reflect, Uint8Array};
+use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::convert::{runtime_options, set, to_js_error};
+use super::convert::{bytes_to_typed, js_typed, runtime_options, set, to_js_error};
 use crate::graph::{DType, RopeMode, RopeParams, TensorId};
-use crate::runtime::typed::{self, TypedVec};
+use crate::runtime::typed;
 use crate::runtime::{DeviceTensor, Program, Value};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -47,31 +47,6 @@ fn parse_dtype(s: &str) -> Result<DType, JsError> {
         let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
         JsError::new(&format!("unknown dtype {s:?} ({})", names.join(", ")))
     })
-}
-
-/// A typed array's contents, copied out of JS (for [`crate::runtime::typed`]).
-fn js_typed(v: &JsValue, what: &str) -> Result<TypedVec, JsError> {
-    if let Some(a) = v.dyn_ref::<Float32Array>() {
-        Ok(TypedVec::F32(a.to_vec()))
-    } else if let Some(a) = v.dyn_ref::<Int32Array>() {
-        Ok(TypedVec::I32(a.to_vec()))
-    } else if let Some(a) = v.dyn_ref::<Uint8Array>() {
-        Ok(TypedVec::U8(a.to_vec()))
-    } else {
-        Err(JsError::new(&format!(
-            "{what}: expected a Float32Array, Int32Array or Uint8Array"
-        )))
-    }
-}
-
-pub(super) fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<JsValue, JsError> {
-    Ok(
-        match typed::bytes_to_typed(bytes, dtype).map_err(to_js_error)? {
-            TypedVec::F32(v) => Float32Array::from(v.as_slice()).into(),
-            TypedVec::I32(v) => Int32Array::from(v.as_slice()).into(),
-            TypedVec::U8(v) => Uint8Array::from(v.as_slice()).into(),
-        },
-    )
 }
 
 /// A tensor graph built from JS. Tensors are numbers (ids); every builder checks shapes and

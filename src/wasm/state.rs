@@ -86,7 +86,7 @@ impl JsState {
         wasm_bindgen_futures::future_to_promise(async move {
             let s = s.map_err(JsValue::from)?;
             let bytes = s.read().await.map_err(|e| JsValue::from(to_js_error(e)))?;
-            super::runtime::bytes_to_typed(&bytes, s.dtype()).map_err(JsValue::from)
+            super::convert::bytes_to_typed(&bytes, s.dtype()).map_err(JsValue::from)
         })
     }
 

@@ -5,8 +5,7 @@
 use std::rc::Rc;
 
 use super::context::{Ctx, GpuBuffer};
-use super::ops::Kernel;
-use super::shader::{self, PatchParams, Variant};
+use super::shader::{self, Kernel, PatchParams, Variant};
 use crate::backend::{Buffer, BufferImpl, BufferType, LocalBoxFuture};
 use crate::error::Result;
 use crate::graph::DType;

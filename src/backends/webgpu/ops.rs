@@ -7,127 +7,12 @@
 
 use super::context::Ctx;
 use super::shader::{
-    in_place_kernel, Params, RegTile, TileLimits, ATT_MAX_D, ATT_MAX_DV, ATT_TD, ATT_TILED_BYTES,
-    ATT_TQ, ATT_WG, MAP_CLAMP, MAP_SCALE, MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, ROWS_COLS,
-    SMALL_COLS, SMALL_WG, WG,
+    in_place_kernel, AttShader, Kernel, Params, PipelineKey, RegTile, RowThreads, TileLimits,
+    ATT_MAX_D, ATT_MAX_DV, ATT_TD, ATT_TILED_BYTES, ATT_TQ, ATT_WG, MAP_CLAMP, MAP_SCALE,
+    MATMUL_TILE, MATVEC_COLS, MATVEC_ROWS, ROWS_COLS, SMALL_COLS, SMALL_WG, WG,
 };
 use crate::error::{Error, Result};
 use crate::graph::{DType, Graph, Op, RopeMode, Tensor, TensorId, MAX_DIMS};
-
-/// A compute shader: an op family with its output variant. With the dtype of source `a`
-/// (which picks the snippet `a_get` reads it through) it keys the pipeline cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Kernel {
-    Binary,
-    Unary,
-    SetRows,
-    /// set_rows over a state, in place: one invocation per row element written.
-    SetRowsScatter,
-    /// The same over an f16 state: one invocation per pair of elements (a u32 word).
-    SetRowsScatterF16,
-    SoftMax(RowThreads),
-    Norm(RowThreads),
-    SumRows(RowThreads),
-    Argmax(RowThreads),
-    Rope,
-    /// Converting copy to f32.
-    Cpy,
-    /// Converting copy to f16.
-    CpyF16,
-    /// Converting copy to q8_0 / q4_0.
-    Quantize,
-    /// Bit-exact 32-bit copy and concat.
-    CopyU32,
-    /// Byte copy of packed rows (quantized cont).
-    CopyBytes,
-    GetRows,
-    /// Register-tiled matmul.
-    MatMul,
-    /// Matrix-vector products (few columns).
-    MatVec,
-    /// Small-batch matmul: 4 x 4 output blocks per invocation, no workgroup memory.
-    MatMulSmall,
-    /// Register-tiled matmul of the given shape (from the adapter's limits).
-    MatMulReg(RegTile),
-    /// Row-parallel matmul for few columns: threads per row from k, a workgroup reduction.
-    MatMulRows,
-    /// Fused attention: one workgroup per output row, an online softmax over key tiles
-    /// (k as `a`, q as `b`, v at binding 4, the mask at binding 5), in the variant the
-    /// adapter's features allow.
-    Attention(AttShader),
-    /// Fused attention tiled over queries: a workgroup per 16 rows of the heads sharing a KV
-    /// head, each K/V tile read once for all of them (same operands as `Attention`; prompts,
-    /// and grouped-query decode steps on a software adapter).
-    AttentionTiled,
-    /// The merge of an attention whose keys were split ([`KvSplit`]): the splits' partial
-    /// results (`a`, a scratch buffer) into the output, one invocation per element.
-    AttentionCombine,
-    /// Byte patch of one word (buffer writes).
-    Patch,
-}
-
-/// The optional features a fused attention's shader uses (shaders/attention.wgsl), chosen
-/// per adapter and node in `plan_attention`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) struct AttShader {
-    /// `shader-f16` over an f16 K/V: q held in workgroup memory as f16, the arithmetic
-    /// still f32 (attention_qk_f16.wgsl).
-    pub f16: bool,
-    /// Subgroup operations for each key tile's maximum (attention_max_subgroup.wgsl).
-    pub subgroups: bool,
-}
-
-impl Kernel {
-    /// A row kernel's threads per row.
-    pub(super) fn row_threads(self) -> Option<RowThreads> {
-        match self {
-            Kernel::SoftMax(t) | Kernel::Norm(t) | Kernel::SumRows(t) | Kernel::Argmax(t) => {
-                Some(t)
-            }
-            _ => None,
-        }
-    }
-}
-
-/// Threads sharing one row of a row kernel (softmax, norms, row sums, argmax): a power of two
-/// from 1 to `WG`, compiled into its shader as `TPR`; a workgroup runs `WG / TPR` rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) struct RowThreads(u32);
-
-impl RowThreads {
-    /// One thread per row: no workgroup memory, no barriers.
-    pub(super) const ONE: Self = Self(1);
-    /// One workgroup per row.
-    pub(super) const ALL: Self = Self(WG as u32);
-
-    /// For rows of `n` elements (`forced`, [`WebGpuOptions::row_threads`], overrides it:
-    /// rounded up to a power of two, 1 to `WG`). On a software adapter
-    /// one thread per row: it runs a barrier by switching between all of a workgroup's
-    /// invocations, so the 20 of a softmax or norm over 256 threads cost far more than a
-    /// serial row (SwiftShader in Chromium, MiniLM f32 at 32 tokens: the attention softmax,
-    /// 384 rows of 32, took 230 ms a call with 256 threads a row). On a GPU about one element
-    /// per thread, from a warp to `WG` (short rows no longer leave most of a 256-thread
-    /// workgroup idle).
-    pub(super) fn for_rows(n: usize, software: bool, forced: Option<u32>) -> Self {
-        if let Some(t) = forced {
-            return Self(t.clamp(1, WG as u32).next_power_of_two());
-        }
-        if software {
-            Self::ONE
-        } else {
-            Self((n.min(WG).next_power_of_two() as u32).clamp(32, Self::ALL.0))
-        }
-    }
-
-    pub(super) fn get(self) -> u32 {
-        self.0
-    }
-
-    /// Workgroups for `rows` rows.
-    fn groups(self, rows: usize) -> usize {
-        rows.div_ceil(WG / self.0 as usize)
-    }
-}
 
 /// Which matmul kernels the planner may choose: a knob for benchmarks (same-run comparison
 /// with the earlier selection) and for tests (every kernel on every shape).
@@ -286,9 +171,6 @@ fn software_adapter(info: &wgpu::AdapterInfo) -> bool {
             .iter()
             .any(|s| name.contains(s))
 }
-
-/// Pipeline cache key: the kernel and the dtype of source `a`.
-pub(super) type PipelineKey = (Kernel, DType);
 
 /// One node as a dispatch (and, for a split attention, the merge after it: `split`).
 #[derive(Clone)]

@@ -302,7 +302,7 @@ impl Epilogue {
     }
 
     /// Applies it to elements `ms` of output rows `rows` (flat rows of `out`).
-    pub fn apply_rows(&self, out: &super::gemm::DstRows, ms: Range<usize>, rows: Range<usize>) {
+    pub fn apply_rows(&self, out: &super::batch::DstRows, ms: Range<usize>, rows: Range<usize>) {
         for r in rows {
             // In range: the caller's rows of `out`, elements `ms` within its dim 0 (= len).
             unsafe { self.apply(out.row(r).add(ms.start), ms.start, ms.len()) };

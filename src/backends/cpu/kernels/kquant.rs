@@ -17,9 +17,9 @@
 //! pairs, and for the symmetric types (Q3_K's `q − 4`, Q6_K's `q − 32`) `mn_s = offset ·
 //! sc_s` with `dmin = d`, subtracted in integers before the one conversion to f32.
 
+use super::batch::{Batches, DstRows};
 use super::elementwise::Epilogue;
-use super::gemm::{Batches, DstRows};
-use super::quant::{Layout, QuantRows};
+use super::quant::act::{Layout, QuantRows};
 use super::simd::{
     put_slice_row, store_lanes, ActSlice, F32x4, I16x8, I32x4, I8x16, U8x16, SLICE_BYTES,
 };

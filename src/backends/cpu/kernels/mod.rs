@@ -30,6 +30,7 @@
 //! thread, Firefox 153: 489 → 296 ms).
 
 mod attention;
+mod batch;
 mod elementwise;
 pub use elementwise::Epilogue;
 pub(crate) mod gemm;
