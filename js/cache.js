@@ -21,6 +21,7 @@ const SHA = 'x-webtensor-sha256';
 const STORED = 'x-webtensor-stored';
 
 // The page's base URL: a relative model URL means the same in the page and in the worker.
+import { WebtensorError } from './errors.js';
 export function baseUrl() {
   return globalThis.document?.baseURI ?? globalThis.location?.href;
 }
@@ -104,27 +105,27 @@ async function download(key, url, signal, onProgress) {
     response = await fetch(key, { signal });
   } catch (e) {
     if (e?.name === 'AbortError') throw e;
-    throw new Error(`cannot fetch ${url}: ${e}`);
+    throw new WebtensorError('NETWORK', `cannot fetch ${url}: ${e}`);
   }
-  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+  if (!response.ok) throw new WebtensorError('NETWORK', `cannot fetch ${url}: HTTP ${response.status}`);
   const type = response.headers.get('content-type') || '';
   if (/^text\/html/i.test(type)) {
-    throw new Error(`cannot load ${url}: the server sent an HTML page (content-type ${type}), not a GGUF model file; is the URL right?`);
+    throw new WebtensorError('NETWORK', `cannot load ${url}: the server sent an HTML page (content-type ${type}), not a GGUF model file; is the URL right?`);
   }
   const encoded = !!response.headers.get('content-encoding');
   const total = encoded ? 0 : Number(response.headers.get('content-length') || 0);
   const bytes = await readBody(response, 'download', total, onProgress);
   if (total && bytes.length !== total) {
-    throw new Error(`cannot load ${url}: the download stopped after ${bytes.length} of ${total} bytes`);
+    throw new WebtensorError('NETWORK', `cannot load ${url}: the download stopped after ${bytes.length} of ${total} bytes`);
   }
   if (!isGguf(bytes)) {
     const head = new TextDecoder().decode(bytes.subarray(0, 16)).replace(/[^\x20-\x7e]/g, '.');
-    throw new Error(`cannot load ${url}: not a GGUF file (it starts with "${head}", not "GGUF")`);
+    throw new WebtensorError('BAD_MODEL_FILE', `cannot load ${url}: not a GGUF file (it starts with "${head}", not "GGUF")`);
   }
   const digest = await sha256(bytes);
   const stated = serverSha256(response.headers);
   if (stated && digest && stated !== digest) {
-    throw new Error(`cannot load ${url}: its SHA-256 is ${digest}, the server says ${stated}`);
+    throw new WebtensorError('NETWORK', `cannot load ${url}: its SHA-256 is ${digest}, the server says ${stated}`);
   }
   return { bytes, digest, etag: response.headers.get('etag') || '' };
 }
@@ -138,7 +139,7 @@ export async function fetchModel(url, { cache = true, onProgress, signal, base }
   try {
     key = absolute(url, base ?? baseUrl());
   } catch {
-    throw new Error(`cannot fetch ${url}: not a valid URL`);
+    throw new WebtensorError('NETWORK', `cannot fetch ${url}: not a valid URL`);
   }
   const notes = [];
   let store = null;

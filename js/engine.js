@@ -2,6 +2,7 @@ import { cache, fetchModel } from './cache.js';
 import { GLUE, WASM } from './builds.js';
 import { checkCallback, checkSignal, typeName } from './check.js';
 import { asStream } from './proxy.js';
+import { WebtensorError } from './errors.js';
 
 // The engine in this thread: four builds of the same crate, one picked at load (index.js's
 // load() runs this in a Worker by default, or here with { worker: false }).
@@ -92,7 +93,7 @@ export function detect() {
 function checkThreads(threads) {
   if (threads === undefined) return undefined;
   if (typeof threads !== 'number' || !Number.isInteger(threads) || threads < 1 || threads > 64) {
-    throw new Error(`threads must be an integer from 1 to 64, got ${String(threads)}`);
+    throw new WebtensorError('INVALID_ARGUMENT', `threads must be an integer from 1 to 64, got ${String(threads)}`);
   }
   return threads;
 }
@@ -111,10 +112,10 @@ export function choose(options = {}, page = detect()) {
   if (!page.relaxedSimd) reasons.push('SIMD128 without relaxed SIMD: this engine rejects relaxed-SIMD code or its 8-bit dot product answers wrong');
   let build;
   if (options.build !== undefined) {
-    if (!BUILDS.includes(options.build)) throw new Error(`build must be one of ${BUILDS.join(', ')}, got ${options.build}`);
+    if (!BUILDS.includes(options.build)) throw new WebtensorError('INVALID_ARGUMENT', `build must be one of ${BUILDS.join(', ')}, got ${options.build}`);
     build = options.build;
-    if (build.startsWith('threads') && !canThread) throw new Error(`cannot run the forced build ${build}: ${reasons[0]}`);
-    if (build.endsWith('relaxed') && !page.relaxedSimd) throw new Error(`cannot run the forced build ${build}: ${reasons.at(-1)}`);
+    if (build.startsWith('threads') && !canThread) throw new WebtensorError('UNSUPPORTED_ENVIRONMENT', `cannot run the forced build ${build}: ${reasons[0]}`);
+    if (build.endsWith('relaxed') && !page.relaxedSimd) throw new WebtensorError('UNSUPPORTED_ENVIRONMENT', `cannot run the forced build ${build}: ${reasons.at(-1)}`);
     reasons.length = 0;
     reasons.push(`build forced to ${build}`);
   } else {
@@ -157,7 +158,7 @@ async function start(pick, options) {
     try {
       wasm = await GLUE[build]();
     } catch (e) {
-      if (options.build !== undefined) throw new Error(`cannot load the forced build ${build}: ${e.message}`);
+      if (options.build !== undefined) throw new WebtensorError('UNSUPPORTED_ENVIRONMENT', `cannot load the forced build ${build}: ${e.message}`);
       pick.reasons.push(`${build}: not in the package (${e.message})`);
       continue;
     }
@@ -168,7 +169,7 @@ async function start(pick, options) {
     pick.build = build;
     break;
   }
-  if (!wasm) throw new Error(`no build of webtensor could be loaded: ${pick.reasons.join('; ')}`);
+  if (!wasm) throw new WebtensorError('UNSUPPORTED_ENVIRONMENT', `no build of webtensor could be loaded: ${pick.reasons.join('; ')}`);
   const instance = await wasm.default({ module_or_path: WASM[pick.build]() });
   if (pick.build.startsWith('threads')) {
     await wasm.initThreadPool(pick.threads, options.workerTimeoutMs, spawnPoolWorker(pick.build));
@@ -217,7 +218,7 @@ async function restoreCalibrations(wasm) {
   let saved = '';
   let store;
   try {
-    if (typeof globalThis.caches?.open !== 'function') throw new Error('this context has no Cache API (it needs a secure context)');
+    if (typeof globalThis.caches?.open !== 'function') throw new WebtensorError('UNSUPPORTED_ENVIRONMENT', 'this context has no Cache API (it needs a secure context)');
     store = await caches.open(CALIBRATION_CACHE);
     const hit = await store.match(calibrationRequest());
     if (hit) {
@@ -227,7 +228,7 @@ async function restoreCalibrations(wasm) {
       } catch (e) {
         saved = '';
         await store.delete(calibrationRequest());
-        throw new Error(`the saved calibration was dropped: ${e.message}`);
+        throw new WebtensorError('INVALID_ARGUMENT', `the saved calibration was dropped: ${e.message}`);
       }
     }
   } catch (e) {
@@ -267,7 +268,7 @@ function withCache(Embedder) {
       return Embedder.load(source, options); // its errors name what is wrong
     }
     const { cache: useCache = true, signal, base, ...rest } = options ?? {};
-    if (typeof useCache !== 'boolean') throw new Error(`option cache must be a boolean, got ${typeName(useCache)}`);
+    if (typeof useCache !== 'boolean') throw new WebtensorError('INVALID_ARGUMENT', `option cache must be a boolean, got ${typeName(useCache)}`);
     checkSignal(signal);
     checkCallback('onProgress', rest.onProgress);
     if (typeof source !== 'string') return Embedder.load(await blobSource(source), rest);
@@ -324,12 +325,12 @@ function withGenerate(TextGenerator) {
 function withFetch(Tokenizer) {
   const fromGguf = async (source, options) => {
     if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-      throw new Error(`options must be an object, got ${typeName(options)}`);
+      throw new WebtensorError('INVALID_ARGUMENT', `options must be an object, got ${typeName(options)}`);
     }
     const { cache: useCache = true, signal, base, onProgress, ...rest } = options ?? {};
     const unknown = Object.keys(rest);
-    if (unknown.length) throw new Error(`unknown option "${unknown[0]}" (the options are cache, signal, onProgress)`);
-    if (typeof useCache !== 'boolean') throw new Error(`option cache must be a boolean, got ${typeName(useCache)}`);
+    if (unknown.length) throw new WebtensorError('INVALID_ARGUMENT', `unknown option "${unknown[0]}" (the options are cache, signal, onProgress)`);
+    if (typeof useCache !== 'boolean') throw new WebtensorError('INVALID_ARGUMENT', `option cache must be a boolean, got ${typeName(useCache)}`);
     checkSignal(signal);
     checkCallback('onProgress', onProgress);
     if (typeof source !== 'string') {

@@ -25,6 +25,64 @@ export declare const DEFAULT_MAX_THREADS: number;
 export declare function detect(): { isolated: boolean; sharedMemory: boolean; workers: boolean; relaxedSimd: boolean; cores: number };
 export declare function choose(options?: LoadOptions): { build: Build; threads: number; reasons: string[] };
 
+/**
+ * Every Error webtensor throws or rejects with has a stable `code` (these strings do not change
+ * once released) and a message for people. Branch on `code`, never on the message.
+ */
+export type ErrorCode =
+  /** Bad input: shapes, dtypes, options, a malformed graph, an out-of-range read. */
+  | 'INVALID_ARGUMENT'
+  /** An op (with these dtypes) that no chosen device runs (`op`, `dtype`, `device`). */
+  | 'UNSUPPORTED_OP'
+  /** A well-formed model file webtensor does not run: an architecture, tokenizer, RoPE scaling, tensor type or GGUF version (`file`, and `key` or `tensor`). */
+  | 'UNSUPPORTED_MODEL'
+  /** A malformed, truncated or inconsistent model file (`file`, and `key`, `tensor` or `offset` where one place is to blame). */
+  | 'BAD_MODEL_FILE'
+  /** More memory than a device or buffer allows (`size`, `max` where known; `device`). */
+  | 'OUT_OF_MEMORY'
+  /** The GPU device was lost (`device`): create the runtime or model again, or use the CPU. */
+  | 'DEVICE_LOST'
+  /** Any other device failure (`device`). */
+  | 'DEVICE_ERROR'
+  /** No device of the kind or name asked for (`device`). */
+  | 'NO_DEVICE'
+  /** The object was disposed. */
+  | 'DISPOSED'
+  /** The object is running another call: await it first. */
+  | 'BUSY'
+  /** A download failed: an HTTP status, a broken connection, a wrong URL, a digest mismatch. */
+  | 'NETWORK'
+  /** The engine's worker could not start, or stopped. */
+  | 'WORKER_FAILED'
+  /** This page cannot run webtensor, or the build asked for (no WebAssembly SIMD, no Cache API, …). */
+  | 'UNSUPPORTED_ENVIRONMENT'
+  /** On the package's own AbortErrors (their `name` is 'AbortError', as the platform's). */
+  | 'ABORTED';
+export declare const ERROR_CODES: readonly ErrorCode[];
+/**
+ * The Error webtensor throws (in worker mode and not: `e instanceof WebtensorError`). An
+ * aborted call rejects with the signal's reason instead (an `AbortError`; the package's own
+ * AbortErrors carry `code: 'ABORTED'`).
+ */
+export declare class WebtensorError extends Error {
+  constructor(code: ErrorCode, message: string, fields?: Partial<WebtensorErrorFields>);
+  name: 'WebtensorError';
+  readonly code: ErrorCode;
+}
+export interface WebtensorError extends Partial<WebtensorErrorFields> {}
+/** What an error names, where one thing is to blame. */
+export interface WebtensorErrorFields {
+  op: string;
+  dtype: string;
+  device: string;
+  tensor: string;
+  key: string;
+  offset: number;
+  file: string;
+  size: number;
+  max: number;
+}
+
 /** Where a model's bytes came from (SentenceEmbedder.load with a URL). */
 export interface ModelSource { url: string; fromCache: boolean; bytes: number; ms: number; note: string }
 export interface CachedModel { url: string; bytes: number; sha256: string; etag: string; stored: string }

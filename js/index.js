@@ -20,8 +20,9 @@ import { BUILDS, DEFAULT_MAX_THREADS, choose, detect, loadEngine } from './engin
 import { cache } from './cache.js';
 import { Link, proxyModule } from './proxy.js';
 import { typeName } from './check.js';
+import { ERROR_CODES, WebtensorError } from './errors.js';
 
-export { BUILDS, DEFAULT_MAX_THREADS, choose, detect, cache };
+export { BUILDS, DEFAULT_MAX_THREADS, choose, detect, cache, ERROR_CODES, WebtensorError };
 
 const loading = new Map(); // mode ('worker' | 'thread') → Promise of the module
 const inWorker = typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope;
@@ -29,17 +30,17 @@ const KNOWN = ['worker', 'threads', 'build', 'workerTimeoutMs'];
 
 function checkOptions(options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new Error(`options must be an object, got ${typeName(options)}`);
+    throw new WebtensorError('INVALID_ARGUMENT', `options must be an object, got ${typeName(options)}`);
   }
   for (const key of Object.keys(options)) {
-    if (!KNOWN.includes(key)) throw new Error(`unknown option "${key}" (the options are ${KNOWN.join(', ')})`);
+    if (!KNOWN.includes(key)) throw new WebtensorError('INVALID_ARGUMENT', `unknown option "${key}" (the options are ${KNOWN.join(', ')})`);
   }
   if (options.worker !== undefined && typeof options.worker !== 'boolean') {
-    throw new Error(`option worker must be a boolean, got ${typeName(options.worker)}`);
+    throw new WebtensorError('INVALID_ARGUMENT', `option worker must be a boolean, got ${typeName(options.worker)}`);
   }
   const t = options.workerTimeoutMs;
   if (t !== undefined && !(typeof t === 'number' && t > 0)) {
-    throw new Error(`option workerTimeoutMs must be a positive number, got ${typeName(t) === 'number' ? t : typeName(t)}`);
+    throw new WebtensorError('INVALID_ARGUMENT', `option workerTimeoutMs must be a positive number, got ${typeName(t) === 'number' ? t : typeName(t)}`);
   }
   choose(options); // threads and build: their errors, before anything starts
 }
@@ -55,7 +56,7 @@ export async function load(options = {}) {
     const asks = (options.build && options.build !== mod.loaded.build) ||
       (options.threads && options.threads !== mod.loaded.threads);
     if (asks) {
-      throw new Error(`webtensor is already loaded as ${mod.loaded.build} with ${mod.loaded.threads} thread(s) ` +
+      throw new WebtensorError('INVALID_ARGUMENT', `webtensor is already loaded as ${mod.loaded.build} with ${mod.loaded.threads} thread(s) ` +
         `(load runs once per page${wantWorker ? ' in worker mode' : ''})`);
     }
     return mod;
@@ -81,7 +82,7 @@ async function inWorkerMode(options, required) {
   try {
     worker = await startWorker(options.workerTimeoutMs ?? 20000);
   } catch (e) {
-    if (required) throw new Error(`${e.message}; load({ worker: false }) runs webtensor in this thread instead`);
+    if (required) throw new WebtensorError('WORKER_FAILED', `${e.message}; load({ worker: false }) runs webtensor in this thread instead`);
     return inThread(options, [`in this thread: ${e.message}`]);
   }
   const link = new Link(worker);
@@ -108,14 +109,14 @@ function startWorker(timeoutMs) {
     try {
       worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'webtensor' });
     } catch (e) {
-      reject(new Error(`cannot start the webtensor worker: ${e.message}`));
+      reject(new WebtensorError('WORKER_FAILED', `cannot start the webtensor worker: ${e.message}`));
       return;
     }
     const done = (err) => {
       clearTimeout(timer);
       worker.removeEventListener('message', onMessage);
       worker.removeEventListener('error', onError);
-      if (err) { worker.terminate(); reject(new Error(`cannot start the webtensor worker: ${err}`)); } else resolve(worker);
+      if (err) { worker.terminate(); reject(new WebtensorError('WORKER_FAILED', `cannot start the webtensor worker: ${err}`)); } else resolve(worker);
     };
     const onMessage = ({ data }) => { if (data?.ready) done(); };
     const onError = (e) => {

@@ -5,6 +5,7 @@
 // A file of its own, not the build's snippet, so that bundlers see worker → module, with no
 // worker that starts itself.
 import { GLUE } from './builds.js';
+import { WebtensorError } from './errors.js';
 
 let build;
 const onMessage = async ({ data }) => {
@@ -13,7 +14,7 @@ const onMessage = async ({ data }) => {
   self.removeEventListener('message', onMessage);
   let pkg;
   try {
-    if (!GLUE[build]) throw new Error(`unknown build ${build}`);
+    if (!GLUE[build]) throw new WebtensorError('INVALID_ARGUMENT', `unknown build ${build}`);
     pkg = await GLUE[build]();
     await pkg.default({ module_or_path: data.module, memory: data.memory });
   } catch (e) {

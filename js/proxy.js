@@ -16,12 +16,14 @@
 // worker that dies rejects every call in flight and every later one, with the reason.
 
 import { checkCallback, checkSignal } from './check.js';
+import { WebtensorError, errorFromMessage } from './errors.js';
 
 function abortError(signal) {
   const r = signal?.reason;
   if (r instanceof Error) return r;
   const e = new Error(r === undefined ? 'the call was aborted' : String(r));
   e.name = 'AbortError';
+  e.code = 'ABORTED';
   return e;
 }
 
@@ -46,9 +48,7 @@ export class Link {
     this.pending.delete(data.id);
     p.signal?.removeEventListener('abort', p.onAbort);
     if (data.error) {
-      const e = new Error(data.error.message);
-      if (data.error.name && data.error.name !== 'Error') e.name = data.error.name;
-      p.reject(e);
+      p.reject(errorFromMessage(data.error));
     } else {
       p.resolve(data.result);
     }
@@ -56,13 +56,13 @@ export class Link {
 
   fail(why) {
     if (!this.dead) { this.dead = why; this.onDead?.(); }
-    for (const p of this.pending.values()) p.reject(new Error(this.dead));
+    for (const p of this.pending.values()) p.reject(new WebtensorError('WORKER_FAILED', this.dead));
     this.pending.clear();
   }
 
   /** Sends one call; `signal` aborts it, `onProgress` gets its progress messages. */
   call(op, args = {}, { signal, onProgress, transfer = [] } = {}) {
-    if (this.dead) return Promise.reject(new Error(this.dead));
+    if (this.dead) return Promise.reject(new WebtensorError('WORKER_FAILED', this.dead));
     if (signal?.aborted) return Promise.reject(abortError(signal));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -81,7 +81,7 @@ export class Link {
       } catch (e) {
         this.pending.delete(id);
         signal?.removeEventListener('abort', p.onAbort);
-        reject(new Error(`cannot send this call to the webtensor worker: ${e.message}`));
+        reject(new WebtensorError('INVALID_ARGUMENT', `cannot send this call to the webtensor worker: ${e.message}`));
       }
     });
   }
@@ -150,7 +150,7 @@ export function proxyModule(link, loaded, cache) {
     constructor() { graphs.register(this, this.#gid); }
     get length() { return this.#count; }
     shape() {
-      throw new Error('Graph.shape() needs the engine in this thread, and it runs in a worker: load({ worker: false }) runs it here');
+      throw new WebtensorError('UNSUPPORTED_ENVIRONMENT', 'Graph.shape() needs the engine in this thread, and it runs in a worker: load({ worker: false }) runs it here');
     }
     /** The calls the worker has not seen yet (internal). */
     _take() {
@@ -162,7 +162,7 @@ export function proxyModule(link, loaded, cache) {
       for (const k of tensorArgs) {
         const t = args[k];
         if (t === undefined || t === null) continue;
-        if (!Number.isInteger(t) || t < 0 || t >= this.#count) throw new Error(`tensor ${t} is not in this graph`);
+        if (!Number.isInteger(t) || t < 0 || t >= this.#count) throw new WebtensorError('INVALID_ARGUMENT', `tensor ${t} is not in this graph`);
       }
       if (method === 'weight' && ArrayBuffer.isView(args[3])) args[3] = args[3].slice(); // the caller may reuse its array
       this.#calls.push([method, args, tensorArgs, returnsId]);
@@ -178,7 +178,7 @@ export function proxyModule(link, loaded, cache) {
   }
 
   const graphRef = (g) => {
-    if (!(g instanceof Graph)) throw new Error('graph must be a webtensor Graph');
+    if (!(g instanceof Graph)) throw new WebtensorError('INVALID_ARGUMENT', 'graph must be a webtensor Graph');
     return g._take();
   };
   // Sends a graph's new calls with a call; weights recorded since are transferred (the copies
@@ -201,11 +201,11 @@ export function proxyModule(link, loaded, cache) {
     }
     get disposed() { return this.#disposed; }
     _ref() {
-      if (this.#disposed) throw new Error('this GpuTensor was disposed');
+      if (this.#disposed) throw new WebtensorError('DISPOSED', 'this GpuTensor was disposed');
       return { __gpuTensor: this.#handle };
     }
     read() {
-      if (this.#disposed) return Promise.reject(new Error('this GpuTensor was disposed'));
+      if (this.#disposed) return Promise.reject(new WebtensorError('DISPOSED', 'this GpuTensor was disposed'));
       return link.call('gpu.read', { handle: this.#handle });
     }
     dispose() {
@@ -226,15 +226,15 @@ export function proxyModule(link, loaded, cache) {
     }
     get disposed() { return this.#disposed; }
     _ref() {
-      if (this.#disposed) throw new Error('this State was disposed');
+      if (this.#disposed) throw new WebtensorError('DISPOSED', 'this State was disposed');
       return { __state: this.#handle };
     }
     read() {
-      if (this.#disposed) return Promise.reject(new Error('this State was disposed'));
+      if (this.#disposed) return Promise.reject(new WebtensorError('DISPOSED', 'this State was disposed'));
       return link.call('state.read', { handle: this.#handle });
     }
     zero() {
-      if (this.#disposed) return Promise.reject(new Error('this State was disposed'));
+      if (this.#disposed) return Promise.reject(new WebtensorError('DISPOSED', 'this State was disposed'));
       return link.call('state.zero', { handle: this.#handle });
     }
     dispose() {
@@ -278,7 +278,7 @@ export function proxyModule(link, loaded, cache) {
       link.call('generation.dispose', { handle: this.#handle }).catch(() => {});
     }
     #call(op) {
-      if (this.#disposed) return Promise.reject(new Error('this Generation was disposed'));
+      if (this.#disposed) return Promise.reject(new WebtensorError('DISPOSED', 'this Generation was disposed'));
       return link.call(op, { handle: this.#handle });
     }
   }
@@ -403,7 +403,7 @@ export function proxyModule(link, loaded, cache) {
       return link.call('stream.dispose', { handle: this.#handle });
     }
     #call(op, args) {
-      if (this.#disposed) return Promise.reject(new Error('this TokenStream was disposed'));
+      if (this.#disposed) return Promise.reject(new WebtensorError('DISPOSED', 'this TokenStream was disposed'));
       return link.call(op, { handle: this.#handle, ...args });
     }
   }

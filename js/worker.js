@@ -6,6 +6,7 @@
 // running finishes here, and the page has already rejected it). Objects live here, named by
 // handles: runtimes, models, tokenizers and their streams, device tensors, graphs (replayed
 // from the page's recording).
+import { WebtensorError, errorFromMessage, errorToMessage } from './errors.js';
 import { loadEngine } from './engine.js';
 import { cache } from './cache.js';
 import { TOKENIZER_GETTERS } from './proxy.js';
@@ -23,7 +24,7 @@ function keep(obj) {
 
 function get(h, what) {
   const obj = objects.get(h);
-  if (!obj) throw new Error(`this ${what} was disposed`);
+  if (!obj) throw new WebtensorError('DISPOSED', `this ${what} was disposed`);
   return obj;
 }
 
@@ -39,7 +40,7 @@ function graph(ref) {
   if (g.error) throw g.error;
   const id = (x) => {
     const t = g.map[x];
-    if (t === undefined) throw new Error(`tensor ${x} is not in this graph`);
+    if (t === undefined) throw new WebtensorError('INVALID_ARGUMENT', `tensor ${x} is not in this graph`);
     return t;
   };
   for (const [i, call] of ref.calls.entries()) {
@@ -51,7 +52,7 @@ function graph(ref) {
       const out = g.graph[method](...real);
       if (returnsId) g.map.push(out);
     } catch (e) {
-      g.error = new Error(`${method}: ${e.message}`);
+      g.error = errorFromMessage({ ...errorToMessage(e), message: `${method}: ${e.message}` });
       throw g.error;
     }
     g.applied = at + 1;
@@ -208,10 +209,7 @@ export const OPS = {
 
 const reply = (msg, transfer = []) => postMessage(msg, transfer);
 
-function errorOf(e) {
-  if (e instanceof Error || (e && typeof e.message === 'string')) return { name: e.name || 'Error', message: e.message };
-  return { name: 'Error', message: String(e) };
-}
+const errorOf = errorToMessage;
 
 let chain = Promise.resolve();
 
@@ -227,13 +225,13 @@ self.addEventListener('message', ({ data }) => {
   chain = chain.then(async () => {
     if (entry.aborted) {
       queued.delete(id);
-      reply({ id, error: { name: 'AbortError', message: 'the call was aborted before it started' } });
+      reply({ id, error: { name: 'AbortError', code: 'ABORTED', message: 'the call was aborted before it started' } });
       return;
     }
     try {
       const fn = OPS[op];
-      if (!fn) throw new Error(`unknown call ${op}`);
-      if (op !== 'init' && !engine) throw new Error('webtensor is not loaded in this worker');
+      if (!fn) throw new WebtensorError('INVALID_ARGUMENT', `unknown call ${op}`);
+      if (op !== 'init' && !engine) throw new WebtensorError('WORKER_FAILED', 'webtensor is not loaded in this worker');
       const progress = (stage, loaded, total) => reply({ id, progress: [stage, loaded, total] });
       const out = await fn(args ?? {}, progress, entry.controller.signal);
       if (out && typeof out === 'object' && 'transfer' in out && 'value' in out) reply({ id, result: out.value }, out.transfer);

@@ -78,5 +78,5 @@ if [ ${#failed[@]} -gt 0 ]; then say "FAILED: ${failed[*]}"; exit 1; fi
 # The package's own files: the entry, the in-thread engine loader, the builds' paths, the
 # engine's worker and its proxy, the pool worker, the model cache, types, package.json and
 # README (thread_pool.js is a wasm-bindgen snippet: each build has its copy).
-cp js/index.js js/check.js js/engine.js js/builds.js js/worker.js js/pool_worker.js js/proxy.js js/cache.js js/index.d.ts js/package.json \
+cp js/index.js js/check.js js/engine.js js/builds.js js/worker.js js/pool_worker.js js/proxy.js js/cache.js js/errors.js js/index.d.ts js/package.json \
   js/README.md "$OUT/"

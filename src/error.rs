@@ -59,9 +59,15 @@ pub enum Error {
     /// A graph is malformed (unknown tensor id, cycle, missing input value, ...).
     #[error("invalid graph: {0}")]
     Graph(String),
-    /// A device failed or was lost; later calls on it fail with this too.
+    /// A device failed, was lost or ran out of memory; after a loss or a failure later calls
+    /// on it fail with this too (out of memory leaves it usable).
     #[error("device error on {device}: {msg}")]
-    Device { device: String, msg: String },
+    Device {
+        device: String,
+        msg: String,
+        /// What kind of failure.
+        fault: DeviceFault,
+    },
     /// No device of the requested kind or name exists.
     #[error("no such device: {0}")]
     NoDevice(String),
@@ -71,6 +77,8 @@ pub enum Error {
     Model {
         /// Which file, or which loader's view of it.
         file: ModelFile,
+        /// Whether the file is malformed, or well-formed but asks for what webtensor lacks.
+        fault: ModelFault,
         /// What is wrong.
         what: String,
         /// Where in the file, when one place is to blame.
@@ -79,6 +87,85 @@ pub enum Error {
     /// Bad caller input that fits no other kind.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+}
+
+/// What went wrong on a device ([`Error::Device`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceFault {
+    /// The device was lost or destroyed (a GPU reset, the tab in the background, `destroy()`).
+    Lost,
+    /// Not enough memory on the device (it stays usable: a smaller request may succeed).
+    OutOfMemory,
+    /// Any other failure (an internal error of the device or its thread pool).
+    Failed,
+}
+
+/// Why a model file is refused ([`Error::Model`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelFault {
+    /// Malformed, truncated or inconsistent.
+    Malformed,
+    /// Well-formed, but of a kind webtensor does not run (an architecture, tokenizer, RoPE
+    /// scaling, tensor type or format version).
+    Unsupported,
+}
+
+/// A stable, machine-readable name for an [`Error`]'s kind: what an app branches on (JS
+/// errors carry it as `code`). The strings never change once released; new kinds get new
+/// codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// Bad caller input: shapes, dtypes, a malformed graph, an out-of-range read or write, a
+    /// tensor of another runtime, an unknown option.
+    InvalidArgument,
+    /// An op (with these dtypes) that a device, or every device, cannot run.
+    UnsupportedOp,
+    /// A well-formed model file webtensor does not run (see [`ModelFault::Unsupported`]).
+    UnsupportedModel,
+    /// A malformed, truncated or inconsistent model file.
+    BadModelFile,
+    /// An allocation larger than a device or buffer type allows, or a device out of memory.
+    OutOfMemory,
+    /// The device was lost; make a new runtime (or use another device).
+    DeviceLost,
+    /// Any other device failure.
+    DeviceError,
+    /// No device of the requested kind or name.
+    NoDevice,
+}
+
+impl ErrorCode {
+    /// Every code, for tables and tests.
+    pub const ALL: [ErrorCode; 8] = [
+        Self::InvalidArgument,
+        Self::UnsupportedOp,
+        Self::UnsupportedModel,
+        Self::BadModelFile,
+        Self::OutOfMemory,
+        Self::DeviceLost,
+        Self::DeviceError,
+        Self::NoDevice,
+    ];
+
+    /// The code as JS sees it (`INVALID_ARGUMENT`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidArgument => "INVALID_ARGUMENT",
+            Self::UnsupportedOp => "UNSUPPORTED_OP",
+            Self::UnsupportedModel => "UNSUPPORTED_MODEL",
+            Self::BadModelFile => "BAD_MODEL_FILE",
+            Self::OutOfMemory => "OUT_OF_MEMORY",
+            Self::DeviceLost => "DEVICE_LOST",
+            Self::DeviceError => "DEVICE_ERROR",
+            Self::NoDevice => "NO_DEVICE",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The file an [`Error::Model`] is about, as the loader that found the fault sees it.
@@ -127,23 +214,113 @@ impl fmt::Display for At {
 }
 
 impl Error {
-    /// An [`Error::Model`] about `file` with no single place to blame.
+    /// An [`Error::Model`] about a malformed `file` with no single place to blame.
     pub fn model(file: ModelFile, what: impl Into<String>) -> Self {
         Self::Model {
             file,
+            fault: ModelFault::Malformed,
             what: what.into(),
             at: None,
         }
     }
 
-    /// An [`Error::Model`] about `file` at `at`.
+    /// An [`Error::Model`] about a malformed `file` at `at`.
     pub fn model_at(file: ModelFile, at: At, what: impl Into<String>) -> Self {
         Self::Model {
             file,
+            fault: ModelFault::Malformed,
             what: what.into(),
             at: Some(at),
         }
     }
+
+    /// An [`Error::Model`] about a well-formed `file` that asks, at `at`, for what webtensor
+    /// does not run.
+    pub fn unsupported_model(file: ModelFile, at: Option<At>, what: impl Into<String>) -> Self {
+        Self::Model {
+            file,
+            fault: ModelFault::Unsupported,
+            what: what.into(),
+            at,
+        }
+    }
+
+    /// An [`Error::Device`] on `device` of kind `fault`.
+    pub fn device(device: impl Into<String>, fault: DeviceFault, msg: impl Into<String>) -> Self {
+        Self::Device {
+            device: device.into(),
+            msg: msg.into(),
+            fault,
+        }
+    }
+
+    /// This error's stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Shape { .. }
+            | Self::DType { .. }
+            | Self::OutOfBounds(_)
+            | Self::ForeignBuffer { .. }
+            | Self::Graph(_)
+            | Self::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            Self::Unsupported { .. } => ErrorCode::UnsupportedOp,
+            Self::AllocTooLarge { .. } => ErrorCode::OutOfMemory,
+            Self::Device { fault, .. } => match fault {
+                DeviceFault::Lost => ErrorCode::DeviceLost,
+                DeviceFault::OutOfMemory => ErrorCode::OutOfMemory,
+                DeviceFault::Failed => ErrorCode::DeviceError,
+            },
+            Self::NoDevice(_) => ErrorCode::NoDevice,
+            Self::Model { fault, .. } => match fault {
+                ModelFault::Malformed => ErrorCode::BadModelFile,
+                ModelFault::Unsupported => ErrorCode::UnsupportedModel,
+            },
+        }
+    }
+
+    /// The structured fields an app can act on, by name (`op`, `dtype`, `device`, `tensor`,
+    /// `key`, `offset`, `file`, `size`, `max`): what JS errors carry beside `code`.
+    pub fn fields(&self) -> Vec<(&'static str, Field)> {
+        let s = |v: &str| Field::Str(v.to_string());
+        match self {
+            Self::Shape { op, .. } => vec![("op", s(op))],
+            Self::DType { op, dtype, .. } => vec![("op", s(op)), ("dtype", s(dtype))],
+            Self::Unsupported {
+                op, dtype, device, ..
+            } => vec![("op", s(op)), ("dtype", s(dtype)), ("device", s(device))],
+            Self::ForeignBuffer { tensor, device, .. } => {
+                vec![("tensor", s(tensor)), ("device", s(device))]
+            }
+            Self::AllocTooLarge { size, max, .. } => {
+                vec![
+                    ("size", Field::Num(*size as f64)),
+                    ("max", Field::Num(*max as f64)),
+                ]
+            }
+            Self::Device { device, .. } => vec![("device", s(device))],
+            Self::NoDevice(name) => vec![("device", s(name))],
+            Self::Model { file, at, .. } => {
+                let mut v = vec![("file", s(&file.to_string()))];
+                match at {
+                    Some(At::Key(k)) => v.push(("key", s(k))),
+                    Some(At::Tensor(t)) => v.push(("tensor", s(t))),
+                    Some(At::Offset(o)) => v.push(("offset", Field::Num(*o as f64))),
+                    None => {}
+                }
+                v
+            }
+            Self::OutOfBounds(_) | Self::Graph(_) | Self::InvalidArgument(_) => Vec::new(),
+        }
+    }
+}
+
+/// A value of [`Error::fields`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Field {
+    /// A name (an op's, a dtype's, a device's, a tensor's, a key).
+    Str(String),
+    /// A number (bytes, an offset).
+    Num(f64),
 }
 
 /// `Result` with [`Error`].
@@ -152,6 +329,84 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_name_the_kind() {
+        let cases = [
+            (Error::Graph("x".into()), "INVALID_ARGUMENT"),
+            (
+                Error::AllocTooLarge {
+                    size: 9,
+                    max: 8,
+                    buffer_type: "CPU".into(),
+                },
+                "OUT_OF_MEMORY",
+            ),
+            (
+                Error::device("WebGPU", DeviceFault::Lost, "device lost"),
+                "DEVICE_LOST",
+            ),
+            (
+                Error::device("WebGPU", DeviceFault::OutOfMemory, "out of memory"),
+                "OUT_OF_MEMORY",
+            ),
+            (
+                Error::device("CPU", DeviceFault::Failed, "x"),
+                "DEVICE_ERROR",
+            ),
+            (Error::model(ModelFile::Gguf, "truncated"), "BAD_MODEL_FILE"),
+            (
+                Error::unsupported_model(
+                    ModelFile::Decoder,
+                    Some(At::Key("general.architecture".into())),
+                    "architecture \"gemma3\" is not supported",
+                ),
+                "UNSUPPORTED_MODEL",
+            ),
+            (Error::NoDevice("tpu".into()), "NO_DEVICE"),
+        ];
+        for (e, code) in cases {
+            assert_eq!(e.code().as_str(), code, "{e}");
+        }
+        let e = Error::unsupported_model(
+            ModelFile::Decoder,
+            Some(At::Key("general.architecture".into())),
+            "x",
+        );
+        assert_eq!(
+            e.fields(),
+            [
+                ("file", Field::Str("decoder model".into())),
+                ("key", Field::Str("general.architecture".into()))
+            ]
+        );
+        // The message is the malformed kind's: only the code tells them apart.
+        assert_eq!(
+            e.to_string(),
+            "decoder model, key \"general.architecture\": x"
+        );
+    }
+
+    /// Every code is SCREAMING_SNAKE_CASE, unique, and listed by the package's `ERROR_CODES`
+    /// (js/errors.js) and its `ErrorCode` type (js/index.d.ts).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn codes_are_the_package_s() {
+        let dir = env!("CARGO_MANIFEST_DIR");
+        let js = std::fs::read_to_string(format!("{dir}/js/errors.js")).expect("js/errors.js");
+        let dts = std::fs::read_to_string(format!("{dir}/js/index.d.ts")).expect("index.d.ts");
+        let mut seen = std::collections::HashSet::new();
+        for c in ErrorCode::ALL {
+            let s = c.as_str();
+            assert!(seen.insert(s), "{s} twice");
+            assert!(
+                s.chars().all(|ch| ch.is_ascii_uppercase() || ch == '_'),
+                "{s}"
+            );
+            assert!(js.contains(&format!("'{s}'")), "js/errors.js lacks {s}");
+            assert!(dts.contains(&format!("| '{s}'")), "js/index.d.ts lacks {s}");
+        }
+    }
 
     #[test]
     fn messages_name_what_and_where() {

@@ -967,6 +967,7 @@ fn malformed_files_are_errors_that_say_what_and_where() {
                         file: ModelFile::Gguf,
                         at,
                         what,
+                        ..
                     } if what.contains(want) && check_where(at, want_at) => n_err += 1,
                     _ => failures.push(format!(
                         "{}: want {want:?} at {want_at:?}, got {msg:?} ({e:?})",
@@ -1241,6 +1242,7 @@ fn non_finite_block_scales_are_errors_naming_the_tensor_at_load() {
                             file: ModelFile::Gguf,
                             at: Some(At::Tensor(t)),
                             what: w,
+                            ..
                         } if t == "blk.0.w" && w.contains(&what) => n_err += 1,
                         _ => panic!("{dtype:?} scale at {o}, block {block}, {bad}: {e:?}"),
                     }

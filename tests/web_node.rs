@@ -127,8 +127,10 @@ fn tokenizer_bindings_match_llama_cpp_vectors() {
             .unwrap_or_else(|e| panic!("{name}: {:?}", JsValue::from(e)));
         assert_eq!(tok.model(), model, "{name}");
         // Bad arguments are Errors naming what is wrong.
-        let msg = |e: wasm_bindgen::JsError| {
+        let msg = |e: webtensor::wasm::JsErr| {
             let e = JsValue::from(e);
+            let code = js_sys::Reflect::get(&e, &"code".into()).unwrap();
+            assert_eq!(code.as_string().as_deref(), Some("INVALID_ARGUMENT"));
             js_sys::Reflect::get(&e, &"message".into())
                 .unwrap()
                 .as_string()
@@ -191,8 +193,17 @@ fn tokenizer_bindings_match_llama_cpp_vectors() {
 #[wasm_bindgen_test]
 fn tokenizer_bindings_refuse_bad_input() {
     use webtensor::wasm::tokenizer::Tokenizer;
-    let err = |r: Result<Tokenizer, wasm_bindgen::JsError>| -> String {
+    let err = |r: Result<Tokenizer, webtensor::wasm::JsErr>| -> String {
         let e = JsValue::from(r.err().expect("an error"));
+        let name = js_sys::Reflect::get(&e, &"name".into()).unwrap();
+        assert_eq!(name.as_string().as_deref(), Some("WebtensorError"));
+        let code = js_sys::Reflect::get(&e, &"code".into())
+            .unwrap()
+            .as_string();
+        assert!(
+            code.is_some_and(|c| !c.is_empty()),
+            "an error without a code"
+        );
         js_sys::Reflect::get(&e, &"message".into())
             .unwrap()
             .as_string()

@@ -215,6 +215,7 @@ fn check_room(devices: &[Rc<dyn Device>], sizes: &[Vec<usize>]) -> Result<()> {
                     human_bytes(mem.free),
                     human_bytes(mem.total)
                 ),
+                fault: crate::error::DeviceFault::OutOfMemory,
             });
         }
     }

@@ -187,9 +187,9 @@ impl SentenceEmbedder {
         let g = super::read_header(src)?;
         let arch = g.get_str("general.architecture")?;
         if arch != "bert" {
-            return Err(Error::model_at(
+            return Err(Error::unsupported_model(
                 ModelFile::Bert,
-                At::Key("general.architecture".into()),
+                Some(At::Key("general.architecture".into())),
                 format!("architecture {arch:?} is not supported (only \"bert\" is)"),
             ));
         }

@@ -43,6 +43,11 @@ fn key_err(key: &str, what: impl Into<String>) -> Error {
     Error::model_at(ModelFile::Decoder, At::Key(key.into()), what)
 }
 
+/// A key whose (well-formed) value asks for what the decoder does not run.
+fn key_unsupported(key: &str, what: impl Into<String>) -> Error {
+    Error::unsupported_model(ModelFile::Decoder, Some(At::Key(key.into())), what)
+}
+
 fn tensor_err(name: &str, what: impl Into<String>) -> Error {
     Error::model_at(ModelFile::Decoder, At::Tensor(name.into()), what)
 }
@@ -64,7 +69,7 @@ impl Arch {
             "llama" => Ok(Self::Llama),
             "qwen2" => Ok(Self::Qwen2),
             "qwen3" => Ok(Self::Qwen3),
-            other => Err(key_err(
+            other => Err(key_unsupported(
                 "general.architecture",
                 format!("architecture {other:?} is not supported (llama, qwen2 and qwen3 are)"),
             )),
@@ -310,7 +315,7 @@ pub fn config_from_gguf(g: &Gguf) -> Result<DecoderConfig> {
     };
     if let Some(v) = opt_usize("attention.value_length")? {
         if v != head_dim {
-            return Err(key_err(
+            return Err(key_unsupported(
                 &key("attention.value_length"),
                 format!("{v}, unlike key_length {head_dim} (not supported)"),
             ));
@@ -333,7 +338,7 @@ pub fn config_from_gguf(g: &Gguf) -> Result<DecoderConfig> {
             1.0 / f
         }
         Some(other) => {
-            return Err(key_err(
+            return Err(key_unsupported(
                 &key("rope.scaling.type"),
                 format!("RoPE scaling {other:?} is not supported (linear is)"),
             ))

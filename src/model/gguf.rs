@@ -458,8 +458,9 @@ impl<'a> Gguf<'a> {
         }
         let version = c.u32("version")?;
         if version != 2 && version != 3 {
-            return Err(bad_at(
-                At::Offset(MAGIC.len()),
+            return Err(Error::unsupported_model(
+                ModelFile::Gguf,
+                Some(At::Offset(MAGIC.len())),
                 format!("version {version} is not supported (2 and 3 are)"),
             ));
         }
@@ -522,9 +523,14 @@ impl<'a> Gguf<'a> {
             }
             let type_id = c.u32("tensor type")?;
             let dtype = DType::from_ggml(type_id).ok_or_else(|| {
-                bad_at(
-                    At::Tensor(name.clone()),
-                    format!("GGML type {type_id} is not supported (f32, f16, q8_0, q4_0, i32 are)"),
+                let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+                Error::unsupported_model(
+                    ModelFile::Gguf,
+                    Some(At::Tensor(name.clone())),
+                    format!(
+                        "GGML type {type_id} is not supported ({} are)",
+                        names.join(", ")
+                    ),
                 )
             })?;
             let nbytes =

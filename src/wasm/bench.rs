@@ -3,6 +3,8 @@
 
 use wasm_bindgen::prelude::*;
 
+use super::convert::JsErr;
+
 use super::convert::to_js_error;
 use crate::graph::DType;
 
@@ -22,10 +24,10 @@ impl MatmulBench {
         n: usize,
         k: usize,
         threads: Option<usize>,
-    ) -> Result<MatmulBench, JsError> {
+    ) -> Result<MatmulBench, JsErr> {
         let wtype = DType::from_name(dtype)
             .filter(|t| t.info().weight)
-            .ok_or_else(|| JsError::new(&format!("unknown weight dtype {dtype:?}")))?;
+            .ok_or_else(|| JsErr::invalid(&format!("unknown weight dtype {dtype:?}")))?;
         let dev = crate::backends::cpu_device(threads).map_err(to_js_error)?;
         crate::bench::MatmulProblem::new(dev, wtype, m, n, k)
             .map(MatmulBench)
@@ -33,7 +35,7 @@ impl MatmulBench {
     }
 
     /// Runs the matmul once (synchronously on the CPU).
-    pub fn run(&self) -> Result<(), JsError> {
+    pub fn run(&self) -> Result<(), JsErr> {
         self.0.run().map_err(to_js_error)
     }
 
@@ -80,11 +82,11 @@ pub fn simd_peak_probe(iters: u32) -> f64 {
 /// The attention benchmark's cases (`crate::bench::AttentionCase::all`), for
 /// bench/attention-cases.mjs: `{ d, heads, kvHeads, nQ, nKv, pad, name }` each.
 #[wasm_bindgen(js_name = attentionCases)]
-pub fn attention_cases() -> Result<js_sys::Array, JsError> {
+pub fn attention_cases() -> Result<js_sys::Array, JsErr> {
     let set = |o: &js_sys::Object, k: &str, v: JsValue| {
         js_sys::Reflect::set(o, &k.into(), &v)
             .map(|_| ())
-            .map_err(|_| JsError::new("cannot build the attention cases"))
+            .map_err(|_| JsErr::invalid("cannot build the attention cases"))
     };
     let out = js_sys::Array::new();
     for c in crate::bench::AttentionCase::all() {
@@ -115,7 +117,7 @@ pub async fn attention_bench(
     pad: usize,
     fused: bool,
     threads: Option<usize>,
-) -> Result<f64, JsError> {
+) -> Result<f64, JsErr> {
     let dev = crate::backends::cpu_device(threads).map_err(to_js_error)?;
     let rt = crate::runtime::Runtime::with_devices(vec![dev], false, Vec::new())
         .await

@@ -2,6 +2,7 @@
 
 use js_sys::{Float32Array, Function, Int32Array, Object, Reflect, Uint8Array};
 
+use crate::error::{ErrorCode, Field};
 use crate::graph::DType;
 use crate::runtime::typed::{self, TypedVec};
 use crate::runtime::DeviceChoice;
@@ -9,15 +10,56 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 /// Sets `obj[key] = value`.
-pub fn set(obj: &Object, key: &str, value: &JsValue) -> Result<(), JsError> {
+pub fn set(obj: &Object, key: &str, value: &JsValue) -> Result<(), JsErr> {
     Reflect::set(obj, &JsValue::from_str(key), value)
         .map(|_| ())
-        .map_err(|_| JsError::new(&format!("cannot set property {key}")))
+        .map_err(|_| JsErr::invalid(&format!("cannot set property {key}")))
 }
 
-/// A crate error as a JS `Error` with its message.
-pub fn to_js_error(e: crate::Error) -> JsError {
-    JsError::new(&e.to_string())
+/// An error thrown to JS: an `Error` named `WebtensorError` with its message, a stable `code`
+/// (the crate's [`crate::error::ErrorCode`]s, `INVALID_ARGUMENT` for the bindings' own
+/// argument checks) and the fields an app can act on ([`crate::Error::fields`]). The package's
+/// `WebtensorError` class matches these (`instanceof`), here and across the worker.
+pub struct JsErr(JsValue);
+
+impl JsErr {
+    /// An error of `code` with `message` and no fields.
+    pub fn with_code(code: &str, message: &str) -> Self {
+        let e = js_sys::Error::new(message);
+        e.set_name("WebtensorError");
+        let _ = Reflect::set(&e, &"code".into(), &code.into());
+        Self(e.into())
+    }
+
+    /// Bad input to a binding (`INVALID_ARGUMENT`).
+    pub fn invalid(message: &str) -> Self {
+        Self::with_code(ErrorCode::InvalidArgument.as_str(), message)
+    }
+}
+
+impl From<crate::Error> for JsErr {
+    fn from(e: crate::Error) -> Self {
+        let out = Self::with_code(e.code().as_str(), &e.to_string());
+        for (key, value) in e.fields() {
+            let v = match value {
+                Field::Str(s) => JsValue::from_str(&s),
+                Field::Num(n) => JsValue::from_f64(n),
+            };
+            let _ = Reflect::set(&out.0, &key.into(), &v);
+        }
+        out
+    }
+}
+
+impl From<JsErr> for JsValue {
+    fn from(e: JsErr) -> Self {
+        e.0
+    }
+}
+
+/// A crate error as a JS `Error` with its message, code and fields ([`JsErr`]).
+pub fn to_js_error(e: crate::Error) -> JsErr {
+    e.into()
 }
 
 /// `obj[key]`, or `None` when it is missing, `undefined` or `null`.
@@ -50,7 +92,7 @@ pub fn js_message(v: &JsValue) -> String {
 }
 
 /// A typed array's contents, copied out of JS (for [`crate::runtime::typed`]).
-pub(super) fn js_typed(v: &JsValue, what: &str) -> Result<TypedVec, JsError> {
+pub(super) fn js_typed(v: &JsValue, what: &str) -> Result<TypedVec, JsErr> {
     if let Some(a) = v.dyn_ref::<Float32Array>() {
         Ok(TypedVec::F32(a.to_vec()))
     } else if let Some(a) = v.dyn_ref::<Int32Array>() {
@@ -58,13 +100,13 @@ pub(super) fn js_typed(v: &JsValue, what: &str) -> Result<TypedVec, JsError> {
     } else if let Some(a) = v.dyn_ref::<Uint8Array>() {
         Ok(TypedVec::U8(a.to_vec()))
     } else {
-        Err(JsError::new(&format!(
+        Err(JsErr::invalid(&format!(
             "{what}: expected a Float32Array, Int32Array or Uint8Array"
         )))
     }
 }
 
-pub(super) fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<JsValue, JsError> {
+pub(super) fn bytes_to_typed(bytes: &[u8], dtype: DType) -> Result<JsValue, JsErr> {
     Ok(
         match typed::bytes_to_typed(bytes, dtype).map_err(to_js_error)? {
             TypedVec::F32(v) => Float32Array::from(v.as_slice()).into(),
@@ -92,13 +134,13 @@ fn type_name(v: &JsValue) -> String {
 pub fn runtime_options(
     options: &JsValue,
     with_progress: bool,
-) -> Result<(DeviceChoice, bool, Option<Function>), JsError> {
+) -> Result<(DeviceChoice, bool, Option<Function>), JsErr> {
     let mut out = (DeviceChoice::Auto, true, None);
     if options.is_undefined() {
         return Ok(out);
     }
     if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
-        return Err(JsError::new(&format!(
+        return Err(JsErr::invalid(&format!(
             "options must be an object, got {}",
             type_name(options)
         )));
@@ -112,18 +154,19 @@ pub fn runtime_options(
     for key in Object::keys(obj).iter() {
         let key = key.as_string().unwrap_or_default();
         if !known.contains(&key.as_str()) {
-            return Err(JsError::new(&format!(
+            return Err(JsErr::invalid(&format!(
                 "unknown option {key:?} (the options are {})",
                 known.join(", ")
             )));
         }
-        let v = Reflect::get(obj, &JsValue::from_str(&key))
-            .map_err(|e| JsError::new(&format!("cannot read option {key}: {}", js_message(&e))))?;
+        let v = Reflect::get(obj, &JsValue::from_str(&key)).map_err(|e| {
+            JsErr::invalid(&format!("cannot read option {key}: {}", js_message(&e)))
+        })?;
         if v.is_undefined() {
             continue;
         }
         let wrong = |want: &str| {
-            JsError::new(&format!(
+            JsErr::invalid(&format!(
                 "option {key} must be {want}, got {}",
                 type_name(&v)
             ))
@@ -142,8 +185,8 @@ pub fn runtime_options(
     Ok(out)
 }
 
-fn wrong_fn(key: &str, v: &JsValue) -> JsError {
-    JsError::new(&format!(
+fn wrong_fn(key: &str, v: &JsValue) -> JsErr {
+    JsErr::invalid(&format!(
         "option {key} must be a function, got {}",
         type_name(v)
     ))
@@ -155,17 +198,17 @@ pub struct Options<'a>(&'a JsValue);
 
 impl<'a> Options<'a> {
     /// `options`, checked to be an object whose keys are all `known`.
-    pub fn new(options: &'a JsValue, known: &[&str]) -> Result<Self, JsError> {
+    pub fn new(options: &'a JsValue, known: &[&str]) -> Result<Self, JsErr> {
         if options.is_undefined() || options.is_null() {
             return Ok(Self(options));
         }
         if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
-            return Err(JsError::new("options must be an object"));
+            return Err(JsErr::invalid("options must be an object"));
         }
         for k in Object::keys(options.unchecked_ref::<Object>()).iter() {
             let k = k.as_string().unwrap_or_default();
             if !known.contains(&k.as_str()) {
-                return Err(JsError::new(&format!(
+                return Err(JsErr::invalid(&format!(
                     "unknown option \"{k}\" (the options are {})",
                     known.join(", ")
                 )));
@@ -180,12 +223,12 @@ impl<'a> Options<'a> {
     }
 
     /// A finite number.
-    pub fn number(&self, key: &str) -> Result<Option<f64>, JsError> {
+    pub fn number(&self, key: &str) -> Result<Option<f64>, JsErr> {
         match self.value(key) {
             None => Ok(None),
             Some(v) => match v.as_f64() {
                 Some(x) if x.is_finite() => Ok(Some(x)),
-                _ => Err(JsError::new(&format!(
+                _ => Err(JsErr::invalid(&format!(
                     "option {key} must be a finite number"
                 ))),
             },
@@ -193,22 +236,22 @@ impl<'a> Options<'a> {
     }
 
     /// A whole number from 0.
-    pub fn count(&self, key: &str) -> Result<Option<usize>, JsError> {
+    pub fn count(&self, key: &str) -> Result<Option<usize>, JsErr> {
         match self.number(key)? {
             None => Ok(None),
             Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(Some(x as usize)),
-            Some(x) => Err(JsError::new(&format!(
+            Some(x) => Err(JsErr::invalid(&format!(
                 "option {key} must be a whole number from 0, got {x}"
             ))),
         }
     }
 
     /// A boolean (`default` when missing).
-    pub fn flag(&self, key: &str, default: bool) -> Result<bool, JsError> {
+    pub fn flag(&self, key: &str, default: bool) -> Result<bool, JsErr> {
         match self.value(key) {
             None => Ok(default),
             Some(v) => v.as_bool().ok_or_else(|| {
-                JsError::new(&format!(
+                JsErr::invalid(&format!(
                     "option {key} must be a boolean, got {}",
                     v.js_typeof().as_string().unwrap_or_default()
                 ))

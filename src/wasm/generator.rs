@@ -8,6 +8,8 @@ use std::rc::Rc;
 
 use js_sys::{Array, Object, Promise, Reflect, Uint32Array};
 use wasm_bindgen::prelude::*;
+
+use super::convert::JsErr;
 use wasm_bindgen::JsCast;
 
 use super::convert::{runtime_options, set, to_js_error, Options};
@@ -96,12 +98,14 @@ const BUSY: &str = "the model is busy with another call (await it first)";
 
 fn with_model<T>(
     model: &RefCell<Option<Decoder>>,
-    f: impl FnOnce(&mut Decoder) -> Result<T, JsError>,
-) -> Result<T, JsError> {
-    let mut m = model.try_borrow_mut().map_err(|_| JsError::new(BUSY))?;
+    f: impl FnOnce(&mut Decoder) -> Result<T, JsErr>,
+) -> Result<T, JsErr> {
+    let mut m = model
+        .try_borrow_mut()
+        .map_err(|_| JsErr::with_code("BUSY", BUSY))?;
     let m = m
         .as_mut()
-        .ok_or_else(|| JsError::new("this TextGenerator was disposed"))?;
+        .ok_or_else(|| JsErr::with_code("DISPOSED", "this TextGenerator was disposed"))?;
     f(m)
 }
 
@@ -112,7 +116,7 @@ impl TextGenerator {
     pub async fn load(
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | Blob")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "GeneratorOptions")] options: JsValue,
-    ) -> Result<TextGenerator, JsError> {
+    ) -> Result<TextGenerator, JsErr> {
         let o = Options::new(
             &options,
             &[
@@ -127,7 +131,7 @@ impl TextGenerator {
         let rt_opts = Object::new();
         for k in ["devices", "costModel", "onProgress"] {
             if let Some(v) = o.value(k) {
-                Reflect::set(&rt_opts, &k.into(), &v).map_err(|_| JsError::new("options"))?;
+                Reflect::set(&rt_opts, &k.into(), &v).map_err(|_| JsErr::invalid("options"))?;
             }
         }
         let (choice, cost_model, progress) = runtime_options(&rt_opts.into(), true)?;
@@ -142,7 +146,7 @@ impl TextGenerator {
             None => None,
             Some(Some(t)) if t == "f32" => Some(crate::graph::DType::F32),
             Some(Some(t)) if t == "f16" => Some(crate::graph::DType::F16),
-            Some(_) => return Err(JsError::new("option kvType must be \"f32\" or \"f16\"")),
+            Some(_) => return Err(JsErr::invalid("option kvType must be \"f32\" or \"f16\"")),
         };
         let report = |stage: &str, loaded: f64, total: f64| {
             if let Some(f) = &progress {
@@ -220,25 +224,25 @@ impl TextGenerator {
         &self,
         text: &str,
         #[wasm_bindgen(unchecked_param_type = "EncodeOptions")] options: JsValue,
-    ) -> Result<Vec<u32>, JsError> {
+    ) -> Result<Vec<u32>, JsErr> {
         let o = Options::new(&options, &["addSpecial", "parseSpecial"])?;
         let (add, parse) = (o.flag("addSpecial", true)?, o.flag("parseSpecial", false)?);
         with_model(&self.model, |m| {
             let tok = m
                 .tokenizer()
-                .ok_or_else(|| JsError::new("the model file has no tokenizer"))?;
+                .ok_or_else(|| JsErr::invalid("the model file has no tokenizer"))?;
             Ok(tok.encode(text, add, parse))
         })
     }
 
     /// The text of token ids (control tokens give no text).
-    pub fn decode(&self, ids: Vec<u32>) -> Result<String, JsError> {
+    pub fn decode(&self, ids: Vec<u32>) -> Result<String, JsErr> {
         with_model(&self.model, |m| {
             let tok = m
                 .tokenizer()
-                .ok_or_else(|| JsError::new("the model file has no tokenizer"))?;
+                .ok_or_else(|| JsErr::invalid("the model file has no tokenizer"))?;
             if let Some(&bad) = ids.iter().find(|&&t| t as usize >= tok.len()) {
-                return Err(JsError::new(&format!(
+                return Err(JsErr::invalid(&format!(
                     "token id {bad} is not in the vocabulary (0..{})",
                     tok.len()
                 )));
@@ -254,7 +258,7 @@ impl TextGenerator {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string | Uint32Array | number[]")] prompt: JsValue,
         #[wasm_bindgen(unchecked_param_type = "GenerateOptions")] options: JsValue,
-    ) -> Result<JsGeneration, JsError> {
+    ) -> Result<JsGeneration, JsErr> {
         let o = Options::new(
             &options,
             &[
@@ -276,7 +280,7 @@ impl TextGenerator {
         )?;
         let mut s = SamplerOptions::default();
         let f =
-            |k: &str, d: f32| -> Result<f32, JsError> { Ok(o.number(k)?.map_or(d, |x| x as f32)) };
+            |k: &str, d: f32| -> Result<f32, JsErr> { Ok(o.number(k)?.map_or(d, |x| x as f32)) };
         s.temperature = f("temperature", s.temperature)?;
         s.top_k = o.count("topK")?.unwrap_or(s.top_k);
         s.top_p = f("topP", s.top_p)?;
@@ -288,17 +292,17 @@ impl TextGenerator {
         if let Some(seed) = o.count("seed")? {
             s.seed = seed as u64;
         }
-        let strings = |k: &str| -> Result<Vec<String>, JsError> {
+        let strings = |k: &str| -> Result<Vec<String>, JsErr> {
             match o.value(k) {
                 None => Ok(Vec::new()),
                 Some(v) if Array::is_array(&v) => Array::from(&v)
                     .iter()
                     .map(|x| {
                         x.as_string()
-                            .ok_or_else(|| JsError::new(&format!("option {k} must be strings")))
+                            .ok_or_else(|| JsErr::invalid(&format!("option {k} must be strings")))
                     })
                     .collect(),
-                Some(_) => Err(JsError::new(&format!("option {k} must be an array"))),
+                Some(_) => Err(JsErr::invalid(&format!("option {k} must be an array"))),
             }
         };
         let stop_tokens = match o.value("stopTokens") {
@@ -317,7 +321,7 @@ impl TextGenerator {
             let ids = match prompt.as_string() {
                 Some(text) => m
                     .tokenizer()
-                    .ok_or_else(|| JsError::new("the model file has no tokenizer"))?
+                    .ok_or_else(|| JsErr::invalid("the model file has no tokenizer"))?
                     .encode(&text, add, parse),
                 None => ids_of(&prompt, "prompt")?,
             };
@@ -342,9 +346,9 @@ impl TextGenerator {
         &self,
         #[wasm_bindgen(unchecked_param_type = "ChatMessage[]")] messages: JsValue,
         #[wasm_bindgen(unchecked_param_type = "GenerateOptions")] options: JsValue,
-    ) -> Result<JsGeneration, JsError> {
+    ) -> Result<JsGeneration, JsErr> {
         if !Array::is_array(&messages) {
-            return Err(JsError::new(
+            return Err(JsErr::invalid(
                 "messages must be an array of { role, content }",
             ));
         }
@@ -353,7 +357,7 @@ impl TextGenerator {
             let field = |k: &str| {
                 super::convert::prop(&m, k)
                     .and_then(|v| v.as_string())
-                    .ok_or_else(|| JsError::new(&format!("message {i} needs a string {k}")))
+                    .ok_or_else(|| JsErr::invalid(&format!("message {i} needs a string {k}")))
             };
             list.push(ChatMessage::new(&field("role")?, &field("content")?));
         }
@@ -363,12 +367,12 @@ impl TextGenerator {
 
     /// Tokens in the cache (what the next prompt may share and not run again).
     #[wasm_bindgen(js_name = cachedTokens)]
-    pub fn cached_tokens(&self) -> Result<usize, JsError> {
+    pub fn cached_tokens(&self) -> Result<usize, JsErr> {
         with_model(&self.model, |m| Ok(m.len()))
     }
 
     /// Forgets the cache's tokens.
-    pub fn reset(&self) -> Result<(), JsError> {
+    pub fn reset(&self) -> Result<(), JsErr> {
         with_model(&self.model, |m| {
             m.reset();
             Ok(())
@@ -376,7 +380,7 @@ impl TextGenerator {
     }
 
     /// Which device runs what for the shape run last (a decode step once one ran).
-    pub fn explain(&self) -> Result<String, JsError> {
+    pub fn explain(&self) -> Result<String, JsErr> {
         with_model(&self.model, |m| m.explain(&self.rt).map_err(to_js_error))
     }
 
@@ -384,7 +388,7 @@ impl TextGenerator {
     /// their time, per device, op and shapes (clears its last profile; its own runtime's).
     /// While it records, each node runs alone and is waited for, so generation is slower.
     #[wasm_bindgen(js_name = profileStart)]
-    pub fn profile_start(&self) -> Result<(), JsError> {
+    pub fn profile_start(&self) -> Result<(), JsErr> {
         with_model(&self.model, |_| Ok(()))?;
         self.rt.profile_start();
         Ok(())
@@ -397,18 +401,18 @@ impl TextGenerator {
     }
 
     /// Frees the model's device memory now; later calls throw.
-    pub fn dispose(&self) -> Result<(), JsError> {
+    pub fn dispose(&self) -> Result<(), JsErr> {
         let mut m = self
             .model
             .try_borrow_mut()
-            .map_err(|_| JsError::new(BUSY))?;
+            .map_err(|_| JsErr::with_code("BUSY", BUSY))?;
         m.take();
         self.rt.clear();
         Ok(())
     }
 }
 
-fn ids_of(v: &JsValue, what: &str) -> Result<Vec<u32>, JsError> {
+fn ids_of(v: &JsValue, what: &str) -> Result<Vec<u32>, JsErr> {
     if let Some(a) = v.dyn_ref::<Uint32Array>() {
         return Ok(a.to_vec());
     }
@@ -417,13 +421,13 @@ fn ids_of(v: &JsValue, what: &str) -> Result<Vec<u32>, JsError> {
             .iter()
             .map(|x| match x.as_f64() {
                 Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u32::MAX as f64 => Ok(f as u32),
-                _ => Err(JsError::new(&format!(
+                _ => Err(JsErr::invalid(&format!(
                     "{what}: token ids are whole numbers from 0"
                 ))),
             })
             .collect();
     }
-    Err(JsError::new(&format!(
+    Err(JsErr::invalid(&format!(
         "{what} must be a string, a Uint32Array or an array of token ids"
     )))
 }
@@ -457,15 +461,18 @@ impl JsGeneration {
             self.text.clone(),
         );
         wasm_bindgen_futures::future_to_promise(async move {
-            let busy = || JsValue::from(JsError::new(BUSY));
+            let busy = || JsValue::from(JsErr::with_code("BUSY", BUSY));
             let mut g = gen.try_borrow_mut().map_err(|_| busy())?;
-            let g = g
-                .as_mut()
-                .ok_or_else(|| JsValue::from(JsError::new("this Generation was disposed")))?;
+            let g = g.as_mut().ok_or_else(|| {
+                JsValue::from(JsErr::with_code("DISPOSED", "this Generation was disposed"))
+            })?;
             let mut m = model.try_borrow_mut().map_err(|_| busy())?;
-            let m = m
-                .as_mut()
-                .ok_or_else(|| JsValue::from(JsError::new("its TextGenerator was disposed")))?;
+            let m = m.as_mut().ok_or_else(|| {
+                JsValue::from(JsErr::with_code(
+                    "DISPOSED",
+                    "its TextGenerator was disposed",
+                ))
+            })?;
             match g
                 .next(&rt, m)
                 .await
@@ -483,11 +490,14 @@ impl JsGeneration {
     /// The text given out so far, the tokens, why it ended (`null` while it runs), and the
     /// counts and timings.
     #[wasm_bindgen(unchecked_return_type = "GenerationResult")]
-    pub fn result(&self) -> Result<JsValue, JsError> {
-        let g = self.gen.try_borrow().map_err(|_| JsError::new(BUSY))?;
+    pub fn result(&self) -> Result<JsValue, JsErr> {
+        let g = self
+            .gen
+            .try_borrow()
+            .map_err(|_| JsErr::with_code("BUSY", BUSY))?;
         let g = g
             .as_ref()
-            .ok_or_else(|| JsError::new("this Generation was disposed"))?;
+            .ok_or_else(|| JsErr::with_code("DISPOSED", "this Generation was disposed"))?;
         let st = g.stats();
         let o = Object::new();
         set(&o, "text", &self.text.borrow().as_str().into())?;

@@ -13,12 +13,14 @@ mod threads;
 // Public so that the wasm tests (tests/web_node.rs) drive `Tokenizer` through its bindings.
 pub mod tokenizer;
 
+pub use convert::JsErr;
 pub use threads::init_thread_pool;
 
 use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Object};
 use wasm_bindgen::prelude::*;
+
 use wasm_bindgen::JsCast;
 
 use crate::backend::{Device, DeviceKind};
@@ -38,7 +40,7 @@ fn kind_name(k: DeviceKind) -> &'static str {
     }
 }
 
-fn device_object(d: &Rc<dyn Device>) -> Result<Object, JsError> {
+fn device_object(d: &Rc<dyn Device>) -> Result<Object, JsErr> {
     let o = Object::new();
     set(&o, "name", &d.name().into())?;
     set(&o, "kind", &kind_name(d.kind()).into())?;
@@ -55,7 +57,7 @@ fn device_object(d: &Rc<dyn Device>) -> Result<Object, JsError> {
 /// Lists the devices: `[{name, kind, description, available, properties}]`, plus, for each
 /// family with no device (no WebGPU here), `{name, available: false, reason}`.
 #[wasm_bindgen(js_name = devices)]
-pub async fn devices() -> Result<Array, JsError> {
+pub async fn devices() -> Result<Array, JsErr> {
     let reg = crate::backends::registry().await;
     let out = Array::new();
     for r in reg.backend_regs() {
@@ -123,7 +125,7 @@ async fn add_browser_adapter_info(device: &Object) {
     js_name = gpuBuffers,
     unchecked_return_type = "{ created: number, live: number, liveBytes: number }"
 )]
-pub fn gpu_buffers() -> Result<Object, JsError> {
+pub fn gpu_buffers() -> Result<Object, JsErr> {
     #[cfg(feature = "webgpu")]
     let (created, live, live_bytes) = {
         let b = crate::backends::gpu_buffers();
@@ -145,7 +147,7 @@ pub async fn vector_add(
     device: String,
     a: Float32Array,
     b: Float32Array,
-) -> Result<Float32Array, JsError> {
+) -> Result<Float32Array, JsErr> {
     let reg = crate::backends::registry().await;
     let dev = reg.by_name(&device).map_err(to_js_error)?;
     let out = crate::model::smoke::vector_add(dev, &a.to_vec(), &b.to_vec())
@@ -167,7 +169,7 @@ pub fn calibrations() -> String {
 /// are skipped; a malformed text is refused whole with the line named. Returns how many
 /// device calibrations were taken.
 #[wasm_bindgen(js_name = setCalibrations)]
-pub fn set_calibrations(text: &str) -> Result<u32, JsError> {
+pub fn set_calibrations(text: &str) -> Result<u32, JsErr> {
     let n = crate::backend::sched::import_calibrations(text).map_err(to_js_error)?;
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }

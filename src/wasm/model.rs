@@ -6,6 +6,8 @@ use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Object, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
+
+use super::convert::JsErr;
 use wasm_bindgen::JsCast;
 
 use super::convert::{runtime_options, set, to_js_error};
@@ -42,7 +44,7 @@ impl SentenceEmbedder {
     pub async fn load(
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | Blob")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "EmbedderOptions")] options: JsValue,
-    ) -> Result<SentenceEmbedder, JsError> {
+    ) -> Result<SentenceEmbedder, JsErr> {
         let (choice, cost_model, progress) = runtime_options(&options, true)?;
         let report = |stage: &str, loaded: f64, total: f64| {
             if let Some(f) = &progress {
@@ -92,13 +94,13 @@ impl SentenceEmbedder {
     }
 
     /// Token ids of a text, as the model sees it (`[CLS] ... [SEP]`, truncated).
-    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, JsError> {
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, JsErr> {
         let mut ids = self.model()?.encode(&[text]).map_err(to_js_error)?;
         Ok(ids.pop().unwrap_or_default())
     }
 
     /// Which device runs what for the last batch shape embedded.
-    pub fn explain(&self) -> Result<String, JsError> {
+    pub fn explain(&self) -> Result<String, JsErr> {
         self.model()?.explain(&self.rt).map_err(to_js_error)
     }
 
@@ -106,7 +108,7 @@ impl SentenceEmbedder {
     /// oneTimeBytes }` (per run: activations crossing a device boundary, and weights when a
     /// plan had to copy them each run; once: weights copied to a second device and kept).
     #[wasm_bindgen(js_name = copyStats)]
-    pub fn copy_stats(&self) -> Result<Object, JsError> {
+    pub fn copy_stats(&self) -> Result<Object, JsErr> {
         copy_stats_object(self.rt.copy_stats())
     }
 
@@ -115,7 +117,7 @@ impl SentenceEmbedder {
     /// affected). While it records, each node runs alone and is waited for, so embeds are
     /// slower.
     #[wasm_bindgen(js_name = profileStart)]
-    pub fn profile_start(&self) -> Result<(), JsError> {
+    pub fn profile_start(&self) -> Result<(), JsErr> {
         self.model()?;
         self.rt.profile_start();
         Ok(())
@@ -159,11 +161,11 @@ impl SentenceEmbedder {
     }
 
     /// The model, or an error once disposed.
-    fn model(&self) -> Result<Rc<Model>, JsError> {
+    fn model(&self) -> Result<Rc<Model>, JsErr> {
         self.model
             .borrow()
             .clone()
-            .ok_or_else(|| JsError::new("this SentenceEmbedder was disposed"))
+            .ok_or_else(|| JsErr::with_code("DISPOSED", "this SentenceEmbedder was disposed"))
     }
 }
 
@@ -226,20 +228,20 @@ impl ByteSource for JsBlob {
 /// or a `File`/`Blob` read a slice at a time (in a worker: the package turns a Blob into bytes
 /// first in the page's thread, where `FileReaderSync` does not exist). A URL is the package's
 /// job (js/engine.js fetches it through the model cache).
-pub(super) fn byte_source(source: &JsValue, call: &str) -> Result<Box<dyn ByteSource>, JsError> {
+pub(super) fn byte_source(source: &JsValue, call: &str) -> Result<Box<dyn ByteSource>, JsErr> {
     if let Some(a) = source.dyn_ref::<Uint8Array>() {
         return Ok(Box::new(JsBytes(a.clone())));
     }
     if let Some(blob) = source.dyn_ref::<web_sys::Blob>() {
         let reader = web_sys::FileReaderSync::new().map_err(|_| {
-            JsError::new(&format!(
+            JsErr::invalid(&format!(
                 "{call} reads a File or Blob only in a worker (FileReaderSync): the package's \
                  {call} reads it in this thread"
             ))
         })?;
         let len = blob.size();
         if !(len >= 0.0 && len <= usize::MAX as f64) {
-            return Err(JsError::new(&format!(
+            return Err(JsErr::invalid(&format!(
                 "the file's size {len} is out of range"
             )));
         }
@@ -250,18 +252,18 @@ pub(super) fn byte_source(source: &JsValue, call: &str) -> Result<Box<dyn ByteSo
         }));
     }
     if source.is_string() {
-        return Err(JsError::new(&format!(
+        return Err(JsErr::invalid(&format!(
             "this build loads GGUF bytes (a Uint8Array) or a File: a URL is fetched by the \
              package's {call} (through its model cache)"
         )));
     }
-    Err(JsError::new(
+    Err(JsErr::invalid(
         "source must be a URL string, a Uint8Array or a File (Blob)",
     ))
 }
 
 /// `CopyStats` as a JS object.
-pub(super) fn copy_stats_object(c: crate::runtime::CopyStats) -> Result<Object, JsError> {
+pub(super) fn copy_stats_object(c: crate::runtime::CopyStats) -> Result<Object, JsErr> {
     let o = Object::new();
     set(&o, "perRunBytes", &(c.per_run_bytes as f64).into())?;
     set(

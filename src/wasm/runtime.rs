@@ -7,6 +7,8 @@ use std::rc::Rc;
 
 use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
+
+use super::convert::JsErr;
 use wasm_bindgen::JsCast;
 
 use super::convert::{bytes_to_typed, js_typed, runtime_options, set, to_js_error};
@@ -42,10 +44,10 @@ export interface RunOptions {
 }
 "#;
 
-fn parse_dtype(s: &str) -> Result<DType, JsError> {
+fn parse_dtype(s: &str) -> Result<DType, JsErr> {
     DType::from_name(s).ok_or_else(|| {
         let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
-        JsError::new(&format!("unknown dtype {s:?} ({})", names.join(", ")))
+        JsErr::invalid(&format!("unknown dtype {s:?} ({})", names.join(", ")))
     })
 }
 
@@ -60,7 +62,7 @@ impl JsGraph {
     fn with(
         &self,
         f: impl FnOnce(&mut crate::graph::Graph) -> crate::Result<TensorId>,
-    ) -> Result<u32, JsError> {
+    ) -> Result<u32, JsErr> {
         let mut p = self.p.borrow_mut();
         f(p.graph_mut()).map(|id| id.0 as u32).map_err(to_js_error)
     }
@@ -82,7 +84,7 @@ impl JsGraph {
     }
 
     /// An input given on each run; `shape` is innermost-first (ggml order), 1 to 4 dims.
-    pub fn input(&self, name: &str, dtype: &str, shape: Vec<usize>) -> Result<u32, JsError> {
+    pub fn input(&self, name: &str, dtype: &str, shape: Vec<usize>) -> Result<u32, JsErr> {
         let dt = parse_dtype(dtype)?;
         self.with(|g| g.input(name, dt, &shape))
     }
@@ -95,7 +97,7 @@ impl JsGraph {
         dtype: &str,
         shape: Vec<usize>,
         data: JsValue,
-    ) -> Result<u32, JsError> {
+    ) -> Result<u32, JsErr> {
         let dt = parse_dtype(dtype)?;
         let data = js_typed(&data, name)?;
         let mut p = self.p.borrow_mut();
@@ -107,13 +109,13 @@ impl JsGraph {
     /// A state leaf: memory kept across runs on one device, given to each run as the input
     /// named `name` (a `State` from `runtime.createState` of this dtype and shape). Every op
     /// may read it; `setRows` on it writes those rows in place.
-    pub fn state(&self, name: &str, dtype: &str, shape: Vec<usize>) -> Result<u32, JsError> {
+    pub fn state(&self, name: &str, dtype: &str, shape: Vec<usize>) -> Result<u32, JsErr> {
         let dt = parse_dtype(dtype)?;
         self.with(|g| g.state(name, dt, &shape))
     }
 
     /// Marks `t` as an output of runs.
-    pub fn output(&self, t: u32) -> Result<(), JsError> {
+    pub fn output(&self, t: u32) -> Result<(), JsErr> {
         self.p
             .borrow_mut()
             .graph_mut()
@@ -123,7 +125,7 @@ impl JsGraph {
 
     /// Names `t` (outputs are returned by name).
     #[wasm_bindgen(js_name = setName)]
-    pub fn set_name(&self, t: u32, name: &str) -> Result<(), JsError> {
+    pub fn set_name(&self, t: u32, name: &str) -> Result<(), JsErr> {
         self.p
             .borrow_mut()
             .graph_mut()
@@ -132,7 +134,7 @@ impl JsGraph {
     }
 
     /// Shape of `t` (innermost first, 4 dims).
-    pub fn shape(&self, t: u32) -> Result<Vec<usize>, JsError> {
+    pub fn shape(&self, t: u32) -> Result<Vec<usize>, JsErr> {
         let p = self.p.borrow();
         p.graph()
             .get(id(t))
@@ -147,15 +149,15 @@ impl JsGraph {
     }
 
     /// a * s.
-    pub fn scale(&self, a: u32, s: f32) -> Result<u32, JsError> {
+    pub fn scale(&self, a: u32, s: f32) -> Result<u32, JsErr> {
         self.with(|g| g.scale(id(a), s))
     }
     /// w [k, m] × x [k, n] → [m, n] (ggml's mul_mat).
-    pub fn matmul(&self, w: u32, x: u32) -> Result<u32, JsError> {
+    pub fn matmul(&self, w: u32, x: u32) -> Result<u32, JsErr> {
         self.with(|g| g.matmul(id(w), id(x)))
     }
     /// Row softmax of a * scale + mask (mask optional).
-    pub fn softmax(&self, a: u32, mask: Option<u32>, scale: Option<f32>) -> Result<u32, JsError> {
+    pub fn softmax(&self, a: u32, mask: Option<u32>, scale: Option<f32>) -> Result<u32, JsErr> {
         self.with(|g| g.softmax(id(a), mask.map(id), scale.unwrap_or(1.0)))
     }
     /// Fused attention: softmax(q·kᵀ * scale + mask) · v per head (q f32 [d, n_q, heads,
@@ -168,7 +170,7 @@ impl JsGraph {
         v: u32,
         mask: Option<u32>,
         scale: Option<f32>,
-    ) -> Result<u32, JsError> {
+    ) -> Result<u32, JsErr> {
         self.with(|g| {
             let d = g.get(id(q))?.ne[0];
             let scale = scale.unwrap_or(1.0 / (d.max(1) as f32).sqrt());
@@ -176,23 +178,23 @@ impl JsGraph {
         })
     }
     /// Layer norm over rows (no affine).
-    pub fn norm(&self, a: u32, eps: f32) -> Result<u32, JsError> {
+    pub fn norm(&self, a: u32, eps: f32) -> Result<u32, JsErr> {
         self.with(|g| g.norm(id(a), eps))
     }
     /// RMS norm over rows (no affine).
     #[wasm_bindgen(js_name = rmsNorm)]
-    pub fn rms_norm(&self, a: u32, eps: f32) -> Result<u32, JsError> {
+    pub fn rms_norm(&self, a: u32, eps: f32) -> Result<u32, JsErr> {
         self.with(|g| g.rms_norm(id(a), eps))
     }
     /// min(max(a, min), max), element-wise.
-    pub fn clamp(&self, a: u32, min: f32, max: f32) -> Result<u32, JsError> {
+    pub fn clamp(&self, a: u32, min: f32, max: f32) -> Result<u32, JsErr> {
         self.with(|g| g.clamp(id(a), min, max))
     }
     /// `dst` with row `idx[j]` replaced by row `j` of `rows` (f32), per batch: i32 `idx`
     /// `[n, c2, c3]` repeated over the batch dims (ggml's set_rows, the KV-cache write). A new
     /// tensor of dst's dtype (f32 or f16) and shape; the last of two rows aimed at one wins.
     #[wasm_bindgen(js_name = setRows)]
-    pub fn set_rows(&self, dst: u32, rows: u32, idx: u32) -> Result<u32, JsError> {
+    pub fn set_rows(&self, dst: u32, rows: u32, idx: u32) -> Result<u32, JsErr> {
         self.with(|g| g.set_rows(id(dst), id(rows), id(idx)))
     }
     /// RoPE of a [headDim, heads, tokens] at i32 positions; mode "normal" or "neox".
@@ -204,12 +206,12 @@ impl JsGraph {
         mode: &str,
         freq_base: f32,
         freq_scale: f32,
-    ) -> Result<u32, JsError> {
+    ) -> Result<u32, JsErr> {
         let mode = match mode {
             "normal" => RopeMode::Normal,
             "neox" => RopeMode::NeoX,
             _ => {
-                return Err(JsError::new(&format!(
+                return Err(JsErr::invalid(&format!(
                     "rope mode must be \"normal\" or \"neox\", got {mode:?}"
                 )))
             }
@@ -228,38 +230,38 @@ impl JsGraph {
         })
     }
     /// a converted to dtype (contiguous).
-    pub fn cpy(&self, a: u32, dtype: &str) -> Result<u32, JsError> {
+    pub fn cpy(&self, a: u32, dtype: &str) -> Result<u32, JsErr> {
         let dt = parse_dtype(dtype)?;
         self.with(|g| g.cpy(id(a), dt))
     }
     /// A contiguous copy of a.
-    pub fn cont(&self, a: u32) -> Result<u32, JsError> {
+    pub fn cont(&self, a: u32) -> Result<u32, JsErr> {
         self.with(|g| g.cont(id(a)))
     }
     /// a and b joined along dim.
-    pub fn concat(&self, a: u32, b: u32, dim: usize) -> Result<u32, JsError> {
+    pub fn concat(&self, a: u32, b: u32, dim: usize) -> Result<u32, JsErr> {
         self.with(|g| g.concat(id(a), id(b), dim))
     }
     /// Row sums.
     #[wasm_bindgen(js_name = sumRows)]
-    pub fn sum_rows(&self, a: u32) -> Result<u32, JsError> {
+    pub fn sum_rows(&self, a: u32) -> Result<u32, JsErr> {
         self.with(|g| g.sum_rows(id(a)))
     }
     /// Row means.
-    pub fn mean(&self, a: u32) -> Result<u32, JsError> {
+    pub fn mean(&self, a: u32) -> Result<u32, JsErr> {
         self.with(|g| g.mean(id(a)))
     }
     /// Row argmax (i32).
-    pub fn argmax(&self, a: u32) -> Result<u32, JsError> {
+    pub fn argmax(&self, a: u32) -> Result<u32, JsErr> {
         self.with(|g| g.argmax(id(a)))
     }
     /// Rows of a picked by i32 indices.
     #[wasm_bindgen(js_name = getRows)]
-    pub fn get_rows(&self, a: u32, idx: u32) -> Result<u32, JsError> {
+    pub fn get_rows(&self, a: u32, idx: u32) -> Result<u32, JsErr> {
         self.with(|g| g.get_rows(id(a), id(idx)))
     }
     /// a (contiguous) with a new shape.
-    pub fn reshape(&self, a: u32, shape: Vec<usize>) -> Result<u32, JsError> {
+    pub fn reshape(&self, a: u32, shape: Vec<usize>) -> Result<u32, JsErr> {
         self.with(|g| g.reshape(id(a), &shape))
     }
     /// A view: shape, byte strides and byte offset into a.
@@ -269,18 +271,18 @@ impl JsGraph {
         shape: Vec<usize>,
         strides: Vec<usize>,
         offset: usize,
-    ) -> Result<u32, JsError> {
+    ) -> Result<u32, JsErr> {
         self.with(|g| g.view(id(a), &shape, &strides, offset))
     }
     /// Dims moved: dim i of a becomes dim axes[i].
-    pub fn permute(&self, a: u32, axes: Vec<usize>) -> Result<u32, JsError> {
+    pub fn permute(&self, a: u32, axes: Vec<usize>) -> Result<u32, JsErr> {
         let axes: [usize; 4] = axes
             .try_into()
-            .map_err(|_| JsError::new("permute takes 4 axes"))?;
+            .map_err(|_| JsErr::invalid("permute takes 4 axes"))?;
         self.with(|g| g.permute(id(a), axes))
     }
     /// Dims 0 and 1 swapped.
-    pub fn transpose(&self, a: u32) -> Result<u32, JsError> {
+    pub fn transpose(&self, a: u32) -> Result<u32, JsErr> {
         self.with(|g| g.transpose(id(a)))
     }
 }
@@ -294,7 +296,7 @@ macro_rules! js_unary_methods {
             $(
                 $(#[doc = $doc])*
                 #[wasm_bindgen(js_name = $js)]
-                pub fn $method(&self, a: u32) -> Result<u32, JsError> {
+                pub fn $method(&self, a: u32) -> Result<u32, JsErr> {
                     self.with(|g| g.unary(crate::graph::UnaryOp::$var, id(a)))
                 }
             )*
@@ -312,7 +314,7 @@ macro_rules! js_binary_methods {
                 $(#[doc = $doc])*
                 #[doc = " (b broadcast)."]
                 #[wasm_bindgen(js_name = $js)]
-                pub fn $method(&self, a: u32, b: u32) -> Result<u32, JsError> {
+                pub fn $method(&self, a: u32, b: u32) -> Result<u32, JsErr> {
                     self.with(|g| g.binary(crate::graph::BinaryOp::$var, id(a), id(b)))
                 }
             )*
@@ -330,9 +332,9 @@ pub struct JsRuntime {
 
 impl JsRuntime {
     /// The runtime, or an error once disposed.
-    fn live(&self) -> Result<&Rc<crate::runtime::Runtime>, JsError> {
+    fn live(&self) -> Result<&Rc<crate::runtime::Runtime>, JsErr> {
         match self.disposed.get() {
-            true => Err(JsError::new("this Runtime was disposed")),
+            true => Err(JsErr::with_code("DISPOSED", "this Runtime was disposed")),
             false => Ok(&self.rt),
         }
     }
@@ -343,7 +345,7 @@ impl JsRuntime {
     /// Creates a runtime: `await Runtime.create({ devices: "auto", costModel: true })`.
     pub async fn create(
         #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] options: JsValue,
-    ) -> Result<JsRuntime, JsError> {
+    ) -> Result<JsRuntime, JsErr> {
         let (choice, cost_model, _) = runtime_options(&options, false)?;
         let rt = crate::create_runtime(choice, cost_model)
             .await
@@ -409,7 +411,7 @@ impl JsRuntime {
         dtype: &str,
         shape: Vec<usize>,
         #[wasm_bindgen(unchecked_optional_param_type = "StateOptions")] options: JsValue,
-    ) -> Result<super::state::JsState, JsError> {
+    ) -> Result<super::state::JsState, JsErr> {
         let rt = self.live()?;
         let dt = parse_dtype(dtype)?;
         let name = super::convert::prop(&options, "name")
@@ -421,12 +423,12 @@ impl JsRuntime {
             Some(v) => {
                 let want = v
                     .as_string()
-                    .ok_or_else(|| JsError::new("options.device must be a device name"))?;
+                    .ok_or_else(|| JsErr::invalid("options.device must be a device name"))?;
                 names
                     .iter()
                     .position(|n| n.eq_ignore_ascii_case(&want))
                     .ok_or_else(|| {
-                        JsError::new(&format!(
+                        JsErr::invalid(&format!(
                             "device {want:?} is not one of this runtime's ({})",
                             names.join(", ")
                         ))
@@ -442,12 +444,12 @@ impl JsRuntime {
     /// Bytes copied between devices by every run so far: `{ perRunBytes, perRunWeightBytes,
     /// oneTimeBytes }`.
     #[wasm_bindgen(js_name = copyStats)]
-    pub fn copy_stats(&self) -> Result<js_sys::Object, JsError> {
+    pub fn copy_stats(&self) -> Result<js_sys::Object, JsErr> {
         super::model::copy_stats_object(self.live()?.copy_stats())
     }
 
     /// The placement of `graph`: splits, which node runs where and why, copies, memory.
-    pub fn explain(&self, graph: &JsGraph) -> Result<String, JsError> {
+    pub fn explain(&self, graph: &JsGraph) -> Result<String, JsErr> {
         let program = graph.p.borrow();
         self.live()?.explain(&program).map_err(to_js_error)
     }
@@ -456,7 +458,7 @@ impl JsRuntime {
     /// (clears its last profile); other runtimes are not affected. While it records, each
     /// node runs alone and is waited for, so runs are slower.
     #[wasm_bindgen(js_name = profileStart)]
-    pub fn profile_start(&self) -> Result<(), JsError> {
+    pub fn profile_start(&self) -> Result<(), JsErr> {
         self.live()?.profile_start();
         Ok(())
     }
@@ -482,17 +484,17 @@ impl JsRuntime {
 
 /// A run's inputs by name: typed arrays and GpuTensors as values; States bound to the
 /// graph's state leaves of their names (into `p`, this run's copy of the program).
-fn parse_inputs(p: &mut Program, inputs: &JsValue) -> Result<HashMap<String, Value>, JsError> {
+fn parse_inputs(p: &mut Program, inputs: &JsValue) -> Result<HashMap<String, Value>, JsErr> {
     let mut out = HashMap::new();
     if inputs.is_undefined() || inputs.is_null() {
         return Ok(out);
     }
     let obj: &Object = inputs
         .dyn_ref()
-        .ok_or_else(|| JsError::new("inputs must be an object of typed arrays"))?;
+        .ok_or_else(|| JsErr::invalid("inputs must be an object of typed arrays"))?;
     for key in Object::keys(obj).iter() {
         let name = key.as_string().unwrap_or_default();
-        let value = Reflect::get(obj, &key).map_err(|_| JsError::new("cannot read inputs"))?;
+        let value = Reflect::get(obj, &key).map_err(|_| JsErr::invalid("cannot read inputs"))?;
         if let Some(t) = JsGpuTensor::lookup(&value)? {
             out.insert(name, Value::Device(t));
             continue;
@@ -506,7 +508,7 @@ fn parse_inputs(p: &mut Program, inputs: &JsValue) -> Result<HashMap<String, Val
             .iter()
             .find(|(_, t)| t.name == name && t.role == crate::graph::Role::Input)
             .map(|(_, t)| t.dtype)
-            .ok_or_else(|| JsError::new(&format!("the graph has no input named {name:?}")))?;
+            .ok_or_else(|| JsErr::invalid(&format!("the graph has no input named {name:?}")))?;
         let value = js_typed(&value, &name)?;
         let bytes = typed::typed_to_bytes(value.as_typed(), dtype, &name).map_err(to_js_error)?;
         out.insert(name.clone(), Value::Bytes(bytes));
@@ -545,7 +547,7 @@ impl JsGpuTensor {
     }
 
     /// The tensor behind `value` when it is a `GpuTensor` (a disposed one included).
-    fn lookup(value: &JsValue) -> Result<Option<DeviceTensor>, JsError> {
+    fn lookup(value: &JsValue) -> Result<Option<DeviceTensor>, JsErr> {
         if !value.is_object() {
             return Ok(None);
         }
@@ -555,7 +557,7 @@ impl JsGpuTensor {
         GPU_TENSORS
             .with(|m| m.borrow().get(&(id as u32)).cloned())
             .map(Some)
-            .ok_or_else(|| JsError::new("this GpuTensor was disposed"))
+            .ok_or_else(|| JsErr::with_code("DISPOSED", "this GpuTensor was disposed"))
     }
 }
 

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 
+use super::convert::JsErr;
+
 use super::convert::to_js_error;
 use crate::runtime::State;
 
@@ -46,7 +48,7 @@ impl JsState {
     }
 
     /// The state behind `value` when it is a `State`; an error when it was disposed.
-    pub(super) fn lookup(value: &JsValue) -> Result<Option<State>, JsError> {
+    pub(super) fn lookup(value: &JsValue) -> Result<Option<State>, JsErr> {
         if !value.is_object() {
             return Ok(None);
         }
@@ -56,13 +58,13 @@ impl JsState {
         STATES
             .with(|m| m.borrow().get(&(id as u32)).cloned())
             .map(Some)
-            .ok_or_else(|| JsError::new("this State was disposed"))
+            .ok_or_else(|| JsErr::with_code("DISPOSED", "this State was disposed"))
     }
 
-    fn live(&self) -> Result<State, JsError> {
+    fn live(&self) -> Result<State, JsErr> {
         STATES
             .with(|m| m.borrow().get(&self.id).cloned())
-            .ok_or_else(|| JsError::new("this State was disposed"))
+            .ok_or_else(|| JsErr::with_code("DISPOSED", "this State was disposed"))
     }
 }
 
@@ -91,7 +93,7 @@ impl JsState {
     }
 
     /// Sets every value to 0.
-    pub fn zero(&self) -> Result<(), JsError> {
+    pub fn zero(&self) -> Result<(), JsErr> {
         self.live()?.zero().map_err(to_js_error)
     }
 
@@ -109,25 +111,25 @@ impl JsState {
 
     /// Its name (the graph's state leaf it was made for, or "state").
     #[wasm_bindgen(getter)]
-    pub fn name(&self) -> Result<String, JsError> {
+    pub fn name(&self) -> Result<String, JsErr> {
         Ok(self.live()?.name().to_string())
     }
 
     /// Its dtype name ("f32", "f16", "i32").
     #[wasm_bindgen(getter)]
-    pub fn dtype(&self) -> Result<String, JsError> {
+    pub fn dtype(&self) -> Result<String, JsErr> {
         Ok(self.live()?.dtype().name().to_string())
     }
 
     /// Its shape (innermost first, 4 dims).
     #[wasm_bindgen(getter)]
-    pub fn shape(&self) -> Result<Vec<usize>, JsError> {
+    pub fn shape(&self) -> Result<Vec<usize>, JsErr> {
         Ok(self.live()?.shape().to_vec())
     }
 
     /// Name of the device holding it.
     #[wasm_bindgen(getter)]
-    pub fn device(&self) -> Result<String, JsError> {
+    pub fn device(&self) -> Result<String, JsErr> {
         Ok(self.live()?.device_name().to_string())
     }
 }

@@ -4,6 +4,8 @@
 use js_sys::Object;
 use wasm_bindgen::prelude::*;
 
+use super::convert::JsErr;
+
 use super::convert::{set, to_js_error};
 
 /// Starts the CPU thread pool with `threads` threads in all (the calling thread and
@@ -18,11 +20,11 @@ pub async fn init_thread_pool(
     threads: f64,
     timeout_ms: Option<f64>,
     #[wasm_bindgen(unchecked_param_type = "() => Worker")] spawn: Option<js_sys::Function>,
-) -> Result<(), JsError> {
+) -> Result<(), JsErr> {
     let n = crate::backends::threads::check_count(threads).map_err(to_js_error)?;
     let timeout = timeout_ms.unwrap_or(20_000.0);
     if timeout.is_nan() || timeout <= 0.0 {
-        return Err(JsError::new(&format!(
+        return Err(JsErr::invalid(&format!(
             "timeoutMs must be a positive number of milliseconds, got {timeout}"
         )));
     }
@@ -34,7 +36,7 @@ async fn start(
     threads: usize,
     timeout_ms: f64,
     spawn_worker: Option<js_sys::Function>,
-) -> Result<(), JsError> {
+) -> Result<(), JsErr> {
     #[wasm_bindgen(module = "/js/thread_pool.js")]
     extern "C" {
         #[wasm_bindgen(js_name = startWorkers, catch)]
@@ -62,6 +64,7 @@ async fn start(
                 .message()
                 .as_string()
                 .unwrap_or_else(|| "a thread pool worker failed to start".into()),
+            fault: crate::error::DeviceFault::Failed,
         };
         let promise = start_workers(
             wasm_bindgen::module(),
@@ -87,9 +90,9 @@ async fn start(
     threads: usize,
     _timeout_ms: f64,
     _spawn: Option<js_sys::Function>,
-) -> Result<(), JsError> {
+) -> Result<(), JsErr> {
     if threads > 1 {
-        return Err(JsError::new(&format!(
+        return Err(JsErr::invalid(&format!(
             "the {} build is single-threaded: it cannot start {threads} threads (the loader \
              picks a threaded build only on a cross-origin isolated page)",
             crate::backends::threads::build_name()
@@ -117,7 +120,7 @@ pub fn set_load_note(note: &str) {
 /// `{ build, threads, simd, maxThreads }`: which of the four builds this module is, how many
 /// threads its CPU kernels may use now, and its SIMD level.
 #[wasm_bindgen(js_name = buildInfo)]
-pub fn build_info() -> Result<Object, JsError> {
+pub fn build_info() -> Result<Object, JsErr> {
     let o = Object::new();
     set(&o, "build", &crate::backends::threads::build_name().into())?;
     set(
@@ -137,7 +140,7 @@ pub fn build_info() -> Result<Object, JsError> {
 /// Runs `tasks` small jobs on the pool: `{ sum, threadsUsed }` (how many distinct pool
 /// threads ran one). Tests use it to prove the workers take work.
 #[wasm_bindgen(js_name = threadPoolProbe)]
-pub fn thread_pool_probe(tasks: u32) -> Result<Object, JsError> {
+pub fn thread_pool_probe(tasks: u32) -> Result<Object, JsErr> {
     let (sum, used) = crate::backends::threads::pool_probe(tasks as usize);
     let o = Object::new();
     set(&o, "sum", &js_sys::BigInt::from(sum).into())?;

@@ -7,6 +7,8 @@ use std::rc::Rc;
 
 use js_sys::{Array, Int32Array, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
+
+use super::convert::JsErr;
 use wasm_bindgen::JsCast;
 
 use super::convert::{to_js_error, Options};
@@ -48,9 +50,9 @@ impl Tokenizer {
     #[wasm_bindgen(js_name = fromGguf)]
     pub fn from_gguf(
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] source: JsValue,
-    ) -> Result<Tokenizer, JsError> {
+    ) -> Result<Tokenizer, JsErr> {
         let Some(a) = source.dyn_ref::<Uint8Array>() else {
-            return Err(JsError::new(if source.is_string() {
+            return Err(JsErr::invalid(if source.is_string() {
                 "this build reads a Uint8Array of GGUF bytes: a URL is fetched by the package's \
                  Tokenizer.fromGguf (through its model cache)"
             } else {
@@ -77,7 +79,7 @@ impl Tokenizer {
         &self,
         text: &str,
         #[wasm_bindgen(unchecked_param_type = "EncodeOptions")] options: JsValue,
-    ) -> Result<Vec<u32>, JsError> {
+    ) -> Result<Vec<u32>, JsErr> {
         let tok = self.tok()?;
         let (add_special, parse_special) = {
             let o = Options::new(&options, &["addSpecial", "parseSpecial"])?;
@@ -92,7 +94,7 @@ impl Tokenizer {
         &self,
         #[wasm_bindgen(unchecked_param_type = "Uint32Array | Int32Array | number[]")] ids: JsValue,
         #[wasm_bindgen(unchecked_param_type = "DecodeOptions")] options: JsValue,
-    ) -> Result<String, JsError> {
+    ) -> Result<String, JsErr> {
         let tok = self.tok()?;
         let special = Options::new(&options, &["special"])?.flag("special", false)?;
         let ids = token_ids(&ids, self.len)?;
@@ -105,7 +107,7 @@ impl Tokenizer {
     pub fn stream(
         &self,
         #[wasm_bindgen(unchecked_param_type = "DecodeOptions")] options: JsValue,
-    ) -> Result<TokenStream, JsError> {
+    ) -> Result<TokenStream, JsErr> {
         let tok = self.tok()?;
         let special = Options::new(&options, &["special"])?.flag("special", false)?;
         Ok(TokenStream {
@@ -115,7 +117,7 @@ impl Tokenizer {
     }
 
     /// The text of one token as stored in the file (`undefined` outside the vocabulary).
-    pub fn token(&self, id: u32) -> Result<Option<String>, JsError> {
+    pub fn token(&self, id: u32) -> Result<Option<String>, JsErr> {
         Ok(self.tok()?.token(id).map(str::to_owned))
     }
 
@@ -194,11 +196,11 @@ impl Tokenizer {
         self.tok.borrow_mut().take();
     }
 
-    fn tok(&self) -> Result<Rc<Tok>, JsError> {
+    fn tok(&self) -> Result<Rc<Tok>, JsErr> {
         self.tok
             .borrow()
             .clone()
-            .ok_or_else(|| JsError::new("this Tokenizer was disposed"))
+            .ok_or_else(|| JsErr::with_code("DISPOSED", "this Tokenizer was disposed"))
     }
 
     fn specials(&self) -> crate::model::tokenizer::Specials {
@@ -220,21 +222,21 @@ pub struct TokenStream {
 #[wasm_bindgen]
 impl TokenStream {
     /// The text `id` completes (often "", while a character is incomplete).
-    pub fn push(&self, id: JsValue) -> Result<String, JsError> {
+    pub fn push(&self, id: JsValue) -> Result<String, JsErr> {
         let id = token_id(&id, self.len)?;
         let mut dec = self.dec.borrow_mut();
         let dec = dec
             .as_mut()
-            .ok_or_else(|| JsError::new("this TokenStream was disposed"))?;
+            .ok_or_else(|| JsErr::with_code("DISPOSED", "this TokenStream was disposed"))?;
         Ok(dec.push(id))
     }
 
     /// What is held at the end (an incomplete character becomes U+FFFD); the stream can go on.
-    pub fn finish(&self) -> Result<String, JsError> {
+    pub fn finish(&self) -> Result<String, JsErr> {
         let mut dec = self.dec.borrow_mut();
         let dec = dec
             .as_mut()
-            .ok_or_else(|| JsError::new("this TokenStream was disposed"))?;
+            .ok_or_else(|| JsErr::with_code("DISPOSED", "this TokenStream was disposed"))?;
         Ok(dec.finish())
     }
 
@@ -245,13 +247,13 @@ impl TokenStream {
 }
 
 /// One token id: an integer in `0..len`.
-fn token_id(v: &JsValue, len: usize) -> Result<u32, JsError> {
+fn token_id(v: &JsValue, len: usize) -> Result<u32, JsErr> {
     match v.as_f64() {
         Some(x) if x.fract() == 0.0 && x >= 0.0 && x < len as f64 => Ok(x as u32),
-        Some(x) => Err(JsError::new(&format!(
+        Some(x) => Err(JsErr::invalid(&format!(
             "token id {x} is not in the vocabulary (0..{len})"
         ))),
-        None => Err(JsError::new(&format!(
+        None => Err(JsErr::invalid(&format!(
             "a token id must be a number, got {}",
             v.js_typeof().as_string().unwrap_or_default()
         ))),
@@ -259,9 +261,9 @@ fn token_id(v: &JsValue, len: usize) -> Result<u32, JsError> {
 }
 
 /// Token ids from a `Uint32Array`, an `Int32Array` or an array of numbers, each checked.
-fn token_ids(v: &JsValue, len: usize) -> Result<Vec<u32>, JsError> {
+fn token_ids(v: &JsValue, len: usize) -> Result<Vec<u32>, JsErr> {
     let check = |ids: Vec<u32>| match ids.iter().find(|&&id| id as usize >= len) {
-        Some(id) => Err(JsError::new(&format!(
+        Some(id) => Err(JsErr::invalid(&format!(
             "token id {id} is not in the vocabulary (0..{len})"
         ))),
         None => Ok(ids),
@@ -272,7 +274,7 @@ fn token_ids(v: &JsValue, len: usize) -> Result<Vec<u32>, JsError> {
     if let Some(a) = v.dyn_ref::<Int32Array>() {
         let ids = a.to_vec();
         if let Some(id) = ids.iter().find(|&&id| id < 0) {
-            return Err(JsError::new(&format!(
+            return Err(JsErr::invalid(&format!(
                 "token id {id} is not in the vocabulary (0..{len})"
             )));
         }
@@ -284,7 +286,7 @@ fn token_ids(v: &JsValue, len: usize) -> Result<Vec<u32>, JsError> {
             .map(|x| token_id(&x, len))
             .collect::<Result<Vec<_>, _>>();
     }
-    Err(JsError::new(
+    Err(JsErr::invalid(
         "ids must be a Uint32Array, an Int32Array or an array of numbers",
     ))
 }

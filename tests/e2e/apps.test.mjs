@@ -294,9 +294,11 @@ test('the page stays responsive: long tasks during a 16 × 32-token embed, worke
 // the engine stays usable.
 async function badInputInPage() {
   const wt = await window.pkg.load();
-  const msg = (p) => p.then(() => 'resolved', (e) => `${e.name}: ${e.message}`);
+  const msg = (p) => p.then(() => 'resolved', (e) => `${e.name}${e.code ? ` ${e.code}` : ''}: ${e.message}`);
   const out = {
     missing: await msg(wt.SentenceEmbedder.load('models/nope.gguf')),
+    // The package's class, across the worker.
+    instance: await wt.SentenceEmbedder.load('models/nope.gguf').catch((e) => e instanceof window.pkg.WebtensorError && e.code),
     html: await msg(wt.SentenceEmbedder.load('blank.html')),
     text: await msg(wt.SentenceEmbedder.load('not-a-model.txt')),
     badOption: await msg(wt.SentenceEmbedder.load('models/minilm-q8_0.gguf', { cache: 'yes' })),
@@ -338,20 +340,21 @@ async function badInputInPage() {
 
 function checkBadInput(r) {
   console.log(`# bad input: ${JSON.stringify(r)}`);
-  assert.equal(r.missing, 'Error: cannot fetch models/nope.gguf: HTTP 404');
-  assert.match(r.html, /^Error: cannot load blank\.html: the server sent an HTML page \(content-type text\/html/);
-  assert.match(r.text, /^Error: cannot load not-a-model\.txt: not a GGUF file \(it starts with "hello, this is t", not "GGUF"\)$/);
-  assert.equal(r.badOption, 'Error: option cache must be a boolean, got string');
-  assert.equal(r.badLoad, 'Error: option worker must be a boolean, got string');
-  assert.match(r.shape, /^Error: Graph\.shape\(\) needs the engine in this thread/);
-  assert.equal(r.disposed, 'Error: this Runtime was disposed');
-  assert.match(r.badGraph, /^Error: matmul: /);
-  assert.match(r.abortLong, /^AbortError: /);
-  assert.match(r.abortQueued, /^AbortError: /);
+  assert.equal(r.missing, 'WebtensorError NETWORK: cannot fetch models/nope.gguf: HTTP 404');
+  assert.equal(r.instance, 'NETWORK');
+  assert.match(r.html, /^WebtensorError NETWORK: cannot load blank\.html: the server sent an HTML page \(content-type text\/html/);
+  assert.match(r.text, /^WebtensorError BAD_MODEL_FILE: cannot load not-a-model\.txt: not a GGUF file \(it starts with "hello, this is t", not "GGUF"\)$/);
+  assert.equal(r.badOption, 'WebtensorError INVALID_ARGUMENT: option cache must be a boolean, got string');
+  assert.equal(r.badLoad, 'WebtensorError INVALID_ARGUMENT: option worker must be a boolean, got string');
+  assert.match(r.shape, /^WebtensorError UNSUPPORTED_ENVIRONMENT: Graph\.shape\(\) needs the engine in this thread/);
+  assert.equal(r.disposed, 'WebtensorError DISPOSED: this Runtime was disposed');
+  assert.match(r.badGraph, /^WebtensorError INVALID_ARGUMENT: matmul: /);
+  assert.match(r.abortLong, /^AbortError( ABORTED)?: /);
+  assert.match(r.abortQueued, /^AbortError( ABORTED)?: /);
   assert.equal(r.afterAbort, 384);
-  assert.equal(r.disposedModel, 'Error: this SentenceEmbedder was disposed');
-  assert.match(r.terminated[0], /^(resolved|Error: the webtensor worker was terminated)/);
-  assert.equal(r.terminated[1], 'Error: the webtensor worker was terminated (webtensor.terminate())');
+  assert.equal(r.disposedModel, 'WebtensorError DISPOSED: this SentenceEmbedder was disposed');
+  assert.match(r.terminated[0], /^(resolved|WebtensorError WORKER_FAILED: the webtensor worker was terminated)/);
+  assert.equal(r.terminated[1], 'WebtensorError WORKER_FAILED: the webtensor worker was terminated (webtensor.terminate())');
   assert.deepEqual(r.fresh, [true, '4,6']);
   assert.deepEqual(Object.keys(r.gpu), ['created', 'live', 'liveBytes'], 'gpuBuffers() through the worker');
 }

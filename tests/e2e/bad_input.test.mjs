@@ -1,7 +1,7 @@
 // End-to-end: the JS API under bad input, in headless Chromium on the built page (www/dist,
 // which exposes the package as globalThis.webtensor). Every bad call must throw or reject
 // with a JS Error whose message is clean text naming what is wrong (never a debug-printed
-// JsValue or a stack); NaN/Inf inputs give well-defined results; many concurrent calls on
+// JsValue or a stack), named WebtensorError with the expected stable `code`; NaN/Inf inputs give well-defined results; many concurrent calls on
 // one runtime give the serial answers; and afterwards the model still embeds with the same
 // scores as before. Run by scripts/test.sh after scripts/build-web.sh.
 import { test, before, after } from 'node:test';
@@ -27,44 +27,44 @@ after(async () => {
   server?.close();
 });
 
-// name → the message each bad call must give.
+// name → [the message each bad call must give, its error code].
 const EXPECTED = {
-  'Runtime.create costModel "yes"': /^option costModel must be a boolean, got string$/,
-  'Runtime.create devices 5': /^option devices must be "auto", "webgpu" or "cpu", got number$/,
-  'Runtime.create devices "tpu"': /devices must be "auto", "webgpu" or "cpu", got "tpu"/,
-  'Runtime.create unknown option': /^unknown option "cosModel" \(the options are devices, costModel\)$/,
-  'Runtime.create options a string': /^options must be an object, got string$/,
-  'Runtime.create options an array': /^options must be an object, got an array$/,
-  'load onProgress a string': /^option onProgress must be a function, got string$/,
-  'load unknown option': /^unknown option "extra" \(the options are devices, costModel, onProgress\)$/,
-  'load costModel null': /^option costModel must be a boolean, got null$/,
-  'load 404': /^cannot fetch models\/nope\.gguf: HTTP 404$/,
-  'load unreachable server': /^cannot fetch http:\/\/127\.0\.0\.1:9\/x\.gguf: TypeError: Failed to fetch$/,
-  'load a number': /^source must be a URL string, a Uint8Array or a File \(Blob\)$/,
-  'load 3 bytes': /^GGUF file, at byte 0: truncated: magic needs 4 bytes, the file has 3$/,
-  'load half a model': /^GGUF file, tensor "[^"]+": truncated/,
-  'load bad magic': /^GGUF file, at byte 0: not a GGUF file \(bad magic\)$/,
-  'run Int32Array for f32': /x is f32, not i32/,
-  'run short Float32Array': /x/,
-  'run plain array': /^x: expected a Float32Array, Int32Array or Uint8Array$/,
-  'run unknown input': /^the graph has no input named "nope"$/,
-  'run inputs a string': /^inputs must be an object of typed arrays$/,
-  'run no output': /no output/,
-  'input too large': /too large|overflows/,
-  'input 5 dims': /expected 1 to 4 dims, got 5/,
-  'input unknown dtype': /^unknown dtype "f64"/,
-  'weight short Float32Array': /needs 32 values, got 31/,
-  'weight Int32Array for f32': /w2 is f32, not i32/,
-  'weight a string': /^w3: expected a Float32Array, Int32Array or Uint8Array$/,
-  'add unknown tensor': /invalid graph|no tensor|unknown/,
-  'view past the end': /out of bounds/,
-  'permute 3 axes': /^permute takes 4 axes$/,
-  'disposed runtime run': /^this Runtime was disposed$/,
-  'disposed runtime explain': /^this Runtime was disposed$/,
-  'disposed model embed': /^this SentenceEmbedder was disposed$/,
-  'disposed model tokenize': /^this SentenceEmbedder was disposed$/,
-  'embed numbers': /./,
-  'embed undefined': /./,
+  'Runtime.create costModel "yes"': [/^option costModel must be a boolean, got string$/, 'INVALID_ARGUMENT'],
+  'Runtime.create devices 5': [/^option devices must be "auto", "webgpu" or "cpu", got number$/, 'INVALID_ARGUMENT'],
+  'Runtime.create devices "tpu"': [/devices must be "auto", "webgpu" or "cpu", got "tpu"/, 'INVALID_ARGUMENT'],
+  'Runtime.create unknown option': [/^unknown option "cosModel" \(the options are devices, costModel\)$/, 'INVALID_ARGUMENT'],
+  'Runtime.create options a string': [/^options must be an object, got string$/, 'INVALID_ARGUMENT'],
+  'Runtime.create options an array': [/^options must be an object, got an array$/, 'INVALID_ARGUMENT'],
+  'load onProgress a string': [/^option onProgress must be a function, got string$/, 'INVALID_ARGUMENT'],
+  'load unknown option': [/^unknown option "extra" \(the options are devices, costModel, onProgress\)$/, 'INVALID_ARGUMENT'],
+  'load costModel null': [/^option costModel must be a boolean, got null$/, 'INVALID_ARGUMENT'],
+  'load 404': [/^cannot fetch models\/nope\.gguf: HTTP 404$/, 'NETWORK'],
+  'load unreachable server': [/^cannot fetch http:\/\/127\.0\.0\.1:9\/x\.gguf: TypeError: Failed to fetch$/, 'NETWORK'],
+  'load a number': [/^source must be a URL string, a Uint8Array or a File \(Blob\)$/, 'INVALID_ARGUMENT'],
+  'load 3 bytes': [/^GGUF file, at byte 0: truncated: magic needs 4 bytes, the file has 3$/, 'BAD_MODEL_FILE'],
+  'load half a model': [/^GGUF file, tensor "[^"]+": truncated/, 'BAD_MODEL_FILE'],
+  'load bad magic': [/^GGUF file, at byte 0: not a GGUF file \(bad magic\)$/, 'BAD_MODEL_FILE'],
+  'run Int32Array for f32': [/x is f32, not i32/, 'INVALID_ARGUMENT'],
+  'run short Float32Array': [/x/, 'INVALID_ARGUMENT'],
+  'run plain array': [/^x: expected a Float32Array, Int32Array or Uint8Array$/, 'INVALID_ARGUMENT'],
+  'run unknown input': [/^the graph has no input named "nope"$/, 'INVALID_ARGUMENT'],
+  'run inputs a string': [/^inputs must be an object of typed arrays$/, 'INVALID_ARGUMENT'],
+  'run no output': [/no output/, 'INVALID_ARGUMENT'],
+  'input too large': [/too large|overflows/, 'INVALID_ARGUMENT'],
+  'input 5 dims': [/expected 1 to 4 dims, got 5/, 'INVALID_ARGUMENT'],
+  'input unknown dtype': [/^unknown dtype "f64"/, 'INVALID_ARGUMENT'],
+  'weight short Float32Array': [/needs 32 values, got 31/, 'INVALID_ARGUMENT'],
+  'weight Int32Array for f32': [/w2 is f32, not i32/, 'INVALID_ARGUMENT'],
+  'weight a string': [/^w3: expected a Float32Array, Int32Array or Uint8Array$/, 'INVALID_ARGUMENT'],
+  'add unknown tensor': [/invalid graph|no tensor|unknown/, 'INVALID_ARGUMENT'],
+  'view past the end': [/out of bounds/, 'INVALID_ARGUMENT'],
+  'permute 3 axes': [/^permute takes 4 axes$/, 'INVALID_ARGUMENT'],
+  'disposed runtime run': [/^this Runtime was disposed$/, 'DISPOSED'],
+  'disposed runtime explain': [/^this Runtime was disposed$/, 'DISPOSED'],
+  'disposed model embed': [/^this SentenceEmbedder was disposed$/, 'DISPOSED'],
+  'disposed model tokenize': [/^this SentenceEmbedder was disposed$/, 'DISPOSED'],
+  'embed numbers': [/./, 'INVALID_ARGUMENT'],
+  'embed undefined': [/./, 'INVALID_ARGUMENT'],
 };
 
 test('the JS API gives clean Errors for bad input and keeps working', async (t) => {
@@ -83,7 +83,7 @@ test('the JS API gives clean Errors for bad input and keeps working', async (t) 
         await fn();
         results.push({ name, threw: false });
       } catch (e) {
-        results.push({ name, threw: true, isError: e instanceof Error, message: String(e?.message ?? e) });
+        results.push({ name, threw: true, isError: e instanceof Error, message: String(e?.message ?? e), code: e?.code, errorName: e?.name });
       }
     };
     const SENTENCES = ['A man is playing a guitar.', 'Someone plays an acoustic guitar.', 'The stock market fell sharply today.'];
@@ -172,17 +172,20 @@ test('the JS API gives clean Errors for bad input and keeps working', async (t) 
 
   const failures = [];
   for (const r of out.results) {
-    const want = EXPECTED[r.name];
+    const [want, code] = EXPECTED[r.name] ?? [];
     if (!want) failures.push(`${r.name}: no expectation`);
     else if (!r.threw) failures.push(`${r.name}: no error`);
     else if (!r.isError) failures.push(`${r.name}: threw a non-Error ${r.message}`);
     else if (!want.test(r.message)) failures.push(`${r.name}: message ${JSON.stringify(r.message)} !~ ${want}`);
+    else if (r.code !== code || r.errorName !== 'WebtensorError') {
+      failures.push(`${r.name}: ${r.errorName} code ${r.code}, want a WebtensorError with code ${code}`);
+    }
     else if (/JsValue|\n\s+at |^Error: /.test(r.message)) failures.push(`${r.name}: unclean message ${JSON.stringify(r.message)}`);
   }
   for (const name of Object.keys(EXPECTED)) {
     if (!out.results.some((r) => r.name === name)) failures.push(`${name}: not run`);
   }
-  t.diagnostic(`${out.results.length} bad calls, each an Error with the expected message`);
+  t.diagnostic(`${out.results.length} bad calls, each a WebtensorError with the expected message and code`);
   assert.deepEqual(failures, []);
   assert.ok(Number.isNaN(out.special[0]), `NaN + NaN = ${out.special[0]}`);
   assert.deepEqual(out.special.slice(1), [Infinity, -Infinity, 3]);

@@ -81,7 +81,7 @@ async function lossInPage([loader, model]) {
       })]);
       return { ok: true, value, ms: performance.now() - t0 };
     } catch (e) {
-      return { ok: false, hung: !!e?.hung, isError: e instanceof Error, message: String(e?.message ?? e), ms: performance.now() - t0 };
+      return { ok: false, hung: !!e?.hung, isError: e instanceof Error, code: e?.code, message: String(e?.message ?? e), ms: performance.now() - t0 };
     } finally {
       clearTimeout(timer);
     }
@@ -165,6 +165,7 @@ function checkLoss(t, out) {
       assert.ok(!r.hung, `${at}: ${name} hung: ${r.message}`);
       assert.ok(r.isError, `${at}: ${name} rejected with a non-Error: ${r.message}`);
       assert.match(r.message, LOST, `${at}: ${name}`);
+      assert.equal(r.code, 'DEVICE_LOST', `${at}: ${name}: ${r.message}`);
       assert.doesNotMatch(r.message, UNCLEAN, `${at}: ${name}`);
     }
     // Promptly (milliseconds here; the engine before it raced its waits against the loss
@@ -229,7 +230,7 @@ async function streamLossInPage([loader, url, prompt, n]) {
     let timer;
     const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no answer in 60000 ms')), 60_000); });
     try { await Promise.race([fn(), hang]); return { ok: true }; } catch (e) {
-      return { ok: false, isError: e instanceof Error, message: String(e?.message ?? e), ms: performance.now() - t0 };
+      return { ok: false, isError: e instanceof Error, code: e?.code, message: String(e?.message ?? e), ms: performance.now() - t0 };
     } finally {
       clearTimeout(timer);
     }
@@ -262,6 +263,7 @@ function checkStreamLoss(t, out, ref) {
     assert.ok(!r.ok, `${name} resolved`);
     assert.ok(r.isError, `${name} rejected with a non-Error: ${r.message}`);
     assert.match(r.message, LOST, name);
+    assert.equal(r.code, 'DEVICE_LOST', `${name}: ${r.message}`);
     assert.doesNotMatch(r.message, UNCLEAN, name);
   }
   assert.ok(out.pieces >= 3 && out.pieces < ref.greedy.length, `${out.pieces} pieces before the loss`);

@@ -90,6 +90,7 @@ impl Pool {
                         .map_err(|e| Error::Device {
                             device: "CPU".into(),
                             msg: format!("starting {n} threads: {e}"),
+                            fault: crate::error::DeviceFault::Failed,
                         })?,
                 )
             };

@@ -142,6 +142,7 @@ pub(crate) mod web {
                 .map_err(|e| crate::Error::Device {
                     device: "CPU".into(),
                     msg: format!("thread pool: {e}"),
+                    fault: crate::error::DeviceFault::Failed,
                 })
         }
         .await;

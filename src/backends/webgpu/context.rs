@@ -15,7 +15,7 @@ use futures_channel::oneshot;
 
 use super::shader::ShaderKey;
 use crate::backend::LocalBoxFuture;
-use crate::error::{Error, Result};
+use crate::error::{DeviceFault, Error, Result};
 
 /// The device name everywhere (device, buffer type prefix, errors).
 pub(super) const DEVICE_NAME: &str = "WebGPU";
@@ -346,10 +346,12 @@ impl Ctx {
     }
 
     pub fn device_error(msg: impl Into<String>) -> Error {
-        Error::Device {
-            device: DEVICE_NAME.into(),
-            msg: msg.into(),
-        }
+        Error::device(DEVICE_NAME, DeviceFault::Failed, msg)
+    }
+
+    /// The error of a device that was lost (or destroyed).
+    fn lost_error(msg: impl Into<String>) -> Error {
+        Error::device(DEVICE_NAME, DeviceFault::Lost, msg)
     }
 
     /// Fails if the device was lost or reported an error outside any scope.
@@ -358,9 +360,10 @@ impl Ctx {
             .failure
             .lock()
             .map_err(|_| Self::device_error("device state poisoned"))?;
-        match &f.msg {
-            Some(msg) => Err(Self::device_error(msg.clone())),
-            None => Ok(()),
+        match (&f.msg, f.lost) {
+            (Some(msg), true) => Err(Self::lost_error(msg.clone())),
+            (Some(msg), false) => Err(Self::device_error(msg.clone())),
+            (None, _) => Ok(()),
         }
     }
 
@@ -380,7 +383,7 @@ impl Ctx {
             return Self::device_error(msg);
         };
         let first = match (&f.msg, f.lost) {
-            (Some(first), true) => return Self::device_error(first.clone()),
+            (Some(first), true) => return Self::lost_error(first.clone()),
             (Some(first), false) if *first != msg => Some(first.clone()),
             _ => None,
         };
@@ -434,7 +437,11 @@ impl Ctx {
     /// may retry smaller); anything else is a bug or a broken device and fails it for good.
     fn report(&self, e: wgpu::Error) -> Error {
         match e {
-            wgpu::Error::OutOfMemory { .. } => Self::device_error(format!("out of memory: {e}")),
+            wgpu::Error::OutOfMemory { .. } => Error::device(
+                DEVICE_NAME,
+                DeviceFault::OutOfMemory,
+                format!("out of memory: {e}"),
+            ),
             _ => self.fail(e.to_string()),
         }
     }

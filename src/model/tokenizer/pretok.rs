@@ -105,9 +105,9 @@ impl PreTokenizer {
                 re(r"\p{N}")?,
             ],
             other => {
-                return Err(Error::model_at(
+                return Err(Error::unsupported_model(
                     ModelFile::Vocabulary,
-                    At::Key("tokenizer.ggml.pre".into()),
+                    Some(At::Key("tokenizer.ggml.pre".into())),
                     format!("unsupported BPE pre-tokenizer {other:?}"),
                 ))
             }
