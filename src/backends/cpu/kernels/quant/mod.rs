@@ -123,20 +123,9 @@ pub fn matmul(
     let (q4, dot): (bool, RowDot) = match a.dtype {
         DType::Q8_0 => (false, dot_q8_0),
         DType::Q4_0 => (true, dot_q4_0),
-        // K-quants and Q5_0 take the f32 kernels (dequantized rows) or the panels; the others
-        // are not quantized.
-        DType::F32
-        | DType::F16
-        | DType::I32
-        | DType::Q4_1
-        | DType::Q5_0
-        | DType::Q5_1
-        | DType::IQ4_NL
-        | DType::Q2_K
-        | DType::Q3_K
-        | DType::Q4_K
-        | DType::Q5_K
-        | DType::Q6_K => return false,
+        // Only Q8_0 and Q4_0 have row dots; other weights take the panels (`PanelKind::of`,
+        // which every dtype's row must answer) or the f32 kernels on dequantized rows.
+        _ => return false,
     };
     if b.dtype != DType::F32 || !super::packed_f32(dst) || !a.rows_contiguous() {
         return false;
