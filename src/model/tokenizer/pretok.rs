@@ -405,7 +405,14 @@ fn contraction(p: &Piece, pos: usize, lower: bool) -> Option<usize> {
     None
 }
 
-fn split_gpt2(cpts: &[char], fl: &[Flags], pieces: &[usize]) -> Vec<usize> {
+/// The scanners' outer loop: `scan` over each piece of `pieces` (lengths in code points, as
+/// the special-token split left them) with an emitter of word ends; the words' lengths.
+fn split_pieces(
+    cpts: &[char],
+    fl: &[Flags],
+    pieces: &[usize],
+    mut scan: impl FnMut(&Piece, &mut Emit),
+) -> Vec<usize> {
     let mut out = Vec::with_capacity(pieces.len());
     let mut start = 0;
     for &n in pieces {
@@ -420,11 +427,18 @@ fn split_gpt2(cpts: &[char], fl: &[Flags], pieces: &[usize]) -> Vec<usize> {
             out: &mut out,
             prev: p.ini,
         };
+        scan(&p, &mut e);
+    }
+    out
+}
+
+fn split_gpt2(cpts: &[char], fl: &[Flags], pieces: &[usize]) -> Vec<usize> {
+    split_pieces(cpts, fl, pieces, |p, e| {
         let mut pos = p.ini;
         while pos < p.end {
             let cpt = p.cpt(pos);
             let fl = p.flags(pos);
-            if let Some(len) = contraction(&p, pos, false) {
+            if let Some(len) = contraction(p, pos, false) {
                 pos += e.add(pos + len);
                 continue;
             }
@@ -474,30 +488,16 @@ fn split_gpt2(cpts: &[char], fl: &[Flags], pieces: &[usize]) -> Vec<usize> {
             pos += 1;
             e.add(pos);
         }
-    }
-    out
+    })
 }
 
 fn split_llama3(cpts: &[char], fl: &[Flags], pieces: &[usize], max_digits: usize) -> Vec<usize> {
-    let mut out = Vec::with_capacity(pieces.len());
-    let mut start = 0;
-    for &n in pieces {
-        let p = Piece {
-            cpts,
-            fl,
-            ini: start,
-            end: start + n,
-        };
-        start += n;
-        let mut e = Emit {
-            out: &mut out,
-            prev: p.ini,
-        };
+    split_pieces(cpts, fl, pieces, |p, e| {
         let mut pos = p.ini;
         while pos < p.end {
             let cpt = p.cpt(pos);
             let fl = p.flags(pos);
-            if let Some(len) = contraction(&p, pos, true) {
+            if let Some(len) = contraction(p, pos, true) {
                 pos += e.add(pos + len);
                 continue;
             }
@@ -571,8 +571,7 @@ fn split_llama3(cpts: &[char], fl: &[Flags], pieces: &[usize], max_digits: usize
             pos += 1;
             e.add(pos);
         }
-    }
-    out
+    })
 }
 
 #[cfg(test)]

@@ -215,19 +215,11 @@ impl Bpe {
     }
 
     pub(super) fn piece(&self, id: u32, special: bool, out: &mut Vec<u8>) {
-        let v = &self.vocab;
-        let Some(text) = v.tokens.get(id as usize) else {
+        let Some((text, a)) = self.vocab.common_piece(id, special, out) else {
             return;
         };
-        // As llama.cpp's token_to_piece (a byte-type token, which llama.cpp refuses in
-        // BPE, decodes as a normal one).
-        let a = v.attrs[id as usize];
-        if a & (attr::CONTROL | attr::UNKNOWN) != 0 && !special {
-            return;
-        }
-        if a & (attr::CONTROL | attr::UNKNOWN | attr::USER_DEFINED) != 0 {
-            out.extend_from_slice(text.as_bytes());
-        } else if a & (attr::NORMAL | attr::BYTE) != 0 {
+        // A byte-type token, which llama.cpp refuses in BPE, decodes as a normal one.
+        if a & (attr::NORMAL | attr::BYTE) != 0 {
             for c in text.chars() {
                 match self.byte_dec.get(&c) {
                     Some(&b) => out.push(b),

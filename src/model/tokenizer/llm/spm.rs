@@ -134,19 +134,11 @@ impl Spm {
     }
 
     pub(super) fn piece(&self, id: u32, special: bool, out: &mut Vec<u8>) {
-        let v = &self.vocab;
-        let Some(text) = v.tokens.get(id as usize) else {
+        // Unused and undefined tokens give nothing.
+        let Some((text, a)) = self.vocab.common_piece(id, special, out) else {
             return;
         };
-        // As llama.cpp's token_to_piece: control and unknown tokens give their text only
-        // when asked, user-defined ones always; unused and undefined ones nothing.
-        let a = v.attrs[id as usize];
-        if a & (attr::CONTROL | attr::UNKNOWN) != 0 && !special {
-            return;
-        }
-        if a & (attr::CONTROL | attr::UNKNOWN | attr::USER_DEFINED) != 0 {
-            out.extend_from_slice(text.as_bytes());
-        } else if a & attr::NORMAL != 0 {
+        if a & attr::NORMAL != 0 {
             out.extend_from_slice(text.replace(SPACE_MARK, " ").as_bytes());
         } else if a & attr::BYTE != 0 {
             match parse_byte_token(text) {

@@ -363,6 +363,28 @@ fn token_attrs(
 }
 
 impl Vocab {
+    /// What llama.cpp's `token_to_piece` does alike for every tokenizer model: nothing for an
+    /// id out of range, or for a control or unknown token unless `special`; a control,
+    /// unknown or user-defined token's text as it is. Otherwise the token's text and
+    /// attributes, for the model to decode (normal and byte tokens: each model its own way).
+    pub(super) fn common_piece(
+        &self,
+        id: u32,
+        special: bool,
+        out: &mut Vec<u8>,
+    ) -> Option<(&str, u16)> {
+        let text = self.tokens.get(id as usize)?;
+        let a = self.attrs[id as usize];
+        if a & (attr::CONTROL | attr::UNKNOWN) != 0 && !special {
+            return None;
+        }
+        if a & (attr::CONTROL | attr::UNKNOWN | attr::USER_DEFINED) != 0 {
+            out.extend_from_slice(text.as_bytes());
+            return None;
+        }
+        Some((text, a))
+    }
+
     /// Reads `tokenizer.ggml.{tokens,scores,token_type,*_token_id,add_bos_token,add_eos_token}`;
     /// `add_bos` is the model's default when the file does not say.
     pub(super) fn from_gguf(g: &Gguf, add_bos_default: bool) -> Result<Self> {

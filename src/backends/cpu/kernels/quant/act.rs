@@ -2,13 +2,16 @@
 //! plain with each block's integer start (the Q4_0 / Q5_0 panels' bias), or with the sums of
 //! each block's halves (the K-quant panels), laid out as the dots read them ([`QuantRows`]).
 
-use crate::backends::cpu::kernels::batch::{Batches, Rows};
+use crate::backends::cpu::kernels::batch::{Batches, DstRows, Rows};
+use crate::backends::cpu::kernels::elementwise::Epilogue;
+use crate::backends::cpu::kernels::gemm::MIN_PAR_MACS;
 use crate::backends::cpu::kernels::simd::{
     act_slice_at, encode_act, encode_act_plain_sums, encode_slices, PAIRED, SLICE_BYTES,
 };
 use crate::backends::cpu::pool::Par;
 use crate::backends::cpu::TensorView;
 use crate::graph::QK;
+use std::ops::Range;
 
 /// Activation rows quantized for the integer dots (f32 scales kept apart from the i8
 /// values): to Q8_0 by [`encode_act`] (the Q8_0 kernels) or plainly by [`encode_act_plain_sums`]
@@ -310,5 +313,55 @@ pub(super) fn quantize_q8_halves(x: &[f32], d: &mut [f32], q: &mut [i8], s: &mut
         sb.copy_from_slice(&halves);
         db[0] = dx;
         db[1] = -dx * (sb[0] + sb[1]) as f32;
+    }
+}
+
+/// The outer loop of the matmuls that read weight rows as they are stored (the row dots and
+/// the K-quants' kernels): `dst = a · bᵀ` in runs of activation rows (every batch of `b` as
+/// one run for a 2-D weight: one quantization, one cut over threads; a batched weight one
+/// batch at a time), each run quantized once into `xq` by `quantize(rows, count, xq)`, then
+/// weight rows cut over threads in whole blocks of `m_block` (each output is the same
+/// arithmetic whatever the cut), `block(out, ab, ms, xq, count)` computing rows `ms` of `a`'s
+/// batch `ab` for the run's `count` activation rows, and `ep` applied as they are stored.
+#[allow(clippy::too_many_arguments)]
+pub fn weight_row_runs(
+    par: Par,
+    dst: &TensorView,
+    a: &TensorView,
+    b: &TensorView,
+    ep: Option<&Epilogue>,
+    m_block: usize,
+    quantize: impl Fn(Batches, usize, &mut QuantRows),
+    block: impl Fn(&DstRows, (usize, usize), Range<usize>, &QuantRows, usize) + Sync,
+) {
+    let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
+    let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
+    let batches = dst.ne[2] * dst.ne[3];
+    let (runs, per_run) = if a.ne[2] == 1 && a.ne[3] == 1 {
+        (batches.min(1), n * batches)
+    } else {
+        (batches, n)
+    };
+    let mut xq = QuantRows::default();
+    for run in 0..runs {
+        let (i2, i3) = (run % dst.ne[2], run / dst.ne[2]);
+        let ab = (i2 / r2.max(1), i3 / r3.max(1));
+        let rows = Batches {
+            n,
+            ne2: dst.ne[2],
+            first: run,
+        };
+        let out = DstRows { v: dst, rows };
+        quantize(rows, per_run, &mut xq);
+        let min_rows = MIN_PAR_MACS.div_ceil((per_run * k).max(1));
+        par.for_ranges(m, min_rows, m_block, |r| {
+            for m0 in r.clone().step_by(m_block) {
+                let ms = m0..r.end.min(m0 + m_block);
+                block(&out, ab, ms.clone(), &xq, per_run);
+                if let Some(ep) = ep {
+                    ep.apply_rows(&out, ms, 0..per_run);
+                }
+            }
+        });
     }
 }

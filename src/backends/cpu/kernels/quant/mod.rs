@@ -130,47 +130,24 @@ pub fn matmul(
     if b.dtype != DType::F32 || !super::packed_f32(dst) || !a.rows_contiguous() {
         return false;
     }
-    let (m, n, k) = (a.ne[1], b.ne[1], a.ne[0]);
+    let (n, k) = (b.ne[1], a.ne[0]);
     if k % QK != 0 {
         return false;
     }
     if n >= super::gemm::QUANT_GEMM_MIN_N {
         return matmul_int8(par, dst, a, b, ep);
     }
-    let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
-    let batches = dst.ne[2] * dst.ne[3];
-    // A 2-D weight multiplies every batch of `b` as one run of rows (one quantization, one
-    // cut over threads); a batched weight one batch at a time.
-    let (runs, per_run) = if a.ne[2] == 1 && a.ne[3] == 1 {
-        (batches.min(1), n * batches)
-    } else {
-        (batches, n)
-    };
-    let mut xq = QuantRows::default();
-    for run in 0..runs {
-        let (i2, i3) = (run % dst.ne[2], run / dst.ne[2]);
-        let ab = (i2 / r2.max(1), i3 / r3.max(1));
-        let rows = Batches {
-            n,
-            ne2: dst.ne[2],
-            first: run,
-        };
-        let out = DstRows { v: dst, rows };
-        quantize_rows(par, b, rows, per_run, k, &mut xq, Encoding::RowDots);
-        // Weight rows cut over threads in whole `M_BLOCK`s: each output is the same dot
-        // whatever the cut.
-        let min_rows = super::gemm::MIN_PAR_MACS.div_ceil((per_run * k).max(1));
-        par.for_ranges(m, min_rows, M_BLOCK, |r| {
-            for m0 in r.clone().step_by(M_BLOCK) {
-                let ms = m0..r.end.min(m0 + M_BLOCK);
-                // In range: weight rows of `a`'s batch, activation rows `0 .. per_run`.
-                unsafe { dot_block(&out, a, ab, ms.clone(), &xq, per_run, q4, dot) };
-                if let Some(ep) = ep {
-                    ep.apply_rows(&out, ms, 0..per_run);
-                }
-            }
-        });
-    }
+    weight_row_runs(
+        par,
+        dst,
+        a,
+        b,
+        ep,
+        M_BLOCK,
+        |rows, count, xq| quantize_rows(par, b, rows, count, k, xq, Encoding::RowDots),
+        // In range: weight rows of `a`'s batch, activation rows `0 .. count`.
+        |out, ab, ms, xq, count| unsafe { dot_block(out, a, ab, ms, xq, count, q4, dot) },
+    );
     true
 }
 
