@@ -76,7 +76,17 @@ impl SentenceEmbedder {
 
     /// L2-normalized embeddings, one `Float32Array` per text.
     #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array[]>")]
-    pub fn embed(&self, texts: Vec<String>) -> Promise {
+    pub fn embed(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string[]")] texts: JsValue,
+    ) -> Promise {
+        // Checked here (not by the glue's conversion) so that a bad argument is a coded error.
+        let texts: Option<Vec<String>> = texts
+            .dyn_ref::<Array>()
+            .and_then(|a| a.iter().map(|v| v.as_string()).collect());
+        let Some(texts) = texts else {
+            return Promise::reject(&JsErr::invalid("texts must be an array of strings").into());
+        };
         let (rt, model) = (self.rt.clone(), self.model());
         wasm_bindgen_futures::future_to_promise(async move {
             let model = model?;
