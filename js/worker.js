@@ -209,8 +209,6 @@ export const OPS = {
 
 const reply = (msg, transfer = []) => postMessage(msg, transfer);
 
-const errorOf = errorToMessage;
-
 let chain = Promise.resolve();
 
 self.addEventListener('message', ({ data }) => {
@@ -237,7 +235,7 @@ self.addEventListener('message', ({ data }) => {
       if (out && typeof out === 'object' && 'transfer' in out && 'value' in out) reply({ id, result: out.value }, out.transfer);
       else reply({ id, result: out });
     } catch (e) {
-      reply({ id, error: errorOf(e) });
+      reply({ id, error: errorToMessage(e) });
     } finally {
       queued.delete(id);
     }

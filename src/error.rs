@@ -132,11 +132,15 @@ pub enum ErrorCode {
     DeviceError,
     /// No device of the requested kind or name.
     NoDevice,
+    /// (Bindings only: no [`Error`] has it.) The object was disposed.
+    Disposed,
+    /// (Bindings only: no [`Error`] has it.) The object is running another call.
+    Busy,
 }
 
 impl ErrorCode {
     /// Every code, for tables and tests.
-    pub const ALL: [ErrorCode; 8] = [
+    pub const ALL: [ErrorCode; 10] = [
         Self::InvalidArgument,
         Self::UnsupportedOp,
         Self::UnsupportedModel,
@@ -145,6 +149,8 @@ impl ErrorCode {
         Self::DeviceLost,
         Self::DeviceError,
         Self::NoDevice,
+        Self::Disposed,
+        Self::Busy,
     ];
 
     /// The code as JS sees it (`INVALID_ARGUMENT`, …).
@@ -158,6 +164,8 @@ impl ErrorCode {
             Self::DeviceLost => "DEVICE_LOST",
             Self::DeviceError => "DEVICE_ERROR",
             Self::NoDevice => "NO_DEVICE",
+            Self::Disposed => "DISPOSED",
+            Self::Busy => "BUSY",
         }
     }
 }

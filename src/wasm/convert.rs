@@ -24,22 +24,22 @@ pub struct JsErr(JsValue);
 
 impl JsErr {
     /// An error of `code` with `message` and no fields.
-    pub fn with_code(code: &str, message: &str) -> Self {
+    pub fn with_code(code: ErrorCode, message: &str) -> Self {
         let e = js_sys::Error::new(message);
         e.set_name("WebtensorError");
-        let _ = Reflect::set(&e, &"code".into(), &code.into());
+        let _ = Reflect::set(&e, &"code".into(), &code.as_str().into());
         Self(e.into())
     }
 
     /// Bad input to a binding (`INVALID_ARGUMENT`).
     pub fn invalid(message: &str) -> Self {
-        Self::with_code(ErrorCode::InvalidArgument.as_str(), message)
+        Self::with_code(ErrorCode::InvalidArgument, message)
     }
 }
 
 impl From<crate::Error> for JsErr {
     fn from(e: crate::Error) -> Self {
-        let out = Self::with_code(e.code().as_str(), &e.to_string());
+        let out = Self::with_code(e.code(), &e.to_string());
         for (key, value) in e.fields() {
             let v = match value {
                 Field::Str(s) => JsValue::from_str(&s),

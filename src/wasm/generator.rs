@@ -10,6 +10,7 @@ use js_sys::{Array, Object, Promise, Reflect, Uint32Array};
 use wasm_bindgen::prelude::*;
 
 use super::convert::JsErr;
+use crate::error::ErrorCode;
 use wasm_bindgen::JsCast;
 
 use super::convert::{runtime_options, set, to_js_error, Options};
@@ -102,10 +103,10 @@ fn with_model<T>(
 ) -> Result<T, JsErr> {
     let mut m = model
         .try_borrow_mut()
-        .map_err(|_| JsErr::with_code("BUSY", BUSY))?;
+        .map_err(|_| JsErr::with_code(ErrorCode::Busy, BUSY))?;
     let m = m
         .as_mut()
-        .ok_or_else(|| JsErr::with_code("DISPOSED", "this TextGenerator was disposed"))?;
+        .ok_or_else(|| JsErr::with_code(ErrorCode::Disposed, "this TextGenerator was disposed"))?;
     f(m)
 }
 
@@ -405,7 +406,7 @@ impl TextGenerator {
         let mut m = self
             .model
             .try_borrow_mut()
-            .map_err(|_| JsErr::with_code("BUSY", BUSY))?;
+            .map_err(|_| JsErr::with_code(ErrorCode::Busy, BUSY))?;
         m.take();
         self.rt.clear();
         Ok(())
@@ -461,15 +462,18 @@ impl JsGeneration {
             self.text.clone(),
         );
         wasm_bindgen_futures::future_to_promise(async move {
-            let busy = || JsValue::from(JsErr::with_code("BUSY", BUSY));
+            let busy = || JsValue::from(JsErr::with_code(ErrorCode::Busy, BUSY));
             let mut g = gen.try_borrow_mut().map_err(|_| busy())?;
             let g = g.as_mut().ok_or_else(|| {
-                JsValue::from(JsErr::with_code("DISPOSED", "this Generation was disposed"))
+                JsValue::from(JsErr::with_code(
+                    ErrorCode::Disposed,
+                    "this Generation was disposed",
+                ))
             })?;
             let mut m = model.try_borrow_mut().map_err(|_| busy())?;
             let m = m.as_mut().ok_or_else(|| {
                 JsValue::from(JsErr::with_code(
-                    "DISPOSED",
+                    ErrorCode::Disposed,
                     "its TextGenerator was disposed",
                 ))
             })?;
@@ -494,10 +498,10 @@ impl JsGeneration {
         let g = self
             .gen
             .try_borrow()
-            .map_err(|_| JsErr::with_code("BUSY", BUSY))?;
+            .map_err(|_| JsErr::with_code(ErrorCode::Busy, BUSY))?;
         let g = g
             .as_ref()
-            .ok_or_else(|| JsErr::with_code("DISPOSED", "this Generation was disposed"))?;
+            .ok_or_else(|| JsErr::with_code(ErrorCode::Disposed, "this Generation was disposed"))?;
         let st = g.stats();
         let o = Object::new();
         set(&o, "text", &self.text.borrow().as_str().into())?;

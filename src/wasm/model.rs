@@ -8,6 +8,7 @@ use js_sys::{Array, Float32Array, Object, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use super::convert::JsErr;
+use crate::error::ErrorCode;
 use wasm_bindgen::JsCast;
 
 use super::convert::{runtime_options, set, to_js_error};
@@ -172,10 +173,9 @@ impl SentenceEmbedder {
 
     /// The model, or an error once disposed.
     fn model(&self) -> Result<Rc<Model>, JsErr> {
-        self.model
-            .borrow()
-            .clone()
-            .ok_or_else(|| JsErr::with_code("DISPOSED", "this SentenceEmbedder was disposed"))
+        self.model.borrow().clone().ok_or_else(|| {
+            JsErr::with_code(ErrorCode::Disposed, "this SentenceEmbedder was disposed")
+        })
     }
 }
 

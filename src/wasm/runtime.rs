@@ -9,6 +9,7 @@ use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::convert::JsErr;
+use crate::error::ErrorCode;
 use wasm_bindgen::JsCast;
 
 use super::convert::{bytes_to_typed, js_typed, runtime_options, set, to_js_error};
@@ -334,7 +335,10 @@ impl JsRuntime {
     /// The runtime, or an error once disposed.
     fn live(&self) -> Result<&Rc<crate::runtime::Runtime>, JsErr> {
         match self.disposed.get() {
-            true => Err(JsErr::with_code("DISPOSED", "this Runtime was disposed")),
+            true => Err(JsErr::with_code(
+                ErrorCode::Disposed,
+                "this Runtime was disposed",
+            )),
             false => Ok(&self.rt),
         }
     }
@@ -557,7 +561,7 @@ impl JsGpuTensor {
         GPU_TENSORS
             .with(|m| m.borrow().get(&(id as u32)).cloned())
             .map(Some)
-            .ok_or_else(|| JsErr::with_code("DISPOSED", "this GpuTensor was disposed"))
+            .ok_or_else(|| JsErr::with_code(ErrorCode::Disposed, "this GpuTensor was disposed"))
     }
 }
 

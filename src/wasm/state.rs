@@ -9,6 +9,7 @@ use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 
 use super::convert::JsErr;
+use crate::error::ErrorCode;
 
 use super::convert::to_js_error;
 use crate::runtime::State;
@@ -58,13 +59,13 @@ impl JsState {
         STATES
             .with(|m| m.borrow().get(&(id as u32)).cloned())
             .map(Some)
-            .ok_or_else(|| JsErr::with_code("DISPOSED", "this State was disposed"))
+            .ok_or_else(|| JsErr::with_code(ErrorCode::Disposed, "this State was disposed"))
     }
 
     fn live(&self) -> Result<State, JsErr> {
         STATES
             .with(|m| m.borrow().get(&self.id).cloned())
-            .ok_or_else(|| JsErr::with_code("DISPOSED", "this State was disposed"))
+            .ok_or_else(|| JsErr::with_code(ErrorCode::Disposed, "this State was disposed"))
     }
 }
 

@@ -9,6 +9,7 @@ use js_sys::{Array, Int32Array, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use super::convert::JsErr;
+use crate::error::ErrorCode;
 use wasm_bindgen::JsCast;
 
 use super::convert::{to_js_error, Options};
@@ -200,7 +201,7 @@ impl Tokenizer {
         self.tok
             .borrow()
             .clone()
-            .ok_or_else(|| JsErr::with_code("DISPOSED", "this Tokenizer was disposed"))
+            .ok_or_else(|| JsErr::with_code(ErrorCode::Disposed, "this Tokenizer was disposed"))
     }
 
     fn specials(&self) -> crate::model::tokenizer::Specials {
@@ -225,18 +226,18 @@ impl TokenStream {
     pub fn push(&self, id: JsValue) -> Result<String, JsErr> {
         let id = token_id(&id, self.len)?;
         let mut dec = self.dec.borrow_mut();
-        let dec = dec
-            .as_mut()
-            .ok_or_else(|| JsErr::with_code("DISPOSED", "this TokenStream was disposed"))?;
+        let dec = dec.as_mut().ok_or_else(|| {
+            JsErr::with_code(ErrorCode::Disposed, "this TokenStream was disposed")
+        })?;
         Ok(dec.push(id))
     }
 
     /// What is held at the end (an incomplete character becomes U+FFFD); the stream can go on.
     pub fn finish(&self) -> Result<String, JsErr> {
         let mut dec = self.dec.borrow_mut();
-        let dec = dec
-            .as_mut()
-            .ok_or_else(|| JsErr::with_code("DISPOSED", "this TokenStream was disposed"))?;
+        let dec = dec.as_mut().ok_or_else(|| {
+            JsErr::with_code(ErrorCode::Disposed, "this TokenStream was disposed")
+        })?;
         Ok(dec.finish())
     }
 

@@ -204,60 +204,36 @@ dtypes! {
 /// The table's rows, for lookups at run time (`TABLE` is a `const`: each use a copy).
 static INFO: [DTypeInfo; DType::ALL.len()] = TABLE;
 
-/// How many dtypes of `format` the table has.
-const fn count_format(format: Format) -> usize {
-    let (mut n, mut i) = (0, 0);
-    while i < TABLE.len() {
-        if TABLE[i].format as u8 == format as u8 {
-            n += 1;
+/// How many rows satisfy `|info| pred` (a `const`: an array length).
+macro_rules! count {
+    (|$i:ident| $pred:expr) => {{
+        let (mut n, mut k) = (0, 0);
+        while k < TABLE.len() {
+            let $i = &TABLE[k];
+            if $pred {
+                n += 1;
+            }
+            k += 1;
         }
-        i += 1;
-    }
-    n
+        n
+    }};
 }
 
-/// The dtypes of `format`, in the table's order (`N` from [`count_format`]).
-const fn of_format<const N: usize>(format: Format) -> [DType; N] {
-    let mut out = [DType::F32; N];
-    let (mut n, mut i) = (0, 0);
-    while i < TABLE.len() {
-        if TABLE[i].format as u8 == format as u8 {
-            out[n] = TABLE[i].dtype;
-            n += 1;
-        }
-        i += 1;
-    }
-    out
-}
-
-/// The dtypes whose rows satisfy `|info| pred`, in the table's order, as a `&'static [DType]`.
+/// The dtypes whose rows satisfy `|info| pred`, in the table's order, as an array of
+/// [`count!`]`(pred)` dtypes.
 macro_rules! select {
     (|$i:ident| $pred:expr) => {{
-        const N: usize = {
-            let (mut n, mut k) = (0, 0);
-            while k < TABLE.len() {
-                let $i = &TABLE[k];
-                if $pred {
-                    n += 1;
-                }
-                k += 1;
+        let mut out = [DType::F32; count!(|$i| $pred)];
+        let (mut n, mut k) = (0, 0);
+        while k < TABLE.len() {
+            let $i = &TABLE[k];
+            if $pred {
+                out[n] = $i.dtype;
+                n += 1;
             }
-            n
-        };
-        const OUT: [DType; N] = {
-            let mut out = [DType::F32; N];
-            let (mut n, mut k) = (0, 0);
-            while k < TABLE.len() {
-                let $i = &TABLE[k];
-                if $pred {
-                    out[n] = $i.dtype;
-                    n += 1;
-                }
-                k += 1;
-            }
-            out
-        };
-        &OUT
+            k += 1;
+        }
+        out
     }};
 }
 
@@ -272,13 +248,15 @@ const _: () = {
 
 impl DType {
     /// The K-quant dtypes (256-value super-blocks), in the table's order.
-    pub const K_QUANTS: [DType; count_format(Format::KQuant)] = of_format(Format::KQuant);
+    pub const K_QUANTS: [DType; count!(|i| matches!(i.format, Format::KQuant))] =
+        select!(|i| matches!(i.format, Format::KQuant));
 
     /// The 32-value block dtypes, in the table's order.
-    pub const BLOCK_QUANTS: [DType; count_format(Format::Block)] = of_format(Format::Block);
+    pub const BLOCK_QUANTS: [DType; count!(|i| matches!(i.format, Format::Block))] =
+        select!(|i| matches!(i.format, Format::Block));
 
     /// The dtypes a weight (a matmul's or get_rows' `a`) may have.
-    pub const WEIGHTS: &'static [DType] = select!(|i| i.weight);
+    pub const WEIGHTS: &'static [DType] = &select!(|i| i.weight);
 
     /// This dtype's row of the table.
     pub fn info(self) -> &'static DTypeInfo {
