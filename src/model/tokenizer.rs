@@ -6,24 +6,25 @@
 //! around CJK ideographs, strip accents (NFD, then drop nonspacing marks, Mn) and lower-case
 //! each character. Pre-tokenization splits on whitespace and isolates each punctuation
 //! character (ASCII punctuation or Unicode P*). Categories and NFD follow Unicode 9, the
-//! tables of the reference (`tokenizers` uses `unicode_categories` and
-//! `unicode-normalization-alignments`): characters assigned since then are neither dropped,
+//! tables of the reference (`tokenizers` uses `unicode_categories`, whose categories
+//! `tokenizer/unicode9.rs` keeps as ranges, and `unicode-normalization-alignments`): characters assigned since then are neither dropped,
 //! split off as punctuation, stripped as marks, decomposed nor reordered. WordPiece
 //! then matches each word greedily, longest piece first, continuation pieces prefixed with
 //! `##`; a word with an unmatched rest, or longer than 100 characters, becomes `[UNK]`.
 
 mod llm;
 pub mod pretok;
+mod unicode9;
 
 pub use llm::{Bpe, Specials, Spm, StreamDecoder, TokenType, Tokenizer};
 
 use std::collections::HashMap;
 
-use unicode_categories::UnicodeCategories;
 use unicode_normalization::char::{canonical_combining_class, decompose_canonical};
 
 use crate::error::{At, Error, ModelFile, Result};
 use crate::model::gguf::Gguf;
+use unicode9::{NONSPACING_MARK, OTHER, PUNCTUATION, UNASSIGNED};
 
 /// Words longer than this many characters become `[UNK]` (BERT's `max_input_chars_per_word`).
 pub const MAX_CHARS_PER_WORD: usize = 100;
@@ -257,24 +258,21 @@ fn is_whitespace(c: char) -> bool {
 /// `is_other`, which Hugging Face `tokenizers` uses), except tab, LF and CR. Unassigned code
 /// points (Cn) and characters assigned after Unicode 9 are kept, as the reference keeps them.
 fn is_control(c: char) -> bool {
-    !matches!(c, '\t' | '\n' | '\r') && !c.is_ascii_graphic() && c != ' ' && c.is_other()
+    !matches!(c, '\t' | '\n' | '\r')
+        && !c.is_ascii_graphic()
+        && c != ' '
+        && unicode9::class(c) == OTHER
 }
 
 /// ASCII punctuation, or Unicode 9's P* (the reference's tables).
 fn is_punctuation(c: char) -> bool {
-    c.is_ascii_punctuation() || (!c.is_ascii() && UnicodeCategories::is_punctuation(c))
+    c.is_ascii_punctuation() || (!c.is_ascii() && unicode9::class(c) == PUNCTUATION)
 }
 
 /// Whether `c` was assigned in Unicode 9, the version of the reference's tables
 /// (`unicode_categories` and `unicode-normalization-alignments`).
 fn assigned_in_unicode_9(c: char) -> bool {
-    c.is_letter()
-        || c.is_mark()
-        || c.is_number()
-        || UnicodeCategories::is_punctuation(c)
-        || c.is_symbol()
-        || c.is_separator()
-        || c.is_other()
+    unicode9::class(c) != UNASSIGNED
 }
 
 /// Canonical combining class as Unicode 9 had it: 0 for characters assigned later (a
@@ -354,7 +352,7 @@ pub fn normalize(text: &str) -> String {
     // (`str::to_lowercase` would make a word-final Σ into ς).
     nfd_unicode_9(&cleaned)
         .into_iter()
-        .filter(|&c| c.is_ascii() || !c.is_mark_nonspacing())
+        .filter(|&c| c.is_ascii() || unicode9::class(c) != NONSPACING_MARK)
         .flat_map(char::to_lowercase)
         .collect()
 }

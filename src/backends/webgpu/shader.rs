@@ -384,78 +384,81 @@ uniform_struct! {
 /// Byte size of [`Params`].
 pub(super) const PARAMS_SIZE: usize = std::mem::size_of::<Params>();
 
-/// The shader files.
+/// The shader files (as build.rs leaves them: no comments, no indentation).
 mod wgsl {
-    pub const PRELUDE: &str = include_str!("../../../shaders/prelude.wgsl");
-    pub const ENTRY_ELEMENT: &str = include_str!("../../../shaders/entry_element.wgsl");
-    pub const ENTRY_ROW: &str = include_str!("../../../shaders/entry_row.wgsl");
-    pub const ROW_REDUCE: &str = include_str!("../../../shaders/row_reduce.wgsl");
-    pub const ROW_REDUCE_ONE: &str = include_str!("../../../shaders/row_reduce_one.wgsl");
-    pub const A_F32: &str = include_str!("../../../shaders/a_f32.wgsl");
-    pub const A_F32X4: &str = include_str!("../../../shaders/a_f32x4.wgsl");
-    pub const A_PACKED: &str = include_str!("../../../shaders/a_packed.wgsl");
-    pub const A_F16: &str = include_str!("../../../shaders/a_f16.wgsl");
-    pub const A_Q8_0: &str = include_str!("../../../shaders/a_q8_0.wgsl");
-    pub const A_Q4_0: &str = include_str!("../../../shaders/a_q4_0.wgsl");
-    pub const A_Q5_0: &str = include_str!("../../../shaders/a_q5_0.wgsl");
-    pub const A_Q5_1: &str = include_str!("../../../shaders/a_q5_1.wgsl");
-    pub const A_Q4_1: &str = include_str!("../../../shaders/a_q4_1.wgsl");
-    pub const A_IQ4_NL: &str = include_str!("../../../shaders/a_iq4_nl.wgsl");
-    pub const A_BLOCK_TAIL: &str = include_str!("../../../shaders/a_block_tail.wgsl");
-    pub const A_KQUANT: &str = include_str!("../../../shaders/a_kquant.wgsl");
-    pub const A_Q2_K: &str = include_str!("../../../shaders/a_q2_k.wgsl");
-    pub const A_Q3_K: &str = include_str!("../../../shaders/a_q3_k.wgsl");
-    pub const A_Q4_K: &str = include_str!("../../../shaders/a_q4_k.wgsl");
-    pub const A_Q5_K: &str = include_str!("../../../shaders/a_q5_k.wgsl");
-    pub const A_Q6_K: &str = include_str!("../../../shaders/a_q6_k.wgsl");
-    pub const B: &str = include_str!("../../../shaders/b.wgsl");
-    pub const B_F32X4: &str = include_str!("../../../shaders/b_f32x4.wgsl");
-    pub const D: &str = include_str!("../../../shaders/d.wgsl");
-    pub const D_IN_PLACE: &str = include_str!("../../../shaders/d_in_place.wgsl");
-    pub const DOT_PLAIN: &str = include_str!("../../../shaders/dot_plain.wgsl");
-    pub const DOT_Q8_0: &str = include_str!("../../../shaders/dot_q8_0.wgsl");
-    pub const DOT_Q4_0: &str = include_str!("../../../shaders/dot_q4_0.wgsl");
-    pub const DOT_Q5_0: &str = include_str!("../../../shaders/dot_q5_0.wgsl");
-    pub const DOT_Q5_1: &str = include_str!("../../../shaders/dot_q5_1.wgsl");
-    pub const DOT_Q4_1: &str = include_str!("../../../shaders/dot_q4_1.wgsl");
-    pub const DOT_IQ4_NL: &str = include_str!("../../../shaders/dot_iq4_nl.wgsl");
-    pub const DOT_KQUANT: &str = include_str!("../../../shaders/dot_kquant.wgsl");
-    pub const BINARY: &str = include_str!("../../../shaders/binary.wgsl");
-    pub const UNARY: &str = include_str!("../../../shaders/unary.wgsl");
-    pub const ACT: &str = include_str!("../../../shaders/act.wgsl");
-    pub const EPILOGUE: &str = include_str!("../../../shaders/epilogue.wgsl");
-    pub const EPILOGUE_NONE: &str = include_str!("../../../shaders/epilogue_none.wgsl");
-    pub const SOFTMAX: &str = include_str!("../../../shaders/softmax.wgsl");
-    pub const NORM: &str = include_str!("../../../shaders/norm.wgsl");
-    pub const SUM_ROWS: &str = include_str!("../../../shaders/sum_rows.wgsl");
-    pub const ARGMAX: &str = include_str!("../../../shaders/argmax.wgsl");
-    pub const ROPE: &str = include_str!("../../../shaders/rope.wgsl");
-    pub const CPY: &str = include_str!("../../../shaders/cpy.wgsl");
-    pub const CPY_F16: &str = include_str!("../../../shaders/cpy_f16.wgsl");
-    pub const COPY_U32: &str = include_str!("../../../shaders/copy_u32.wgsl");
-    pub const COPY_BYTES: &str = include_str!("../../../shaders/copy_bytes.wgsl");
-    pub const GET_ROWS: &str = include_str!("../../../shaders/get_rows.wgsl");
-    pub const SET_ROWS: &str = include_str!("../../../shaders/set_rows.wgsl");
-    pub const SCATTER_ROW: &str = include_str!("../../../shaders/scatter_row.wgsl");
-    pub const SET_ROWS_SCATTER: &str = include_str!("../../../shaders/set_rows_scatter.wgsl");
-    pub const SET_ROWS_SCATTER_F16: &str =
-        include_str!("../../../shaders/set_rows_scatter_f16.wgsl");
-    pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
-    pub const MATVEC: &str = include_str!("../../../shaders/matvec.wgsl");
-    pub const MATMUL_SMALL: &str = include_str!("../../../shaders/matmul_small.wgsl");
-    pub const MATMUL_REG: &str = include_str!("../../../shaders/matmul_reg.wgsl");
-    pub const MATMUL_ROWS: &str = include_str!("../../../shaders/matmul_rows.wgsl");
-    pub const QUANTIZE: &str = include_str!("../../../shaders/quantize.wgsl");
-    pub const PATCH: &str = include_str!("../../../shaders/patch.wgsl");
-    pub const ATTENTION: &str = include_str!("../../../shaders/attention.wgsl");
-    pub const ATTENTION_KV: &str = include_str!("../../../shaders/attention_kv.wgsl");
-    pub const ATTENTION_TILED: &str = include_str!("../../../shaders/attention_tiled.wgsl");
-    pub const ATTENTION_QK: &str = include_str!("../../../shaders/attention_qk.wgsl");
-    pub const ATTENTION_QK_F16: &str = include_str!("../../../shaders/attention_qk_f16.wgsl");
-    pub const ATTENTION_MAX: &str = include_str!("../../../shaders/attention_max.wgsl");
-    pub const ATTENTION_MAX_SUBGROUP: &str =
-        include_str!("../../../shaders/attention_max_subgroup.wgsl");
-    pub const ATTENTION_COMBINE: &str = include_str!("../../../shaders/attention_combine.wgsl");
+    macro_rules! shader {
+        ($file:literal) => {
+            include_str!(concat!(env!("OUT_DIR"), "/shaders/", $file))
+        };
+    }
+    pub const PRELUDE: &str = shader!("prelude.wgsl");
+    pub const ENTRY_ELEMENT: &str = shader!("entry_element.wgsl");
+    pub const ENTRY_ROW: &str = shader!("entry_row.wgsl");
+    pub const ROW_REDUCE: &str = shader!("row_reduce.wgsl");
+    pub const ROW_REDUCE_ONE: &str = shader!("row_reduce_one.wgsl");
+    pub const A_F32: &str = shader!("a_f32.wgsl");
+    pub const A_F32X4: &str = shader!("a_f32x4.wgsl");
+    pub const A_PACKED: &str = shader!("a_packed.wgsl");
+    pub const A_F16: &str = shader!("a_f16.wgsl");
+    pub const A_Q8_0: &str = shader!("a_q8_0.wgsl");
+    pub const A_Q4_0: &str = shader!("a_q4_0.wgsl");
+    pub const A_Q5_0: &str = shader!("a_q5_0.wgsl");
+    pub const A_Q5_1: &str = shader!("a_q5_1.wgsl");
+    pub const A_Q4_1: &str = shader!("a_q4_1.wgsl");
+    pub const A_IQ4_NL: &str = shader!("a_iq4_nl.wgsl");
+    pub const A_BLOCK_TAIL: &str = shader!("a_block_tail.wgsl");
+    pub const A_KQUANT: &str = shader!("a_kquant.wgsl");
+    pub const A_Q2_K: &str = shader!("a_q2_k.wgsl");
+    pub const A_Q3_K: &str = shader!("a_q3_k.wgsl");
+    pub const A_Q4_K: &str = shader!("a_q4_k.wgsl");
+    pub const A_Q5_K: &str = shader!("a_q5_k.wgsl");
+    pub const A_Q6_K: &str = shader!("a_q6_k.wgsl");
+    pub const B: &str = shader!("b.wgsl");
+    pub const B_F32X4: &str = shader!("b_f32x4.wgsl");
+    pub const D: &str = shader!("d.wgsl");
+    pub const D_IN_PLACE: &str = shader!("d_in_place.wgsl");
+    pub const DOT_PLAIN: &str = shader!("dot_plain.wgsl");
+    pub const DOT_Q8_0: &str = shader!("dot_q8_0.wgsl");
+    pub const DOT_Q4_0: &str = shader!("dot_q4_0.wgsl");
+    pub const DOT_Q5_0: &str = shader!("dot_q5_0.wgsl");
+    pub const DOT_Q5_1: &str = shader!("dot_q5_1.wgsl");
+    pub const DOT_Q4_1: &str = shader!("dot_q4_1.wgsl");
+    pub const DOT_IQ4_NL: &str = shader!("dot_iq4_nl.wgsl");
+    pub const DOT_KQUANT: &str = shader!("dot_kquant.wgsl");
+    pub const BINARY: &str = shader!("binary.wgsl");
+    pub const UNARY: &str = shader!("unary.wgsl");
+    pub const ACT: &str = shader!("act.wgsl");
+    pub const EPILOGUE: &str = shader!("epilogue.wgsl");
+    pub const EPILOGUE_NONE: &str = shader!("epilogue_none.wgsl");
+    pub const SOFTMAX: &str = shader!("softmax.wgsl");
+    pub const NORM: &str = shader!("norm.wgsl");
+    pub const SUM_ROWS: &str = shader!("sum_rows.wgsl");
+    pub const ARGMAX: &str = shader!("argmax.wgsl");
+    pub const ROPE: &str = shader!("rope.wgsl");
+    pub const CPY: &str = shader!("cpy.wgsl");
+    pub const CPY_F16: &str = shader!("cpy_f16.wgsl");
+    pub const COPY_U32: &str = shader!("copy_u32.wgsl");
+    pub const COPY_BYTES: &str = shader!("copy_bytes.wgsl");
+    pub const GET_ROWS: &str = shader!("get_rows.wgsl");
+    pub const SET_ROWS: &str = shader!("set_rows.wgsl");
+    pub const SCATTER_ROW: &str = shader!("scatter_row.wgsl");
+    pub const SET_ROWS_SCATTER: &str = shader!("set_rows_scatter.wgsl");
+    pub const SET_ROWS_SCATTER_F16: &str = shader!("set_rows_scatter_f16.wgsl");
+    pub const MATMUL: &str = shader!("matmul.wgsl");
+    pub const MATVEC: &str = shader!("matvec.wgsl");
+    pub const MATMUL_SMALL: &str = shader!("matmul_small.wgsl");
+    pub const MATMUL_REG: &str = shader!("matmul_reg.wgsl");
+    pub const MATMUL_ROWS: &str = shader!("matmul_rows.wgsl");
+    pub const QUANTIZE: &str = shader!("quantize.wgsl");
+    pub const PATCH: &str = shader!("patch.wgsl");
+    pub const ATTENTION: &str = shader!("attention.wgsl");
+    pub const ATTENTION_KV: &str = shader!("attention_kv.wgsl");
+    pub const ATTENTION_TILED: &str = shader!("attention_tiled.wgsl");
+    pub const ATTENTION_QK: &str = shader!("attention_qk.wgsl");
+    pub const ATTENTION_QK_F16: &str = shader!("attention_qk_f16.wgsl");
+    pub const ATTENTION_MAX: &str = shader!("attention_max.wgsl");
+    pub const ATTENTION_MAX_SUBGROUP: &str = shader!("attention_max_subgroup.wgsl");
+    pub const ATTENTION_COMBINE: &str = shader!("attention_combine.wgsl");
 }
 
 /// How an op shader is put together around its kernel file.

@@ -5,13 +5,14 @@
 //! previous one into its matches and the gaps between them. Three expressions it runs with
 //! hand-written splitters (GPT-2's, LLaMA 3's and Qwen 2's, all with a `\s+(?!\S)`
 //! lookahead); those are ported here as they are, code point by code point. The others
-//! have no lookahead and run on the `regex` crate (leftmost-first like the ECMAScript
-//! `std::regex` llama.cpp uses); `regex` rather than `fancy-regex` because nothing left
-//! needs backtracking, and it is the smaller, linear-time engine (also for wasm32). As in
-//! llama.cpp, non-ASCII whitespace is seen as U+000B by those expressions (its
-//! `std::regex` `\s` only knows ASCII whitespace).
+//! have no lookahead and run on `regex-lite` (leftmost-first like the ECMAScript
+//! `std::regex` llama.cpp uses). As in llama.cpp, non-ASCII whitespace is seen as U+000B by
+//! those expressions (its `std::regex` `\s` only knows ASCII whitespace), and those naming
+//! Unicode categories run on the text with every other non-ASCII code point replaced by its
+//! category's stand-in: so no expression needs Unicode tables, and `regex-lite` (whose `\s`
+//! is ASCII's, and which has no `\p{..}`) runs them exactly as `regex` did.
 
-use regex::Regex;
+use regex_lite::Regex;
 
 // A child of this module, in this directory (tokenizer.rs declares only llm and pretok).
 #[path = "unicode_flags.rs"]
