@@ -125,8 +125,10 @@ export interface GeneratorLoadOptions extends Engine.GeneratorOptions {
 export interface GenerationStream extends AsyncIterableIterator<string> {
   /** The next piece, or undefined at the end. */
   nextPiece(): Promise<string | undefined>;
-  /** The text so far, the tokens, why it ended and its timings. */
-  result(): Promise<Engine.GenerationResult> | Engine.GenerationResult;
+  /** The text so far, the tokens, why it ended and its timings (a Promise: after an abort it first tells the generation). */
+  result(): Promise<Engine.GenerationResult>;
+  /** Ends it now: later pulls give nothing, and `result().stopReason` is "aborted" (what an aborted `signal` does). */
+  abort(): Promise<void> | void;
   dispose(): void;
 }
 /** `generate`'s options through the package: the engine's, and an AbortSignal. */
@@ -260,6 +262,7 @@ export interface TextGeneratorProxy {
 export interface GenerationProxy {
   nextPiece(): Promise<string | undefined>;
   result(): Promise<Engine.GenerationResult>;
+  abort(): Promise<void>;
   dispose(): void;
 }
 /** Tokenizer.stream() in worker mode: push/finish answer in the order called. */

@@ -113,14 +113,25 @@ export const GRAPH_CALLS = {
  * Makes `gen` (a Generation: `nextPiece()` resolves to the next text piece or undefined) an
  * async iterator of its pieces: `for await (const piece of gen)`. An aborted `signal` ends it
  * with the signal's reason at the next pull (the piece in flight finishes: the model stays
- * consistent). In both modes (engine.js in this thread, the proxy in worker mode).
+ * consistent), and `result().stopReason` is then "aborted" (the generation's `abort()`). In
+ * both modes (engine.js in this thread, the proxy in worker mode).
  */
 export function asStream(gen, signal) {
   let done = false;
+  let aborted = false;
+  // Tells the generation once (its abort() ends it where it stands).
+  const abort = async () => {
+    if (aborted || !signal?.aborted) return;
+    aborted = true;
+    await gen.abort();
+  };
+  const result = gen.result.bind(gen);
+  gen.result = async () => { await abort(); return result(); };
   gen.next = async () => {
     if (done) return { done: true, value: undefined };
     if (signal?.aborted) {
       done = true;
+      await abort();
       throw signal.reason ?? new DOMException('the generation was aborted', 'AbortError');
     }
     const value = await gen.nextPiece();
@@ -271,6 +282,7 @@ export function proxyModule(link, loaded, cache) {
     constructor(handle) { this.#handle = handle; generations.register(this, handle, this); }
     nextPiece() { return this.#call('generation.nextPiece'); }
     result() { return this.#call('generation.result'); }
+    abort() { return this.#call('generation.abort'); }
     dispose() {
       if (this.#disposed) return;
       this.#disposed = true;
@@ -306,6 +318,7 @@ export function proxyModule(link, loaded, cache) {
       const stream = {
         nextPiece: () => ready.then((g) => g.nextPiece()),
         result: () => ready.then((g) => g.result()),
+        abort: () => ready.then((g) => g.abort()),
         dispose: () => { ready.then((g) => g.dispose(), () => {}); },
       };
       return asStream(stream, signal);

@@ -201,6 +201,7 @@ export const OPS = {
   'generator.dispose': drop,
   'generation.nextPiece': ({ handle }) => get(handle, 'Generation').nextPiece(),
   'generation.result': ({ handle }) => get(handle, 'Generation').result(),
+  'generation.abort': ({ handle }) => get(handle, 'Generation').abort(),
   'generation.dispose': drop,
 
   'gpu.read': ({ handle }) => get(handle, 'GpuTensor').read(),

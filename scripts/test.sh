@@ -7,7 +7,7 @@
 #   WebKitGTK's MiniBrowser under Xvfb (no WebGPU), single-thread; Chromium threaded
 #   (2 threads) → headless Firefox ESR (WebGPU on lavapipe) single-thread and threaded, in the
 #   background beside the fuzz targets and the package build →
-#   pkg/ built (two builds at a time), and its JS surface checked (scripts/check-js-surface.mjs: the bindings'
+#   pkg/ built (two builds at a time), each build's gzipped size against a ceiling, and its JS surface checked (scripts/check-js-surface.mjs: the bindings'
 #   d.ts against the worker's calls, the proxy and index.d.ts) → example apps (the package
 #   packed with npm pack, installed into a webpack 5, a Vite and a plain-ESM app, each
 #   built) → end-to-end page tests (pkg/: the loader and its four builds,
@@ -157,6 +157,8 @@ bg_steps firefox_steps
 step "fuzz, 60 s per target (scripts/fuzz.sh)" bash scripts/fuzz.sh 60
 step "build package + page (scripts/build-web.sh)" bash scripts/build-web.sh --release
 join_bg
+# Each wasm build gzipped against the bundle's ceiling (scripts/check-bundle.sh).
+step "bundle size: each build gzipped ≤ its ceiling (scripts/check-bundle.sh)" bash scripts/check-bundle.sh pkg
 # One JS surface: the built bindings (pkg/<build>/webtensor.d.ts) against js/worker.js's OPS,
 # js/proxy.js and js/index.d.ts; then its self-test shows that it catches differences.
 js_surface() {

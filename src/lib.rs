@@ -24,7 +24,7 @@ pub mod testing;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use error::{At, Error, ModelFile, Result};
+pub use error::{At, DeviceFault, Error, ErrorCode, Field, ModelFault, ModelFile, Result};
 
 /// A runtime on `choice`'s devices of this build: the composition root, the one place that
 /// joins the concrete devices ([`backends::registry_for`], which asks for no GPU when the

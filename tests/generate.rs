@@ -172,6 +172,18 @@ fn a_dropped_generation_leaves_the_model_usable_and_the_context_end_stops() {
     drop(g);
     let (_, again) = run_all(&rt, &mut dec, prompt.clone(), greedy(12));
     assert_eq!(again.tokens(), whole.tokens());
+    // Aborted after two pieces: no more pieces, the reason says so, the model stays usable.
+    let mut g = Generation::new(&dec, prompt.clone(), greedy(12)).unwrap();
+    for _ in 0..2 {
+        block_on(g.next(&rt, &mut dec)).unwrap().unwrap();
+    }
+    g.abort();
+    assert_eq!(block_on(g.next(&rt, &mut dec)).unwrap(), None);
+    assert_eq!(g.stop_reason(), Some(&StopReason::Aborted));
+    assert_eq!(StopReason::Aborted.name(), "aborted");
+    assert_eq!(g.tokens(), &whole.tokens()[..2]);
+    let (_, again) = run_all(&rt, &mut dec, prompt.clone(), greedy(12));
+    assert_eq!(again.tokens(), whole.tokens());
     // A prompt near the context's end: generation stops there.
     let ctx = dec.context();
     let long: Vec<u32> = (0..ctx - 3).map(|i| 1000 + i as u32).collect();
@@ -236,6 +248,10 @@ fn chat_prompts_come_from_the_files_template() {
     let im_start = tok.encode("<|im_start|>", false, true);
     assert_eq!(im_start.len(), 1, "a control token, matched whole");
     assert_eq!(ids.iter().filter(|&&t| t == im_start[0]).count(), 3);
+    // An empty conversation is refused (the template alone would add its default system
+    // prompt and answer nobody).
+    let e = dec.chat_prompt(&[]).unwrap_err();
+    assert_eq!(e.code(), webtensor::ErrorCode::InvalidArgument, "{e}");
     let Some((_, llama, _)) = setup() else { return };
     let e = llama.chat_prompt(&messages).unwrap_err().to_string();
     assert!(e.contains("no chat template"), "{e}");

@@ -604,6 +604,13 @@ impl Decoder {
     /// prompt, tokenized with control tokens matched (and BOS added when the model asks for
     /// it and the template did not write it). A file without a template says so.
     pub fn chat_prompt(&self, messages: &[crate::model::chat::ChatMessage]) -> Result<Vec<u32>> {
+        // An empty conversation would run the template's default system prompt alone: the
+        // model answering a question nobody asked.
+        if messages.is_empty() {
+            return Err(Error::InvalidArgument(
+                "no messages: a chat needs at least one { role, content }".into(),
+            ));
+        }
         let t = self.chat.as_ref().ok_or_else(|| {
             Error::InvalidArgument(
                 "the model file has no chat template (tokenizer.chat_template): give a prompt"

@@ -53,15 +53,18 @@ pub enum StopReason {
     StopString(String),
     /// The context is full.
     ContextFull,
+    /// The caller ended it ([`Generation::abort`]: an aborted signal in the package).
+    Aborted,
 }
 
 impl StopReason {
-    /// A short name: `"length"`, `"stop"` (token or string) or `"context"`.
+    /// A short name: `"length"`, `"stop"` (token or string), `"context"` or `"aborted"`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::MaxTokens => "length",
             Self::StopToken(_) | Self::StopString(_) => "stop",
             Self::ContextFull => "context",
+            Self::Aborted => "aborted",
         }
     }
 }
@@ -198,6 +201,18 @@ impl Generation {
             finished: false,
             started: 0.0,
         })
+    }
+
+    /// Ends it now, at the caller's request: later pulls give nothing and the stop reason
+    /// is [`StopReason::Aborted`] (unless it had already ended). Text held back (a possible
+    /// stop string's start, an incomplete character) is dropped; the model stays consistent
+    /// (the token sampled last was never run, so the next prompt shares the cache up to it).
+    pub fn abort(&mut self) {
+        if !self.finished {
+            self.stop.get_or_insert(StopReason::Aborted);
+            self.finished = true;
+            self.held.clear();
+        }
     }
 
     /// Why it ended (`None` while it runs).

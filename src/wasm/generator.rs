@@ -52,7 +52,7 @@ export interface GenerateOptions {
   frequencyPenalty?: number;
   /** Recent tokens the penalties look at (default 64). */
   penaltyLastN?: number;
-  /** Same seed, same tokens (default 0). */
+  /** Same seed, same tokens: 0 to 2^32 - 1 (default: a fresh one each call, which `result().seed` gives). */
   seed?: number;
   /** Texts that end the generation (not given out); at most 64. */
   stop?: string[];
@@ -69,7 +69,9 @@ export interface GenerationResult {
   tokens: Uint32Array;
   /** The prompt's token ids: `generate([...promptIds, ...tokens])` continues the text. */
   promptIds: Uint32Array;
-  /** "length", "stop", "context", or null while it runs. */
+  /** The sampler's seed: the option's, or the one drawn for this call (give it back for the same text). */
+  seed: number;
+  /** "length", "stop", "context", "aborted", or null while it runs. */
   stopReason: string | null;
   promptTokens: number;
   reusedTokens: number;
@@ -290,9 +292,13 @@ impl TextGenerator {
         s.presence_penalty = f("presencePenalty", s.presence_penalty)?;
         s.frequency_penalty = f("frequencyPenalty", s.frequency_penalty)?;
         s.penalty_last_n = o.count("penaltyLastN")?.unwrap_or(s.penalty_last_n);
-        if let Some(seed) = o.count("seed")? {
-            s.seed = seed as u64;
-        }
+        // A fresh seed each call unless one is given (the same "random" text every time
+        // is nobody's default); the result says which, so a text can be had again.
+        s.seed = match o.count("seed")? {
+            Some(seed) => seed as u64,
+            None => (js_sys::Math::random() * 4_294_967_296.0) as u64,
+        };
+        let seed = s.seed;
         let strings = |k: &str| -> Result<Vec<String>, JsErr> {
             match o.value(k) {
                 None => Ok(Vec::new()),
@@ -332,6 +338,7 @@ impl TextGenerator {
         let (gen, prompt) = gen;
         Ok(JsGeneration {
             prompt,
+            seed,
             gen: Rc::new(RefCell::new(Some(gen))),
             model: self.model.clone(),
             rt: self.rt.clone(),
@@ -440,6 +447,8 @@ fn ids_of(v: &JsValue, what: &str) -> Result<Vec<u32>, JsErr> {
 pub struct JsGeneration {
     /// The prompt's token ids (`[...promptIds, ...tokens]` continues the text exactly).
     prompt: Vec<u32>,
+    /// The sampler's seed (given, or drawn for this call).
+    seed: u64,
     gen: Rc<RefCell<Option<Generation>>>,
     model: Rc<RefCell<Option<Decoder>>>,
     rt: Rc<Runtime>,
@@ -514,6 +523,7 @@ impl JsGeneration {
         let reason = g.stop_reason().map_or(JsValue::NULL, |r| r.name().into());
         set(&o, "stopReason", &reason)?;
         for (k, v) in [
+            ("seed", self.seed as f64),
             ("promptTokens", st.prompt_tokens as f64),
             ("reusedTokens", st.reused_tokens as f64),
             ("generatedTokens", st.generated_tokens as f64),
@@ -526,6 +536,19 @@ impl JsGeneration {
             set(&o, k, &v.into())?;
         }
         Ok(o.into())
+    }
+
+    /// Ends it now (an aborted signal in the package calls this): `nextPiece()` gives
+    /// `undefined`, `result().stopReason` is `"aborted"` unless it had already ended.
+    pub fn abort(&self) -> Result<(), JsErr> {
+        let mut g = self
+            .gen
+            .try_borrow_mut()
+            .map_err(|_| JsErr::with_code(ErrorCode::Busy, BUSY))?;
+        g.as_mut()
+            .ok_or_else(|| JsErr::with_code(ErrorCode::Disposed, "this Generation was disposed"))?
+            .abort();
+        Ok(())
     }
 
     /// Ends it (the model stays usable); later calls throw.

@@ -59,12 +59,14 @@ for (const worker of [true, false]) {
         const ac = new AbortController();
         let aborted = null;
         let n = 0;
+        const abortedStream = gen.generate(prompt, { ...greedy, signal: ac.signal });
         try {
-          for await (const piece of gen.generate(prompt, { ...greedy, signal: ac.signal })) {
+          for await (const piece of abortedStream) {
             if (++n === 3) ac.abort(new Error('stopped by the user'));
             void piece;
           }
         } catch (e) { aborted = e.message; }
+        const abortedReason = (await abortedStream.result()).stopReason;
         const again = gen.generate(prompt, greedy);
         for await (const piece of again) void piece;
         const res2 = await again.result();
@@ -76,9 +78,20 @@ for (const worker of [true, false]) {
           devices: gen.devices, tokens: Array.from(res.tokens), joined: pieces.join(''), text,
           stopReason: res.stopReason, decodeTps: res.decodeTokensPerS, aborted, n,
           again: Array.from(res2.tokens), reused: res3.reusedTokens, explain: await gen.explain(),
+          abortedReason, greedySeed: res.seed,
         });
         if (devices === 'cpu') {
           const msg = async (fn) => { try { const s = await fn(); if (s?.next) await s.next(); return null; } catch (e) { return `${e instanceof Error}:${e.message}`; } };
+          // Sampling without a seed draws a fresh one per call, which the result gives; given
+          // back, it gives the same tokens.
+          const sample = async (opts) => {
+            const s = gen.generate(prompt, { maxTokens: 8, stopTokens: [], ...opts });
+            for await (const piece of s) void piece;
+            const r = await s.result();
+            return { seed: r.seed, tokens: Array.from(r.tokens) };
+          };
+          const drawn = [await sample({}), await sample({}), await sample({})];
+          out.seeds = { drawn, replay: await sample({ seed: drawn[0].seed }), given: (await sample({ seed: 7 })).seed };
           out.bad = {
             option: await msg(() => gen.generate('x', { temprature: 1 })),
             topP: await msg(() => gen.generate('x', { topP: 2 })),
@@ -87,6 +100,7 @@ for (const worker of [true, false]) {
             context: await msg(() => wt.TextGenerator.load(source, { contextSize: 100000 })),
             noTemplate: await msg(() => gen.chat([{ role: 'user', content: 'hi' }])),
             badMessages: await msg(() => gen.chat('hi')),
+            noMessages: await msg(() => gen.chat([])),
           };
           await gen.dispose();
           out.bad.disposed = await msg(() => gen.generate('x'));
@@ -103,6 +117,8 @@ for (const worker of [true, false]) {
       assert.equal(run.stopReason, 'length');
       assert.equal(run.aborted, 'stopped by the user');
       assert.equal(run.n, 3);
+      assert.equal(run.abortedReason, 'aborted', `${where}: stopReason after the abort`);
+      assert.ok(Number.isInteger(run.greedySeed), `${where}: result().seed`);
       assert.deepEqual(run.again, c.greedy, `${where}: after the abort`);
       assert.equal(run.reused, c.prompt.length + c.greedy.length - 1);
       assert.match(run.explain, /state: cache_k\.0/);
@@ -111,6 +127,11 @@ for (const worker of [true, false]) {
     assert.ok(r.runs[1].devices[0] === 'WebGPU', `WebGPU run: ${r.runs[1].devices}`);
     assert.match(r.runs[1].explain, /split 0 on WebGPU: \d+ node/, 'the WebGPU run ran on WebGPU');
     assert.match(r.runs[1].explain, /state: cache_k\.0 f32 .* on WebGPU/);
+    const { drawn, replay, given } = r.seeds;
+    assert.equal(new Set(drawn.map((d) => d.seed)).size, 3, `three calls, three seeds: ${drawn.map((d) => d.seed)}`);
+    assert.ok(drawn.every((d) => Number.isInteger(d.seed) && d.seed >= 0 && d.seed < 2 ** 32));
+    assert.deepEqual(replay, drawn[0], 'the seed given back gives the same tokens');
+    assert.equal(given, 7);
     const b = r.bad;
     assert.match(b.option, /^true:unknown option "temprature"/);
     assert.match(b.topP, /^true:.*top_p/i);
@@ -119,6 +140,7 @@ for (const worker of [true, false]) {
     assert.match(b.context, /^true:.*context 100000/);
     assert.match(b.noTemplate, /^true:.*has no chat template/);
     assert.match(b.badMessages, /^true:messages must be an array of \{ role, content \}$/);
+    assert.match(b.noMessages, /^true:.*no messages/);
     assert.match(b.disposed, /^true:this TextGenerator was disposed$/);
     for (const m of Object.values(b)) assert.doesNotMatch(m.slice(5), UNCLEAN);
     assert.deepEqual(errors, []);

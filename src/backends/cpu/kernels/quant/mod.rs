@@ -235,7 +235,8 @@ mod tests {
                     row_to_f32(dtype, &w[i * rb..(i + 1) * rb], &mut want);
                     assert_eq!(row, want, "{dtype:?} row {i}");
                 }
-                // 1 and 2 threads, and narrow dots or not (see `int8_block`).
+                // 1 and 2 threads, and narrow dots or not (see `int8_block`; builds without
+                // relaxed SIMD run the wide kernels for both).
                 let runs = [
                     (Par::SERIAL, false),
                     (pool.par().eager(), false),

@@ -518,6 +518,9 @@ pub(super) fn int8_gemm(
     });
 }
 
+/// Whether this build has narrow dots ([`int8_block`]): relaxed SIMD's.
+const NARROW_DOTS: bool = cfg!(target_feature = "relaxed-simd");
+
 /// Output rows `cols` × weight groups `groups`, the unit of work of [`int8_gemm`], by
 /// functions of one panel kind and shape each (a matrix-vector product, or tiles of 4
 /// activation rows), each small and out of the thread's closure (the kernels module's doc
@@ -545,8 +548,10 @@ pub(super) unsafe fn int8_block(
 ) {
     unsafe {
         // Narrow dots where they apply: small weights' dots (Q4_0, Q5_0, Q4_K), Q8_0's and
-        // Q6_K's.
-        if narrow {
+        // Q6_K's. Only relaxed SIMD has them (`narrow_dots_faster` is false in every other
+        // build): elsewhere the narrow kernels, the same arithmetic, are not compiled (a
+        // third of the int8 kernels' code, 10 kinds × 3 shapes).
+        if NARROW_DOTS && narrow {
             int8_kernel::<true>(out, p, xq, groups, cols, bytes)
         } else {
             int8_kernel::<false>(out, p, xq, groups, cols, bytes)
