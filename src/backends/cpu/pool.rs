@@ -224,27 +224,24 @@ impl Par<'_> {
     /// a thread, which the threads claim as they come free: a thread that starts late (a
     /// worker woken from sleep) or runs slower leaves fewer items to the others' wait.
     pub fn for_ranges(&self, n: usize, min: usize, align: usize, f: impl Fn(Range<usize>) + Sync) {
-        self.for_ranges_dyn(n, min, align, &f)
-    }
-
-    /// [`Par::for_ranges`] through one function: the thread pool's machinery (rayon's jobs,
-    /// its producer and consumer) is compiled once, not once for each kernel's closure
-    /// (135 copies of rayon's job, 90 KB of the wasm); a range costs one indirect call.
-    fn for_ranges_dyn(
-        &self,
-        n: usize,
-        min: usize,
-        align: usize,
-        f: &(dyn Fn(Range<usize>) + Sync),
-    ) {
         let align = align.max(1);
         let pieces = self.ranges(n, min, align);
+        // One range: the kernel's closure inlined here (through `for_pieces` it would be an
+        // indirect call, and compiled apart from its caller's constants).
         if pieces <= 1 || IN_PIECE.with(Cell::get) {
             if n > 0 {
                 f(0..n);
             }
             return;
         }
+        self.for_pieces(n, align, pieces, &f)
+    }
+
+    /// [`Par::for_ranges`]'s split, through one function: the thread pool's machinery
+    /// (rayon's jobs, its producer and consumer) is compiled once, not once for each
+    /// kernel's closure (135 copies of rayon's job, 90 KB of the wasm); a range costs one
+    /// indirect call.
+    fn for_pieces(&self, n: usize, align: usize, pieces: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
         if let Some(team) = TEAM.with(Cell::get) {
             // SAFETY: the pointer is the leader's team, alive while its `Lead` is set.
             let team = unsafe { &*team };
