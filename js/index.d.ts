@@ -129,7 +129,8 @@ export interface GenerationStream extends AsyncIterableIterator<string> {
   result(): Promise<Engine.GenerationResult>;
   /** Ends it now: later pulls give nothing, and `result().stopReason` is "aborted" (what an aborted `signal` does). */
   abort(): Promise<void> | void;
-  dispose(): void;
+  /** Ends it and frees it (a Promise in worker mode, as every worker-mode dispose()). */
+  dispose(): Promise<void> | void;
 }
 /** `generate`'s options through the package: the engine's, and an AbortSignal. */
 export type GenerateCallOptions = Engine.GenerateOptions & { signal?: AbortSignal };
@@ -162,7 +163,8 @@ export interface GpuTensorProxy {
   readonly device: string;
   readonly disposed: boolean;
   read(): Promise<Float32Array | Int32Array | Uint8Array>;
-  dispose(): void;
+  /** Frees its memory (resolves once freed); later uses throw. */
+  dispose(): Promise<void>;
 }
 /** A State in worker mode (memory kept across runs on one device; it lives in the worker). */
 export interface StateProxy {
@@ -173,7 +175,8 @@ export interface StateProxy {
   readonly disposed: boolean;
   read(): Promise<Float32Array | Int32Array>;
   zero(): Promise<void>;
-  dispose(): void;
+  /** Frees its memory (resolves once freed); later uses throw. */
+  dispose(): Promise<void>;
 }
 export interface RuntimeProxy {
   readonly devices: string[];
@@ -263,7 +266,7 @@ export interface GenerationProxy {
   nextPiece(): Promise<string | undefined>;
   result(): Promise<Engine.GenerationResult>;
   abort(): Promise<void>;
-  dispose(): void;
+  dispose(): Promise<void>;
 }
 /** Tokenizer.stream() in worker mode: push/finish answer in the order called. */
 export interface TokenStreamProxy {

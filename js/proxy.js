@@ -202,6 +202,11 @@ export function proxyModule(link, loaded, cache) {
     return p;
   };
 
+  // Every dispose() in worker mode returns a Promise that resolves once the worker freed the
+  // memory (the object is unusable at once); for these three a worker already gone frees
+  // nothing and is no error.
+  const freed = (call) => call.then(() => {}, () => {});
+
   class GpuTensor {
     #handle; #disposed = false;
     constructor(ref) {
@@ -220,9 +225,9 @@ export function proxyModule(link, loaded, cache) {
       return link.call('gpu.read', { handle: this.#handle });
     }
     dispose() {
-      if (this.#disposed) return;
+      if (this.#disposed) return Promise.resolve();
       this.#disposed = true;
-      link.call('gpu.dispose', { handle: this.#handle }).catch(() => {});
+      return freed(link.call('gpu.dispose', { handle: this.#handle }));
     }
   }
 
@@ -249,9 +254,9 @@ export function proxyModule(link, loaded, cache) {
       return link.call('state.zero', { handle: this.#handle });
     }
     dispose() {
-      if (this.#disposed) return;
+      if (this.#disposed) return Promise.resolve();
       this.#disposed = true;
-      link.call('state.dispose', { handle: this.#handle }).catch(() => {});
+      return freed(link.call('state.dispose', { handle: this.#handle }));
     }
   }
 
@@ -284,10 +289,10 @@ export function proxyModule(link, loaded, cache) {
     result() { return this.#call('generation.result'); }
     abort() { return this.#call('generation.abort'); }
     dispose() {
-      if (this.#disposed) return;
+      if (this.#disposed) return Promise.resolve();
       this.#disposed = true;
       generations.unregister(this);
-      link.call('generation.dispose', { handle: this.#handle }).catch(() => {});
+      return freed(link.call('generation.dispose', { handle: this.#handle }));
     }
     #call(op) {
       if (this.#disposed) return Promise.reject(new WebtensorError('DISPOSED', 'this Generation was disposed'));
@@ -319,7 +324,7 @@ export function proxyModule(link, loaded, cache) {
         nextPiece: () => ready.then((g) => g.nextPiece()),
         result: () => ready.then((g) => g.result()),
         abort: () => ready.then((g) => g.abort()),
-        dispose: () => { ready.then((g) => g.dispose(), () => {}); },
+        dispose: () => ready.then((g) => g.dispose(), () => {}),
       };
       return asStream(stream, signal);
     }

@@ -67,6 +67,10 @@ for (const worker of [true, false]) {
           }
         } catch (e) { aborted = e.message; }
         const abortedReason = (await abortedStream.result()).stopReason;
+        // In worker mode every dispose() is a Promise (resolved once the worker freed it).
+        const disposing = abortedStream.dispose();
+        const disposeIsPromise = disposing instanceof Promise;
+        await disposing;
         const again = gen.generate(prompt, greedy);
         for await (const piece of again) void piece;
         const res2 = await again.result();
@@ -78,7 +82,7 @@ for (const worker of [true, false]) {
           devices: gen.devices, tokens: Array.from(res.tokens), joined: pieces.join(''), text,
           stopReason: res.stopReason, decodeTps: res.decodeTokensPerS, aborted, n,
           again: Array.from(res2.tokens), reused: res3.reusedTokens, explain: await gen.explain(),
-          abortedReason, greedySeed: res.seed,
+          abortedReason, greedySeed: res.seed, disposeIsPromise,
         });
         if (devices === 'cpu') {
           const msg = async (fn) => { try { const s = await fn(); if (s?.next) await s.next(); return null; } catch (e) { return `${e instanceof Error}:${e.message}`; } };
@@ -118,6 +122,7 @@ for (const worker of [true, false]) {
       assert.equal(run.aborted, 'stopped by the user');
       assert.equal(run.n, 3);
       assert.equal(run.abortedReason, 'aborted', `${where}: stopReason after the abort`);
+      if (worker) assert.ok(run.disposeIsPromise, `${where}: a worker-mode dispose() returns a Promise`);
       assert.ok(Number.isInteger(run.greedySeed), `${where}: result().seed`);
       assert.deepEqual(run.again, c.greedy, `${where}: after the abort`);
       assert.equal(run.reused, c.prompt.length + c.greedy.length - 1);
