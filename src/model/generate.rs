@@ -215,6 +215,11 @@ impl Generation {
         }
     }
 
+    /// The sampler's options (its seed among them).
+    pub fn sampler_options(&self) -> &SamplerOptions {
+        self.sampler.options()
+    }
+
     /// Why it ended (`None` while it runs).
     pub fn stop_reason(&self) -> Option<&StopReason> {
         self.stop.as_ref()

@@ -298,7 +298,6 @@ impl TextGenerator {
             Some(seed) => seed as u64,
             None => (js_sys::Math::random() * 4_294_967_296.0) as u64,
         };
-        let seed = s.seed;
         let strings = |k: &str| -> Result<Vec<String>, JsErr> {
             match o.value(k) {
                 None => Ok(Vec::new()),
@@ -338,7 +337,6 @@ impl TextGenerator {
         let (gen, prompt) = gen;
         Ok(JsGeneration {
             prompt,
-            seed,
             gen: Rc::new(RefCell::new(Some(gen))),
             model: self.model.clone(),
             rt: self.rt.clone(),
@@ -447,8 +445,6 @@ fn ids_of(v: &JsValue, what: &str) -> Result<Vec<u32>, JsErr> {
 pub struct JsGeneration {
     /// The prompt's token ids (`[...promptIds, ...tokens]` continues the text exactly).
     prompt: Vec<u32>,
-    /// The sampler's seed (given, or drawn for this call).
-    seed: u64,
     gen: Rc<RefCell<Option<Generation>>>,
     model: Rc<RefCell<Option<Decoder>>>,
     rt: Rc<Runtime>,
@@ -523,7 +519,7 @@ impl JsGeneration {
         let reason = g.stop_reason().map_or(JsValue::NULL, |r| r.name().into());
         set(&o, "stopReason", &reason)?;
         for (k, v) in [
-            ("seed", self.seed as f64),
+            ("seed", g.sampler_options().seed as f64),
             ("promptTokens", st.prompt_tokens as f64),
             ("reusedTokens", st.reused_tokens as f64),
             ("generatedTokens", st.generated_tokens as f64),
