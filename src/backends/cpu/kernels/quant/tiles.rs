@@ -574,31 +574,34 @@ pub(super) unsafe fn int8_kernel<const N: bool>(
     bytes: &mut Vec<u8>,
 ) {
     unsafe {
-        let j = cols.start;
-        match (p.kind, cols.len() == 1) {
-            (PanelKind::Q8, true) => int8_gemv::<KIND_Q8, N>(out, p, xq, groups, j),
-            (PanelKind::Q5, true) => int8_gemv::<KIND_Q5, N>(out, p, xq, groups, j),
-            (PanelKind::Q4, true) => int8_gemv::<KIND_Q4, N>(out, p, xq, groups, j),
-            (PanelKind::Q4K, true) => int8_gemv::<KIND_Q4K, N>(out, p, xq, groups, j),
-            (PanelKind::Q5K, true) => int8_gemv::<KIND_Q5K, N>(out, p, xq, groups, j),
-            (PanelKind::Q3K, true) => int8_gemv::<KIND_Q3K, N>(out, p, xq, groups, j),
-            (PanelKind::Q51, true) => int8_gemv::<KIND_Q51, N>(out, p, xq, groups, j),
-            (PanelKind::Q41, true) => int8_gemv::<KIND_Q41, N>(out, p, xq, groups, j),
-            (PanelKind::IQ4NL, true) => int8_gemv::<KIND_IQ4NL, N>(out, p, xq, groups, j),
-            (PanelKind::Q6K, true) => int8_gemv::<KIND_Q6K, N>(out, p, xq, groups, j),
-            (PanelKind::Q8, false) => int8_tiled::<KIND_Q8, N>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q5, false) => int8_tiled::<KIND_Q5, N>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q4, false) => int8_tiled::<KIND_Q4, N>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q4K, false) => int8_tiled::<KIND_Q4K, N>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q5K, false) => int8_tiled::<KIND_Q5K, N>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q3K, false) => int8_tiled::<KIND_Q3K, N>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q51, false) => int8_tiled::<KIND_Q51, N>(out, p, xq, groups, cols, bytes),
-            (PanelKind::Q41, false) => int8_tiled::<KIND_Q41, N>(out, p, xq, groups, cols, bytes),
-            (PanelKind::IQ4NL, false) => {
-                int8_tiled::<KIND_IQ4NL, N>(out, p, xq, groups, cols, bytes)
-            }
-            (PanelKind::Q6K, false) => int8_tiled::<KIND_Q6K, N>(out, p, xq, groups, cols, bytes),
+        if cols.len() == 1 {
+            let j = cols.start;
+            return match p.kind {
+                PanelKind::Q8 => int8_gemv::<KIND_Q8, N>(out, p, xq, groups, j),
+                PanelKind::Q5 => int8_gemv::<KIND_Q5, N>(out, p, xq, groups, j),
+                PanelKind::Q4 => int8_gemv::<KIND_Q4, N>(out, p, xq, groups, j),
+                PanelKind::Q4K => int8_gemv::<KIND_Q4K, N>(out, p, xq, groups, j),
+                PanelKind::Q5K => int8_gemv::<KIND_Q5K, N>(out, p, xq, groups, j),
+                PanelKind::Q3K => int8_gemv::<KIND_Q3K, N>(out, p, xq, groups, j),
+                PanelKind::Q51 => int8_gemv::<KIND_Q51, N>(out, p, xq, groups, j),
+                PanelKind::Q41 => int8_gemv::<KIND_Q41, N>(out, p, xq, groups, j),
+                PanelKind::IQ4NL => int8_gemv::<KIND_IQ4NL, N>(out, p, xq, groups, j),
+                PanelKind::Q6K => int8_gemv::<KIND_Q6K, N>(out, p, xq, groups, j),
+            };
         }
+        let tiles = match p.kind {
+            PanelKind::Q8 => tiles_for::<KIND_Q8, N>(),
+            PanelKind::Q5 => tiles_for::<KIND_Q5, N>(),
+            PanelKind::Q4 => tiles_for::<KIND_Q4, N>(),
+            PanelKind::Q4K => tiles_for::<KIND_Q4K, N>(),
+            PanelKind::Q5K => tiles_for::<KIND_Q5K, N>(),
+            PanelKind::Q3K => tiles_for::<KIND_Q3K, N>(),
+            PanelKind::Q51 => tiles_for::<KIND_Q51, N>(),
+            PanelKind::Q41 => tiles_for::<KIND_Q41, N>(),
+            PanelKind::IQ4NL => tiles_for::<KIND_IQ4NL, N>(),
+            PanelKind::Q6K => tiles_for::<KIND_Q6K, N>(),
+        };
+        int8_tiled(out, p, xq, groups, cols, bytes, tiles)
     }
 }
 
@@ -644,18 +647,16 @@ pub(super) unsafe fn int8_gemv<const K: u8, const N: bool>(
 /// # Safety
 /// As for [`int8_block`].
 #[inline(never)]
-pub(super) unsafe fn int8_tiled<const K: u8, const N: bool>(
+pub(super) unsafe fn int8_tiled(
     out: &DstRows,
     p: &Int8Panels,
     xq: &QuantRows,
     groups: Range<usize>,
     cols: Range<usize>,
     bytes: &mut Vec<u8>,
+    (as_bytes, tiles): (bool, TileCols),
 ) {
     let nb = p.k / QK;
-    // The values with higher bits, the nibbles but Q4_K's, and IQ4_NL's table entries are
-    // unpacked to bytes (`value_bytes` writes every byte of a part).
-    let as_bytes = bytes_kind(K) != K;
     if as_bytes {
         bytes.resize(2 * nb * GROUP_BLOCK, 0);
     }
@@ -674,32 +675,80 @@ pub(super) unsafe fn int8_tiled<const K: u8, const N: bool>(
                 p.group_values((g + 1).min(groups.end - 1)),
             ]
         };
-        for j in cols.clone().step_by(4) {
-            let c = 4.min(cols.end - j);
-            // One group or a pair, with the tiles of the kind that reads these values.
-            macro_rules! tiles {
-                ($kind:expr) => {
-                    if pair {
-                        int8_tiles::<{ $kind }, 2, N>(out, p, xq, [g, g + 1], w, j, c)
-                    } else {
-                        int8_tiles::<{ $kind }, 1, N>(out, p, xq, [g], [w[0]], j, c)
-                    }
-                };
-            }
-            unsafe {
-                match K {
-                    KIND_Q5 => tiles!(KIND_Q5_BYTES),
-                    KIND_Q51 => tiles!(KIND_Q51_BYTES),
-                    KIND_Q4 => tiles!(KIND_Q4_BYTES),
-                    KIND_Q41 => tiles!(KIND_Q41_BYTES),
-                    KIND_IQ4NL => tiles!(KIND_Q8),
-                    KIND_Q6K => tiles!(KIND_Q6K_BYTES),
-                    KIND_Q5K => tiles!(KIND_Q5K_BYTES),
-                    KIND_Q3K => tiles!(KIND_Q3K_BYTES),
-                    _ => tiles!(K),
-                }
+        unsafe { tiles(out, p, xq, g, pair, w, cols.clone()) };
+        g += if pair { 2 } else { 1 };
+    }
+}
+
+/// An [`int8_tile_cols`] instance: the tiles of one tile kind over a group or a pair.
+pub(super) type TileCols =
+    unsafe fn(&DstRows, &Int8Panels, &QuantRows, usize, bool, [*const u8; 2], Range<usize>);
+
+/// What [`int8_tiled`] runs for panels of kind `K`: whether their values are unpacked to
+/// bytes first (the values with higher bits, the nibbles but Q4_K's, and IQ4_NL's table
+/// entries; `value_bytes` writes every byte of a part), and the tiles of the kind that reads
+/// them. One tile function per tile kind, shared by the panel kinds whose tiles are the same
+/// code, and one `int8_tiled` for all: a copy of the group loop per kind was small enough for
+/// wasm-opt to inline all 20 into `int8_gemm`'s closure (a 106 KB body, past JavaScriptCore's
+/// optimizing limit).
+#[inline(always)]
+pub(super) fn tiles_for<const K: u8, const N: bool>() -> (bool, TileCols) {
+    let tiles: TileCols = match K {
+        KIND_Q5 | KIND_Q4 if !N => int8_tile_cols::<KIND_Q5_BYTES, N>,
+        KIND_Q51 | KIND_Q41 if !N => int8_tile_cols::<KIND_Q51_BYTES, N>,
+        KIND_Q5 => int8_tile_cols::<KIND_Q5_BYTES, N>,
+        KIND_Q51 => int8_tile_cols::<KIND_Q51_BYTES, N>,
+        KIND_Q4 => int8_tile_cols::<KIND_Q4_BYTES, N>,
+        KIND_Q41 => int8_tile_cols::<KIND_Q41_BYTES, N>,
+        KIND_IQ4NL => int8_tile_cols::<KIND_Q8, N>,
+        KIND_Q6K => int8_tile_cols::<KIND_Q6K_BYTES, N>,
+        KIND_Q5K => int8_tile_cols::<KIND_Q5K_BYTES, N>,
+        KIND_Q3K => int8_tile_cols::<KIND_Q3K_BYTES, N>,
+        _ => int8_tile_cols::<K, N>,
+    };
+    (bytes_kind(K) != K, tiles)
+}
+
+// What lets `int8_tiled` run Q4_0's and Q4_1's bytes with Q5_0's and Q5_1's tiles on the
+// 32-bit dot: the same block size and the same rolling at every tile width.
+const _: () = {
+    assert!(block_bytes(KIND_Q4_BYTES) == block_bytes(KIND_Q5_BYTES));
+    assert!(block_bytes(KIND_Q41_BYTES) == block_bytes(KIND_Q51_BYTES));
+    let mut c = 1;
+    while c <= 4 {
+        assert!(rolls(KIND_Q4_BYTES, c, false) == rolls(KIND_Q5_BYTES, c, false));
+        assert!(rolls(KIND_Q41_BYTES, c, false) == rolls(KIND_Q51_BYTES, c, false));
+        c += 1;
+    }
+};
+
+/// The tiles of [`int8_tiled`] over one group (`pair` false) or a pair (`g`, `g + 1`), their
+/// values at `w`, for activation rows `cols`: tiles of 4 rows, then the rest. A function per
+/// tile kind `T`, not per panel kind: IQ4_NL's bytes are Q8_0's, and on the 32-bit dot
+/// (`N` false) Q4_0's and Q4_1's bytes are dotted as Q5_0's and Q5_1's are (`rolls` and
+/// `block_bytes` agree for them), so those panel kinds share one copy of the tiles' code
+/// (each a quarter of the int8 kernels' size).
+///
+/// # Safety
+/// As for [`int8_tile`], for groups `g` (and `g + 1` where `pair`) and every row of `cols`.
+#[inline(never)]
+pub(super) unsafe fn int8_tile_cols<const T: u8, const N: bool>(
+    out: &DstRows,
+    p: &Int8Panels,
+    xq: &QuantRows,
+    g: usize,
+    pair: bool,
+    w: [*const u8; 2],
+    cols: Range<usize>,
+) {
+    for j in cols.clone().step_by(4) {
+        let c = 4.min(cols.end - j);
+        unsafe {
+            if pair {
+                int8_tiles::<T, 2, N>(out, p, xq, [g, g + 1], w, j, c)
+            } else {
+                int8_tiles::<T, 1, N>(out, p, xq, [g], [w[0]], j, c)
             }
         }
-        g += if pair { 2 } else { 1 };
     }
 }
