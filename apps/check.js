@@ -7,7 +7,7 @@ export async function runCheck(load) {
   try {
     const params = new URLSearchParams(location.search);
     const webtensor = await load(params.has('worker') ? { worker: params.get('worker') !== 'false' } : {});
-    const model = await webtensor.SentenceEmbedder.load('models/minilm-q8_0.gguf', { devices: 'cpu' });
+    const model = await webtensor.SentenceEmbedder.load('models/minilm-q8_0.gguf', { device: 'cpu' });
     const [a, b, c] = await model.embed(['A cat sits on the mat.', 'A kitten is sitting on a rug.', 'Stock markets fell sharply today.']);
     const dot = (x, y) => x.reduce((s, v, i) => s + v * y[i], 0);
     const scores = { similar: dot(a, b), unrelated: dot(a, c) };

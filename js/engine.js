@@ -26,7 +26,7 @@ import { WebtensorError } from './errors.js';
 // an integer 1..64, else an Error naming the limit), build (force one of BUILDS, for tests:
 // an Error if this page cannot run it), workerTimeoutMs (thread pool start-up, default 20000).
 // A page that is not isolated and asks for threads gets one thread, and the reason in
-// `loaded.reasons`, in devices() (the CPU's "note") and in explain(). A pool worker that
+// `loaded.reasons`, in listDevices() (the CPU's "note") and in explain(). A pool worker that
 // fails to start (CSP, wrong path) rejects load() with the reason; nothing is left waiting.
 
 export const BUILDS = ['threads-relaxed', 'threads', 'simd128-relaxed', 'simd128'];

@@ -200,7 +200,7 @@ export interface SentenceEmbedderProxy {
   readonly notes: string[];
   readonly source: ModelSource | null;
   embed(texts: string[], options?: CallOptions): Promise<Float32Array[]>;
-  tokenize(text: string): Promise<Uint32Array>;
+  encode(text: string): Promise<Uint32Array>;
   explain(): Promise<string>;
   copyStats(): Promise<{ perRunBytes: number; perRunWeightBytes: number; oneTimeBytes: number }>;
   /** Starts this model's own profile: where its embeds spend their time (each node then runs alone). */
@@ -281,7 +281,7 @@ export interface WorkerModule {
   loaded: Loaded;
   worker: true;
   cache: ModelCache;
-  devices(): Promise<Array<{ name: string; kind: string; description: string; available: boolean; reason?: string; properties: Record<string, unknown> }>>;
+  listDevices(): Promise<Array<{ name: string; kind: string; description: string; available: boolean; reason?: string; properties: Record<string, unknown> }>>;
   vectorAdd(device: string, a: Float32Array, b: Float32Array): Promise<Float32Array>;
   buildInfo(): Promise<Record<string, unknown>>;
   gpuBuffers(): Promise<{ created: number; live: number; liveBytes: number }>;

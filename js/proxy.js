@@ -1,6 +1,6 @@
 // The page's side of the engine worker (worker.js): the same classes and functions as the
 // in-thread module (engine.js), each call a message to the worker. What changes:
-//   - every method returns a Promise (tokenize, explain, copyStats and clear too);
+//   - every method returns a Promise (encode, explain, copyStats and clear too);
 //   - `Graph` records its calls here and the worker builds the graph at its first run/explain
 //     (the calls after that are sent once each); a bad call's error comes from that run, and
 //     `shape()` cannot answer here: it throws, naming the way out;
@@ -398,7 +398,7 @@ export function proxyModule(link, loaded, cache) {
         return Promise.reject(e);
       }
     }
-    tokenize(text) { return link.call('model.tokenize', { handle: this.#handle, text }); }
+    encode(text) { return link.call('model.encode', { handle: this.#handle, text }); }
     explain() { return link.call('model.explain', { handle: this.#handle }); }
     copyStats() { return link.call('model.copyStats', { handle: this.#handle }); }
     profileStart() { return link.call('model.profileStart', { handle: this.#handle }); }
@@ -460,7 +460,7 @@ export function proxyModule(link, loaded, cache) {
     loaded,
     worker: true,
     cache,
-    devices: () => link.call('devices'),
+    listDevices: () => link.call('listDevices'),
     vectorAdd: (device, a, b) => link.call('vectorAdd', { device, a, b }),
     buildInfo: () => link.call('buildInfo'),
     gpuBuffers: () => link.call('gpuBuffers'),

@@ -99,7 +99,7 @@ export const OPS = {
     engine = await loadEngine(options);
     return { loaded: engine.loaded };
   },
-  devices: () => engine.devices(),
+  listDevices: () => engine.listDevices(),
   vectorAdd: ({ device, a, b }) => engine.vectorAdd(device, a, b),
   buildInfo: () => engine.buildInfo(),
   gpuBuffers: () => engine.gpuBuffers(),
@@ -147,7 +147,7 @@ export const OPS = {
     const embs = await get(handle, 'SentenceEmbedder').embed(texts);
     return { value: embs, transfer: embs.flatMap(transferable) };
   },
-  'model.tokenize': ({ handle, text }) => get(handle, 'SentenceEmbedder').tokenize(text),
+  'model.encode': ({ handle, text }) => get(handle, 'SentenceEmbedder').encode(text),
   'model.explain': ({ handle }) => get(handle, 'SentenceEmbedder').explain(),
   'model.copyStats': ({ handle }) => get(handle, 'SentenceEmbedder').copyStats(),
   'model.profileStart': ({ handle }) => get(handle, 'SentenceEmbedder').profileStart(),

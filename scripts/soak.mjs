@@ -94,14 +94,14 @@ try {
     globalThis.soak = {
       async start(phase) {
         state.model?.dispose();
-        state.model = phase === 'cycles' ? null : await wt.SentenceEmbedder.load(file, { devices: phase, costModel: false });
+        state.model = phase === 'cycles' ? null : await wt.SentenceEmbedder.load(file, { device: phase, costModel: false });
         state.check = null;
       },
       async run(phase, n) {
         for (let k = 0; k < n; k++, state.i++) {
           const text = [SENTENCES[state.i % SENTENCES.length]];
           if (phase === 'cycles') {
-            const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
+            const m = await wt.SentenceEmbedder.load(file, { device: 'webgpu', costModel: false });
             await m.embed(text);
             m.dispose();
           } else {

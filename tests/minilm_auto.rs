@@ -1,4 +1,4 @@
-//! `devices: 'auto'` on the real MiniLM model: after the first run of each shape, no weight
+//! `device: 'auto'` on the real MiniLM model: after the first run of each shape, no weight
 //! crosses between devices per run (weights live where their ops run, or a copy made once),
 //! and the plan 'auto' picks is, by the cost model's own estimate, no slower than the best
 //! single-device plan at the four benchmark shapes. Checked with a restricted "GPU" (the CPU

@@ -189,7 +189,7 @@ async fn engine_and_webgpu_adapter() {
     }
 }
 
-/// One GPU adapter and device per page: later registries (devices(), each runtime, each
+/// One GPU adapter and device per page: later registries (listDevices(), each runtime, each
 /// model) share it instead of requesting another.
 #[wasm_bindgen_test]
 async fn registries_share_one_webgpu_device() {
@@ -415,7 +415,7 @@ async fn gpu_tensors_feed_later_runs() {
     };
     let message = |e: JsValue| get(&e, "message").as_string().unwrap_or_default();
     let runtime = || async {
-        let opts = obj(&[("devices", "webgpu".into()), ("costModel", false.into())]);
+        let opts = obj(&[("device", "webgpu".into()), ("costModel", false.into())]);
         JsRuntime::create(opts)
             .await
             .unwrap_or_else(|_| panic!("a WebGPU runtime"))
@@ -551,7 +551,7 @@ async fn states_keep_a_running_sum() {
     // "webgpu" fails without WebGPU; "cpu" where the engine has none.
     let choice = if webgpu_expected() { "webgpu" } else { "cpu" };
     for &device in devices {
-        let opts = obj(&[("devices", choice.into()), ("costModel", false.into())]);
+        let opts = obj(&[("device", choice.into()), ("costModel", false.into())]);
         let rt = JsRuntime::create(opts)
             .await
             .unwrap_or_else(|_| panic!("a {choice} runtime"));

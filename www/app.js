@@ -48,7 +48,7 @@ async function main() {
   generateDemo();
   const status = document.getElementById('status');
   const list = document.getElementById('devices');
-  const devices = await webtensor.devices();
+  const devices = await webtensor.listDevices();
   for (const d of devices) list.append(deviceCard(d));
   for (const d of devices.filter((d) => d.available)) {
     const out = list.querySelector(`[data-device="${d.name}"] .result`);
@@ -109,7 +109,7 @@ async function schedulerDemo() {
   const out = document.getElementById('scheduler');
   const x = seeded(K * N, 1), w1 = seeded(K * H, 2), b1 = seeded(H, 3), w2 = seeded(H * K, 4);
   const t0 = performance.now();
-  const rt = await webtensor.Runtime.create({ devices: 'auto' });
+  const rt = await webtensor.Runtime.create({ device: 'auto' });
   const g = new webtensor.Graph();
   const tx = g.input('x', 'f32', [K, N]);
   const h = g.gelu(g.add(g.matmul(g.weight('w1', 'f32', [K, H], w1), tx), g.weight('b1', 'f32', [H], b1)));

@@ -63,7 +63,7 @@ export async function modelDemo() {
     const t0 = performance.now();
     try {
       embedder = await webtensor.SentenceEmbedder.load(url, {
-        devices: 'auto',
+        device: 'auto',
         onProgress: (stage, loaded, total) => {
           if (total > 0) { bar.max = total; bar.value = loaded; }
           status.textContent = stage === 'devices' ? 'starting devices…'

@@ -55,7 +55,7 @@ export function generateDemo() {
     const t0 = performance.now();
     try {
       gen = await webtensor.TextGenerator.load(source, {
-        devices: $(section, 'select.devices').value,
+        device: $(section, 'select.devices').value,
         onProgress: (stage, loaded, total) => {
           if (total > 0) { bar.max = total; bar.value = loaded; }
           status.textContent = stage === 'devices' ? 'starting devices…' : `${stage}: ${mib(loaded)} / ${mib(total)}`;

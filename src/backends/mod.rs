@@ -30,7 +30,7 @@ pub mod threads {
 /// may have no device; its `unavailable_reason` says why).
 ///
 /// In the browser the WebGPU family (its adapter and device) is made once per page and
-/// shared by every later call (`devices()`, each runtime, each model), and made again only
+/// shared by every later call (`listDevices()`, each runtime, each model), and made again only
 /// after its device was lost or failed. Natively each call makes its own: a device kept in a
 /// thread-local would be dropped during thread-local destruction at exit, which aborts in
 /// the Vulkan driver's teardown.

@@ -53,7 +53,7 @@ impl std::str::FromStr for DeviceChoice {
             "webgpu" | "gpu" => Ok(Self::WebGpu),
             "cpu" => Ok(Self::Cpu),
             _ => Err(Error::InvalidArgument(format!(
-                "devices must be \"auto\", \"webgpu\" or \"cpu\", got {s:?}"
+                "device must be \"auto\", \"webgpu\" or \"cpu\", got {s:?}"
             ))),
         }
     }

@@ -127,7 +127,7 @@ fn type_name(v: &JsValue) -> String {
     }
 }
 
-/// The options object of `Runtime.create` (`{ devices = "auto", costModel = true }`) and of
+/// The options object of `Runtime.create` (`{ device = "auto", costModel = true }`) and of
 /// `SentenceEmbedder.load` (those and `onProgress`, when `with_progress`), checked strictly:
 /// an unknown key or a value of the wrong type is an `Error` naming the option. `undefined`
 /// (for the object or any option) means the default.
@@ -146,18 +146,15 @@ pub fn runtime_options(
         )));
     }
     let known: &[&str] = if with_progress {
-        &["devices", "costModel", "onProgress"]
+        &["device", "costModel", "onProgress"]
     } else {
-        &["devices", "costModel"]
+        &["device", "costModel"]
     };
     let obj: &Object = options.unchecked_ref();
     for key in Object::keys(obj).iter() {
         let key = key.as_string().unwrap_or_default();
         if !known.contains(&key.as_str()) {
-            return Err(JsErr::invalid(&format!(
-                "unknown option {key:?} (the options are {})",
-                known.join(", ")
-            )));
+            return Err(unknown_option(&key, known));
         }
         let v = Reflect::get(obj, &JsValue::from_str(&key)).map_err(|e| {
             JsErr::invalid(&format!("cannot read option {key}: {}", js_message(&e)))
@@ -172,7 +169,7 @@ pub fn runtime_options(
             ))
         };
         match key.as_str() {
-            "devices" => {
+            "device" => {
                 let s = v
                     .as_string()
                     .ok_or_else(|| wrong("\"auto\", \"webgpu\" or \"cpu\""))?;
@@ -183,6 +180,24 @@ pub fn runtime_options(
         }
     }
     Ok(out)
+}
+
+/// Options renamed since an earlier release, old name → new (CHANGELOG.md): a call with the
+/// old name is told the new one.
+const RENAMED: &[(&str, &str)] = &[("devices", "device")];
+
+/// The `Error` for option `key`, not one of `known`.
+fn unknown_option(key: &str, known: &[&str]) -> JsErr {
+    let renamed = RENAMED
+        .iter()
+        .find(|(old, new)| *old == key && known.contains(new));
+    JsErr::invalid(&match renamed {
+        Some((_, new)) => format!("option {key:?} is now {new:?}"),
+        None => format!(
+            "unknown option {key:?} (the options are {})",
+            known.join(", ")
+        ),
+    })
 }
 
 fn wrong_fn(key: &str, v: &JsValue) -> JsErr {
@@ -208,10 +223,7 @@ impl<'a> Options<'a> {
         for k in Object::keys(options.unchecked_ref::<Object>()).iter() {
             let k = k.as_string().unwrap_or_default();
             if !known.contains(&k.as_str()) {
-                return Err(JsErr::invalid(&format!(
-                    "unknown option \"{k}\" (the options are {})",
-                    known.join(", ")
-                )));
+                return Err(unknown_option(&k, known));
             }
         }
         Ok(Self(options))

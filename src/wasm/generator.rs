@@ -123,7 +123,7 @@ impl TextGenerator {
         let o = Options::new(
             &options,
             &[
-                "devices",
+                "device",
                 "costModel",
                 "onProgress",
                 "contextSize",
@@ -132,7 +132,7 @@ impl TextGenerator {
             ],
         )?;
         let rt_opts = Object::new();
-        for k in ["devices", "costModel", "onProgress"] {
+        for k in ["device", "costModel", "onProgress"] {
             if let Some(v) = o.value(k) {
                 Reflect::set(&rt_opts, &k.into(), &v).map_err(|_| JsErr::invalid("options"))?;
             }

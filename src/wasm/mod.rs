@@ -56,8 +56,8 @@ fn device_object(d: &Rc<dyn Device>) -> Result<Object, JsErr> {
 
 /// Lists the devices: `[{name, kind, description, available, properties}]`, plus, for each
 /// family with no device (no WebGPU here), `{name, available: false, reason}`.
-#[wasm_bindgen(js_name = devices)]
-pub async fn devices() -> Result<Array, JsErr> {
+#[wasm_bindgen(js_name = listDevices)]
+pub async fn list_devices() -> Result<Array, JsErr> {
     let reg = crate::backends::registry().await;
     let out = Array::new();
     for r in reg.backend_regs() {
@@ -156,7 +156,7 @@ pub async fn vector_add(
     Ok(Float32Array::from(out.as_slice()))
 }
 
-/// The cost model's device calibrations this module holds (measured by `devices: 'auto'`
+/// The cost model's device calibrations this module holds (measured by `device: 'auto'`
 /// or set with [`set_calibrations`]), as text to keep and hand to `setCalibrations` on a
 /// later page load: one line per device, keyed by crate version, device name and description.
 #[wasm_bindgen(js_name = calibrations)]

@@ -40,7 +40,7 @@ type Model = crate::model::bert::SentenceEmbedder;
 #[wasm_bindgen]
 impl SentenceEmbedder {
     /// Loads a model from a `Uint8Array` of GGUF bytes. Through the package,
-    /// `await SentenceEmbedder.load("models/minilm-q8_0.gguf", { devices: "auto", onProgress })`
+    /// `await SentenceEmbedder.load("models/minilm-q8_0.gguf", { device: "auto", onProgress })`
     /// fetches a URL first (js/engine.js, through the model cache).
     pub async fn load(
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | Blob")] source: JsValue,
@@ -104,8 +104,9 @@ impl SentenceEmbedder {
         })
     }
 
-    /// Token ids of a text, as the model sees it (`[CLS] ... [SEP]`, truncated).
-    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, JsErr> {
+    /// Token ids of a text, as the model sees it (`[CLS] ... [SEP]`, truncated): what
+    /// `Tokenizer.encode` gives with its defaults, cut to the model's context.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, JsErr> {
         let mut ids = self.model()?.encode(&[text]).map_err(to_js_error)?;
         Ok(ids.pop().unwrap_or_default())
     }

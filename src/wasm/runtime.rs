@@ -22,7 +22,7 @@ const TS_TYPES: &'static str = r#"
 /** Options of `Runtime.create`. */
 export interface RuntimeOptions {
   /** "auto" (default): the GPU if any, CPU for the rest; "webgpu": fail without WebGPU; "cpu". */
-  devices?: "auto" | "webgpu" | "cpu";
+  device?: "auto" | "webgpu" | "cpu";
   /** Place ops with measured device costs (default true). */
   costModel?: boolean;
 }
@@ -346,7 +346,7 @@ impl JsRuntime {
 
 #[wasm_bindgen(js_class = Runtime)]
 impl JsRuntime {
-    /// Creates a runtime: `await Runtime.create({ devices: "auto", costModel: true })`.
+    /// Creates a runtime: `await Runtime.create({ device: "auto", costModel: true })`.
     pub async fn create(
         #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] options: JsValue,
     ) -> Result<JsRuntime, JsErr> {

@@ -111,7 +111,7 @@ pub fn pool_worker() {
 }
 
 /// Records why the loader took this build and thread count over faster ones (js/index.js
-/// calls it; the CPU device's description, in devices() and explain(), then says it).
+/// calls it; the CPU device's description, in listDevices() and explain(), then says it).
 #[wasm_bindgen(js_name = setLoadNote)]
 pub fn set_load_note(note: &str) {
     crate::backends::threads::set_note(note);

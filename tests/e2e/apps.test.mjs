@@ -165,8 +165,8 @@ async function cacheInPage() {
   for (const worker of [true, false]) {
     const wt = await load({ worker });
     const stages = [new Set(), new Set()];
-    const cold = await wt.SentenceEmbedder.load(url, { devices: 'cpu', onProgress: (s) => stages[0].add(s) });
-    const warm = await wt.SentenceEmbedder.load(url, { devices: 'cpu', onProgress: (s) => stages[1].add(s) });
+    const cold = await wt.SentenceEmbedder.load(url, { device: 'cpu', onProgress: (s) => stages[0].add(s) });
+    const warm = await wt.SentenceEmbedder.load(url, { device: 'cpu', onProgress: (s) => stages[1].add(s) });
     out[`${worker ? 'worker' : 'thread'}Stages`] = stages.map((x) => [...x].join(','));
     const [x] = await cold.embed(['a cat']);
     const [y] = await warm.embed(['a cat']);
@@ -183,25 +183,25 @@ async function cacheInPage() {
   const bytes = new Uint8Array(await good.arrayBuffer());
   await store.put(key, new Response(bytes.subarray(0, 1000), { headers }));
   const wt = await load({ worker: false });
-  const fixed = await wt.SentenceEmbedder.load(url, { devices: 'cpu' });
+  const fixed = await wt.SentenceEmbedder.load(url, { device: 'cpu' });
   out.truncated = fixed.source;
   // Same size, one byte changed: the digest catches it.
   const bad = bytes.slice(); bad[bytes.length - 7] ^= 0xff;
   await store.put(key, new Response(bad, { headers }));
-  out.corrupt = (await wt.SentenceEmbedder.load(url, { devices: 'cpu' })).source;
+  out.corrupt = (await wt.SentenceEmbedder.load(url, { device: 'cpu' })).source;
   // A full quota: the load succeeds, uncached, and says why.
   await cache.clear();
   const put = Cache.prototype.put;
   Cache.prototype.put = () => Promise.reject(new DOMException('the quota has been exceeded', 'QuotaExceededError'));
   try {
-    const q = await wt.SentenceEmbedder.load(url, { devices: 'cpu' });
+    const q = await wt.SentenceEmbedder.load(url, { device: 'cpu' });
     const [z] = await q.embed(['a cat']);
     out.quota = { ...q.source, embeds: z.length };
   } finally {
     Cache.prototype.put = put;
   }
   out.afterQuota = await cache.list();
-  await (await wt.SentenceEmbedder.load(url, { devices: 'cpu' })).dispose();
+  await (await wt.SentenceEmbedder.load(url, { device: 'cpu' })).dispose();
   out.deleted = [await cache.delete(url), (await cache.list()).length, await cache.delete(url)];
   return out;
 }
@@ -254,7 +254,7 @@ test('the page stays responsive: long tasks during a 16 × 32-token embed, worke
           // One engine thread: this machine has two cores, and the page's own thread gets the
           // other (with two pool threads the page competes with the engine for a core).
           const wt = await window.pkg.load({ worker, threads: 1 });
-          const model = await wt.SentenceEmbedder.load('models/minilm-q8_0.gguf', { devices: 'cpu', cache: false });
+          const model = await wt.SentenceEmbedder.load('models/minilm-q8_0.gguf', { device: 'cpu', cache: false });
           const text = 'the quick brown fox jumps over the lazy dog while the old cat watches quietly from a sunny window sill near the garden gate at the end of a long day';
           const texts = Array.from({ length: 16 }, (_, i) => `${i} ${text}`);
           await model.embed(texts.slice(0, 2)); // warm
@@ -270,7 +270,7 @@ test('the page stays responsive: long tasks during a 16 × 32-token embed, worke
           await new Promise((r) => setTimeout(r, 100));
           clearInterval(timer);
           obs.disconnect();
-          const tokens = (await model.tokenize(texts[0])).length;
+          const tokens = (await model.encode(texts[0])).length;
           await model.dispose();
           return { ms, tokens, n: embs.length, longest: Math.max(0, ...tasks), count: tasks.length, worstGap };
         }, worker);
@@ -304,7 +304,7 @@ async function badInputInPage() {
     badOption: await msg(wt.SentenceEmbedder.load('models/minilm-q8_0.gguf', { cache: 'yes' })),
     badLoad: await msg(window.pkg.load({ worker: 'yes' })),
   };
-  const rt = await wt.Runtime.create({ devices: 'cpu' });
+  const rt = await wt.Runtime.create({ device: 'cpu' });
   const g = new wt.Graph();
   const x = g.input('x', 'f32', [4]);
   g.output(g.scale(x, 2));
@@ -315,9 +315,9 @@ async function badInputInPage() {
   const a = bad.input('a', 'f32', [4]);
   const b = bad.input('b', 'f32', [5, 3]);
   bad.output(bad.matmul(a, b));
-  const rt2 = await wt.Runtime.create({ devices: 'cpu' });
+  const rt2 = await wt.Runtime.create({ device: 'cpu' });
   out.badGraph = await msg(rt2.run(bad, {}));
-  const model = await wt.SentenceEmbedder.load('models/minilm-q8_0.gguf', { devices: 'cpu' });
+  const model = await wt.SentenceEmbedder.load('models/minilm-q8_0.gguf', { device: 'cpu' });
   const c = new AbortController();
   const long = model.embed(Array(16).fill('a long sentence, repeated to make the call take a while'), { signal: c.signal });
   const queued = model.embed(['queued'], { signal: c.signal });
@@ -332,7 +332,7 @@ async function badInputInPage() {
   // terminate(): calls on the old module reject, and load() starts a new worker.
   const pending = msg(rt2.copyStats());
   wt.terminate();
-  out.terminated = [await pending, await msg(wt.devices())];
+  out.terminated = [await pending, await msg(wt.listDevices())];
   const fresh = await window.pkg.load();
   out.fresh = [fresh !== wt, (await fresh.vectorAdd('CPU', new Float32Array([1, 2]), new Float32Array([3, 4]))).join(',')];
   return out;
@@ -365,7 +365,7 @@ function checkBadInput(r) {
 async function cspInPage() {
   const forced = await window.pkg.load({ worker: true }).then(() => 'resolved', (e) => e.message);
   const wt = await window.pkg.load();
-  const model = await wt.SentenceEmbedder.load('models/minilm-q8_0.gguf', { devices: 'cpu' });
+  const model = await wt.SentenceEmbedder.load('models/minilm-q8_0.gguf', { device: 'cpu' });
   const [e] = await model.embed(['a cat']);
   return { forced, worker: wt.loaded.worker, reasons: wt.loaded.reasons, dim: e.length };
 }

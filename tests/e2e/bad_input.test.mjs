@@ -30,13 +30,14 @@ after(async () => {
 // name → [the message each bad call must give, its error code].
 const EXPECTED = {
   'Runtime.create costModel "yes"': [/^option costModel must be a boolean, got string$/, 'INVALID_ARGUMENT'],
-  'Runtime.create devices 5': [/^option devices must be "auto", "webgpu" or "cpu", got number$/, 'INVALID_ARGUMENT'],
-  'Runtime.create devices "tpu"': [/devices must be "auto", "webgpu" or "cpu", got "tpu"/, 'INVALID_ARGUMENT'],
-  'Runtime.create unknown option': [/^unknown option "cosModel" \(the options are devices, costModel\)$/, 'INVALID_ARGUMENT'],
+  'Runtime.create device 5': [/^option device must be "auto", "webgpu" or "cpu", got number$/, 'INVALID_ARGUMENT'],
+  'Runtime.create device "tpu"': [/device must be "auto", "webgpu" or "cpu", got "tpu"/, 'INVALID_ARGUMENT'],
+  'Runtime.create devices (renamed)': [/^option "devices" is now "device"$/, 'INVALID_ARGUMENT'],
+  'Runtime.create unknown option': [/^unknown option "cosModel" \(the options are device, costModel\)$/, 'INVALID_ARGUMENT'],
   'Runtime.create options a string': [/^options must be an object, got string$/, 'INVALID_ARGUMENT'],
   'Runtime.create options an array': [/^options must be an object, got an array$/, 'INVALID_ARGUMENT'],
   'load onProgress a string': [/^option onProgress must be a function, got string$/, 'INVALID_ARGUMENT'],
-  'load unknown option': [/^unknown option "extra" \(the options are devices, costModel, onProgress\)$/, 'INVALID_ARGUMENT'],
+  'load unknown option': [/^unknown option "extra" \(the options are device, costModel, onProgress\)$/, 'INVALID_ARGUMENT'],
   'load costModel null': [/^option costModel must be a boolean, got null$/, 'INVALID_ARGUMENT'],
   'load 404': [/^cannot fetch models\/nope\.gguf: HTTP 404$/, 'NETWORK'],
   'load unreachable server': [/^cannot fetch http:\/\/127\.0\.0\.1:9\/x\.gguf: TypeError: Failed to fetch$/, 'NETWORK'],
@@ -62,7 +63,7 @@ const EXPECTED = {
   'disposed runtime run': [/^this Runtime was disposed$/, 'DISPOSED'],
   'disposed runtime explain': [/^this Runtime was disposed$/, 'DISPOSED'],
   'disposed model embed': [/^this SentenceEmbedder was disposed$/, 'DISPOSED'],
-  'disposed model tokenize': [/^this SentenceEmbedder was disposed$/, 'DISPOSED'],
+  'disposed model encode': [/^this SentenceEmbedder was disposed$/, 'DISPOSED'],
   'embed numbers': [/./, 'INVALID_ARGUMENT'],
   'embed undefined': [/./, 'INVALID_ARGUMENT'],
 };
@@ -103,13 +104,14 @@ test('the JS API gives clean Errors for bad input and keeps working', async (t) 
 
     // Options.
     await bad('Runtime.create costModel "yes"', () => wt.Runtime.create({ costModel: 'yes' }));
-    await bad('Runtime.create devices 5', () => wt.Runtime.create({ devices: 5 }));
-    await bad('Runtime.create devices "tpu"', () => wt.Runtime.create({ devices: 'tpu' }));
+    await bad('Runtime.create device 5', () => wt.Runtime.create({ device: 5 }));
+    await bad('Runtime.create device "tpu"', () => wt.Runtime.create({ device: 'tpu' }));
+    await bad('Runtime.create devices (renamed)', () => wt.Runtime.create({ devices: 'cpu' }));
     await bad('Runtime.create unknown option', () => wt.Runtime.create({ cosModel: true }));
     await bad('Runtime.create options a string', () => wt.Runtime.create('cpu'));
     await bad('Runtime.create options an array', () => wt.Runtime.create(['cpu']));
     await bad('load onProgress a string', () => wt.SentenceEmbedder.load(URL, { onProgress: 'x' }));
-    await bad('load unknown option', () => wt.SentenceEmbedder.load(URL, { devices: 'cpu', extra: 1 }));
+    await bad('load unknown option', () => wt.SentenceEmbedder.load(URL, { device: 'cpu', extra: 1 }));
     await bad('load costModel null', () => wt.SentenceEmbedder.load(URL, { costModel: null }));
     // Sources.
     await bad('load 404', () => wt.SentenceEmbedder.load('models/nope.gguf', {}));
@@ -117,13 +119,13 @@ test('the JS API gives clean Errors for bad input and keeps working', async (t) 
     await bad('load a number', () => wt.SentenceEmbedder.load(42, {}));
     await bad('load 3 bytes', () => wt.SentenceEmbedder.load(new Uint8Array([71, 71, 85]), {}));
     const file = new Uint8Array(await (await fetch(URL)).arrayBuffer());
-    await bad('load half a model', () => wt.SentenceEmbedder.load(file.slice(0, file.length >> 1), { devices: 'cpu' }));
+    await bad('load half a model', () => wt.SentenceEmbedder.load(file.slice(0, file.length >> 1), { device: 'cpu' }));
     const corrupt = file.slice();
     corrupt[0] = 0;
-    await bad('load bad magic', () => wt.SentenceEmbedder.load(corrupt, { devices: 'cpu' }));
+    await bad('load bad magic', () => wt.SentenceEmbedder.load(corrupt, { device: 'cpu' }));
 
     // Graphs and runs.
-    const rt = await wt.Runtime.create({ devices: 'cpu', costModel: false });
+    const rt = await wt.Runtime.create({ device: 'cpu', costModel: false });
     const g = new wt.Graph();
     const x = g.input('x', 'f32', [4]);
     const y = g.add(x, x);
@@ -157,10 +159,10 @@ test('the JS API gives clean Errors for bad input and keeps working', async (t) 
     rt.dispose();
     await bad('disposed runtime run', () => rt.run(g, { x: new Float32Array(4) }));
     await bad('disposed runtime explain', () => rt.explain(g));
-    const cpuModel = await wt.SentenceEmbedder.load(file, { devices: 'cpu' });
+    const cpuModel = await wt.SentenceEmbedder.load(file, { device: 'cpu' });
     cpuModel.dispose();
     await bad('disposed model embed', () => cpuModel.embed(['hello']));
-    await bad('disposed model tokenize', () => cpuModel.tokenize('hello'));
+    await bad('disposed model encode', () => cpuModel.encode('hello'));
     await bad('embed numbers', () => model.embed([1, 2]));
     await bad('embed undefined', () => model.embed(undefined));
 

@@ -1,7 +1,7 @@
 // End-to-end: the cost model's calibration kept across page loads (engine.js: Cache API,
 // cache "webtensor-calibration-v1"), in headless Chromium (WebGPU on SwiftShader), on the
 // built package (pkg/) loaded into a blank page. In one browser context (one origin's storage):
-//   1. a first load restores nothing; Runtime.create({ devices: 'auto' }) measures every device
+//   1. a first load restores nothing; Runtime.create({ device: 'auto' }) measures every device
 //      and explain() says so; the engine saves what it measured;
 //   2. a second load (the other mode: worker, then in-thread) restores every device, and
 //      'auto' measures none (explain names the saved calibration for each) and places the
@@ -47,7 +47,7 @@ async function visit(context, worker) {
     const t0 = performance.now();
     const wt = await load({ worker });
     const t1 = performance.now();
-    const rt = await wt.Runtime.create({ devices: 'auto' });
+    const rt = await wt.Runtime.create({ device: 'auto' });
     const t2 = performance.now();
     const g = new wt.Graph();
     const x = g.input('x', 'f32', [64, 8]);
@@ -58,7 +58,7 @@ async function visit(context, worker) {
     const { y: values } = await rt.run(g, { x: Float32Array.from({ length: 64 * 8 }, (_, i) => ((i * 5) % 11) / 11 - 0.5) });
     const explain = await rt.explain(g);
     await rt.dispose();
-    const devices = (await wt.devices()).filter((d) => d.available).map((d) => d.name);
+    const devices = (await wt.listDevices()).filter((d) => d.available).map((d) => d.name);
     return {
       loaded: wt.loaded.calibration,
       worker: wt.loaded.worker,

@@ -98,10 +98,10 @@ async function lossInPage([loader, model]) {
   const sums = (r) => (r.ok ? Array.from(r.value.y) : r.message);
 
   const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
-  const cpu = await wt.SentenceEmbedder.load(file, { devices: 'cpu' });
+  const cpu = await wt.SentenceEmbedder.load(file, { device: 'cpu' });
   const want = await cpu.embed(SENTENCES);
   // How many submits one embed makes on WebGPU: the loss goes after the first and the last.
-  const probe = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
+  const probe = await wt.SentenceEmbedder.load(file, { device: 'webgpu', costModel: false });
   await probe.embed(ONE);
   const s0 = hook.submits;
   await probe.embed(ONE);
@@ -112,12 +112,12 @@ async function lossInPage([loader, model]) {
   for (const after of [...new Set([1, submitsPerEmbed])]) {
     const c = { after };
     const devices = hook.devices.length;
-    const gpu = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
+    const gpu = await wt.SentenceEmbedder.load(file, { device: 'webgpu', costModel: false });
     c.devicesOfModel = gpu.devices;
     const t0 = performance.now();
     c.before = minCos(await gpu.embed(ONE), want);
     c.embedMs = performance.now() - t0;
-    const rt = await wt.Runtime.create({ devices: 'webgpu', costModel: false });
+    const rt = await wt.Runtime.create({ device: 'webgpu', costModel: false });
     const g = sumGraph();
     c.rtBefore = sums(await settle('run before', rt.run(g, { x: X })));
     hook.loseAfterSubmits(after);
@@ -128,10 +128,10 @@ async function lossInPage([loader, model]) {
     // The CPU in the same page.
     const cpuAfter = await settle('CPU embed after the loss', cpu.embed(SENTENCES));
     c.cpuAfter = cpuAfter.ok ? Math.max(...cpuAfter.value.flatMap((e, i) => Array.from(e, (v, j) => Math.abs(v - want[i][j])))) : cpuAfter.message;
-    const cpuRt = await wt.Runtime.create({ devices: 'cpu', costModel: false });
+    const cpuRt = await wt.Runtime.create({ device: 'cpu', costModel: false });
     c.cpuRuntime = sums(await settle('CPU run after the loss', cpuRt.run(sumGraph(), { x: X })));
     // The next model and runtime: a fresh device, right answers.
-    const fresh = await settle('load after the loss', wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false }));
+    const fresh = await settle('load after the loss', wt.SentenceEmbedder.load(file, { device: 'webgpu', costModel: false }));
     if (fresh.ok) {
       c.freshDevices = fresh.value.devices;
       const e = await settle('embed on the fresh device', fresh.value.embed(ONE));
@@ -140,7 +140,7 @@ async function lossInPage([loader, model]) {
     } else {
       c.fresh = fresh.message;
     }
-    const rt2 = await settle('Runtime.create after the loss', wt.Runtime.create({ devices: 'webgpu', costModel: false }));
+    const rt2 = await settle('Runtime.create after the loss', wt.Runtime.create({ device: 'webgpu', costModel: false }));
     c.freshRuntime = rt2.ok ? sums(await settle('run on the fresh device', rt2.value.run(sumGraph(), { x: X }))) : rt2.message;
     c.newDevices = hook.devices.length - devices;
     gpu.dispose();
@@ -188,7 +188,7 @@ async function disposeInPage([loader, model]) {
   const hook = globalThis.__gpuHook;
   const file = new Uint8Array(await (await fetch(model)).arrayBuffer());
   const cycle = async () => {
-    const m = await wt.SentenceEmbedder.load(file, { devices: 'webgpu', costModel: false });
+    const m = await wt.SentenceEmbedder.load(file, { device: 'webgpu', costModel: false });
     await m.embed(['A man is playing a guitar.']);
     const loaded = { engine: wt.gpuBuffers(), browser: hook.undestroyed() };
     m.dispose();
@@ -235,8 +235,8 @@ async function streamLossInPage([loader, url, prompt, n]) {
       clearTimeout(timer);
     }
   };
-  const cpu = await wt.TextGenerator.load(file, { devices: 'cpu', kvType: 'f32' });
-  const gpu = await wt.TextGenerator.load(file, { devices: 'webgpu', costModel: false });
+  const cpu = await wt.TextGenerator.load(file, { device: 'cpu', kvType: 'f32' });
+  const gpu = await wt.TextGenerator.load(file, { device: 'webgpu', costModel: false });
   const o = { before: await tokens(cpu), gpuBefore: await tokens(gpu) };
   let pieces = 0;
   let lostAt = 0;

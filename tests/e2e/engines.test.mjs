@@ -78,13 +78,13 @@ async function inPage([loader, texts]) {
   const out = { ua: navigator.userAgent, isolated: crossOriginIsolated, hasGpu: !!navigator.gpu, modes: {} };
   for (const worker of [true, false]) {
     const wt = await load({ worker });
-    const devices = await wt.devices();
+    const devices = await wt.listDevices();
     const mode = { loaded: wt.loaded, devices, runs: {} };
     const gpu = devices.find((d) => d.name === 'WebGPU' && d.available);
     const runs = [['cpu', 'f32'], ['cpu', 'q8_0'], ...(gpu && worker ? [['webgpu', 'f32']] : [])];
     for (const [dev, type] of runs) {
       const t0 = performance.now();
-      const e = await wt.SentenceEmbedder.load(`/models/minilm-${type}.gguf`, { devices: dev, costModel: false });
+      const e = await wt.SentenceEmbedder.load(`/models/minilm-${type}.gguf`, { device: dev, costModel: false });
       const loadMs = performance.now() - t0;
       const emb = (await e.embed(texts)).map((v) => Array.from(v));
       // (One timed run on WebGPU: software adapters take seconds a run here.)
@@ -95,7 +95,7 @@ async function inPage([loader, texts]) {
         ms.push(performance.now() - t);
       }
       const ids = [];
-      for (const s of texts) ids.push(Array.from(await e.tokenize(s)));
+      for (const s of texts) ids.push(Array.from(await e.encode(s)));
       mode.runs[`${dev}-${type}`] = { emb, ids, loadMs, embedMs: median(ms), explain: (await e.explain()).split('\n')[0] };
       await e.dispose();
     }

@@ -48,7 +48,7 @@ for (const worker of [true, false]) {
       for (const devices of ['cpu', 'webgpu']) {
         const source = worker ? url : new Uint8Array(await (await fetch(url)).arrayBuffer());
         // costModel false: on SwiftShader the cost model would put every node on the CPU.
-        const gen = await wt.TextGenerator.load(source, { devices, contextSize: 256, kvType: 'f32', costModel: devices === 'cpu' });
+        const gen = await wt.TextGenerator.load(source, { device: devices, contextSize: 256, kvType: 'f32', costModel: devices === 'cpu' });
         const greedy = { temperature: 0, maxTokens: want.length, stopTokens: [] };
         const pieces = [];
         const stream = gen.generate(prompt, greedy);
@@ -178,7 +178,7 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
     };
     const out = { size: file.size, memory: {} };
     const w = await load({ worker: true });
-    const gw = await w.TextGenerator.load(file, { devices: 'cpu', kvType: 'f32' });
+    const gw = await w.TextGenerator.load(file, { device: 'cpu', kvType: 'f32' });
     out.worker = await run(gw);
     await gw.dispose();
     w.terminate();
@@ -188,7 +188,7 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
     const small = await (await fetch(smallUrl)).blob();
     {
       const before = wt.memory.buffer.byteLength;
-      const gen = await wt.TextGenerator.load(small, { devices: 'cpu', kvType: 'f32' });
+      const gen = await wt.TextGenerator.load(small, { device: 'cpu', kvType: 'f32' });
       out.memory.q4 = wt.memory.buffer.byteLength - before;
       out.q4Size = small.size;
       await gen.dispose();
@@ -196,12 +196,12 @@ test('TextGenerator from a File: the same tokens in both modes, wasm memory agai
     // The engine's one-time set-up (the WebGPU device, its pipelines) paid by a smaller model
     // first; costModel false keeps the weights on WebGPU (on SwiftShader the cost model would
     // take the CPU for every node, and the weights with it).
-    const warm = await wt.TextGenerator.load(small, { devices: 'webgpu', costModel: false });
+    const warm = await wt.TextGenerator.load(small, { device: 'webgpu', costModel: false });
     await run(warm);
     await warm.dispose();
     for (const devices of ['webgpu', 'cpu']) {
       const before = wt.memory.buffer.byteLength;
-      const gen = await wt.TextGenerator.load(file, { devices, kvType: 'f32', costModel: false });
+      const gen = await wt.TextGenerator.load(file, { device: devices, kvType: 'f32', costModel: false });
       out.memory[devices] = wt.memory.buffer.byteLength - before;
       out[devices] = await run(gen);
       out.explain = (out.explain ?? '') + await gen.explain();

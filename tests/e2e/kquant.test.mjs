@@ -48,7 +48,7 @@ async function products(build) {
       for (let i = 0; i < n; i++) { s = (s * 1103515245 + 12345) >>> 0; a[i] = (s / 4294967296) * 2 - 1; }
       return a;
     };
-    const rt = await wt.Runtime.create({ devices: 'cpu' });
+    const rt = await wt.Runtime.create({ device: 'cpu' });
     const w = seeded(K * M, 7);
     const res = { loaded: wt.loaded, runs: {} };
     for (const t of types) {

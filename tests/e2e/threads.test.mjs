@@ -68,7 +68,7 @@ async function open(name, { noRelaxed = false } = {}) {
 const loadIn = (page, options) => page.evaluate(async ([url, options]) => {
   const { load } = await import(url);
   const wt = await load({ ...options, worker: false }); // threadPoolProbe is not proxied
-  const cpu = (await wt.devices()).find((d) => d.name === 'CPU');
+  const cpu = (await wt.listDevices()).find((d) => d.name === 'CPU');
   const sum = await wt.vectorAdd('CPU', new Float32Array([1, 2, 3, 4]), new Float32Array([10, 20, 30, 40]));
   // The workers must take some of the probe's jobs; on a loaded machine a worker may wake too
   // late for one round, so up to 10 rounds (a pool whose workers never run fails all of them).
@@ -121,15 +121,15 @@ test('MiniLM on the threaded build (2 threads) matches the numpy reference', { s
     const wt = await load({ threads: 2 });
     const out = { loaded: wt.loaded, worker: wt.loaded.worker };
     for (const type of ['f32', 'q8_0']) {
-      const e = await wt.SentenceEmbedder.load(`/models/minilm-${type}.gguf`, { devices: 'cpu', costModel: false });
+      const e = await wt.SentenceEmbedder.load(`/models/minilm-${type}.gguf`, { device: 'cpu', costModel: false });
       out[type] = (await e.embed(texts)).map((v) => Array.from(v));
       // One text at a time: fewer than 32 token rows, so Q8_0 matmuls take the integer dots
       // (in this relaxed build, relaxed SIMD's 8-bit dot on 7-bit activations), not the GEMM.
       out[`${type}_alone`] = [];
       for (const s of texts) out[`${type}_alone`].push(Array.from((await e.embed([s]))[0]));
-      // Worker mode (load's default): tokenize and explain answer with Promises.
+      // Worker mode (load's default): encode and explain answer with Promises.
       out.ids = [];
-      for (const s of texts) out.ids.push(Array.from(await e.tokenize(s)));
+      for (const s of texts) out.ids.push(Array.from(await e.encode(s)));
       out.explain = await e.explain();
       await e.dispose();
     }
