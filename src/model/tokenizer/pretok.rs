@@ -301,7 +301,7 @@ fn category(c: char) -> u8 {
     if c < 0x80 {
         return ASCII_FLAGS[c as usize];
     }
-    FLAGS[STARTS.partition_point(|&s| s <= c) - 1]
+    super::unicode9::in_ranges(&STARTS, &FLAGS, c)
 }
 
 /// The table's first 128 entries, for the common case.

@@ -19,9 +19,14 @@ const ASSIGNED: u8 = 4;
 
 /// The Unicode 9 class of `c`.
 pub(super) fn class(c: char) -> u8 {
-    let i = STARTS.partition_point(|&s| s <= c as u32);
-    // STARTS[0] is 0, so i >= 1.
-    CLASSES[i - 1]
+    in_ranges(&STARTS, &CLASSES, c as u32)
+}
+
+/// The value of code point `c` in a range table: `values[i]` from `starts[i]` up to the next
+/// start (`starts[0]` is 0, ascending). This table's and the pre-tokenizer's flags
+/// (`pretok::category`) are read this way.
+pub(super) fn in_ranges(starts: &[u32], values: &[u8], c: u32) -> u8 {
+    values[starts.partition_point(|&s| s <= c) - 1]
 }
 
 /// First code point of each range.
