@@ -127,60 +127,10 @@ fn type_name(v: &JsValue) -> String {
     }
 }
 
-/// The options object of `Runtime.create` (`{ device = "auto", costModel = true }`) and of
-/// `SentenceEmbedder.load` (those and `onProgress`, when `with_progress`), checked strictly:
-/// an unknown key or a value of the wrong type is an `Error` naming the option. `undefined`
-/// (for the object or any option) means the default.
-pub fn runtime_options(
-    options: &JsValue,
-    with_progress: bool,
-) -> Result<(DeviceChoice, bool, Option<Function>), JsErr> {
-    let mut out = (DeviceChoice::Auto, true, None);
-    if options.is_undefined() {
-        return Ok(out);
-    }
-    if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
-        return Err(JsErr::invalid(&format!(
-            "options must be an object, got {}",
-            type_name(options)
-        )));
-    }
-    let known: &[&str] = if with_progress {
-        &["device", "costModel", "onProgress"]
-    } else {
-        &["device", "costModel"]
-    };
-    let obj: &Object = options.unchecked_ref();
-    for key in Object::keys(obj).iter() {
-        let key = key.as_string().unwrap_or_default();
-        if !known.contains(&key.as_str()) {
-            return Err(unknown_option(&key, known));
-        }
-        let v = Reflect::get(obj, &JsValue::from_str(&key)).map_err(|e| {
-            JsErr::invalid(&format!("cannot read option {key}: {}", js_message(&e)))
-        })?;
-        if v.is_undefined() {
-            continue;
-        }
-        let wrong = |want: &str| {
-            JsErr::invalid(&format!(
-                "option {key} must be {want}, got {}",
-                type_name(&v)
-            ))
-        };
-        match key.as_str() {
-            "device" => {
-                let s = v
-                    .as_string()
-                    .ok_or_else(|| wrong("\"auto\", \"webgpu\" or \"cpu\""))?;
-                out.0 = s.parse().map_err(to_js_error)?;
-            }
-            "costModel" => out.1 = v.as_bool().ok_or_else(|| wrong("a boolean"))?,
-            _ => out.2 = Some(v.dyn_into::<Function>().map_err(|v| wrong_fn(&key, &v))?),
-        }
-    }
-    Ok(out)
-}
+/// The keys of a runtime's options (`Runtime.create`; the model loaders take them too):
+/// `device` ("auto", "webgpu" or "cpu"; default "auto") and `costModel` (default true), read by
+/// [`Options::runtime`].
+pub const RUNTIME_OPTIONS: [&str; 2] = ["device", "costModel"];
 
 /// Options renamed since an earlier release, old name → new (CHANGELOG.md): a call with the
 /// old name is told the new one.
@@ -200,15 +150,10 @@ fn unknown_option(key: &str, known: &[&str]) -> JsErr {
     })
 }
 
-fn wrong_fn(key: &str, v: &JsValue) -> JsErr {
-    JsErr::invalid(&format!(
-        "option {key} must be a function, got {}",
-        type_name(v)
-    ))
-}
-
-/// A strict options object: `undefined` (or `null`) means every default; an unknown key, or
-/// a value of the wrong type, is an `Error` naming it.
+/// A strict options object, the one reader of every binding's options: `undefined` or `null`
+/// for the object means every default, as `undefined` for an option does; any other value
+/// that is not a plain object, an unknown key, or a value of the wrong type (`null` included)
+/// is an `Error` naming it.
 pub struct Options<'a>(&'a JsValue);
 
 impl<'a> Options<'a> {
@@ -218,7 +163,10 @@ impl<'a> Options<'a> {
             return Ok(Self(options));
         }
         if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
-            return Err(JsErr::invalid("options must be an object"));
+            return Err(JsErr::invalid(&format!(
+                "options must be an object, got {}",
+                type_name(options)
+            )));
         }
         for k in Object::keys(options.unchecked_ref::<Object>()).iter() {
             let k = k.as_string().unwrap_or_default();
@@ -229,20 +177,33 @@ impl<'a> Options<'a> {
         Ok(Self(options))
     }
 
-    /// The option's value, unless it is missing, `undefined` or `null`.
-    pub fn value(&self, key: &str) -> Option<JsValue> {
-        prop(self.0, key)
+    /// The option's value, unless it is missing or `undefined` (`null` is a value, which
+    /// every typed reader below refuses).
+    pub fn value(&self, key: &str) -> Result<Option<JsValue>, JsErr> {
+        if self.0.is_undefined() || self.0.is_null() {
+            return Ok(None);
+        }
+        let v = Reflect::get(self.0, &JsValue::from_str(key)).map_err(|e| {
+            JsErr::invalid(&format!("cannot read option {key}: {}", js_message(&e)))
+        })?;
+        Ok((!v.is_undefined()).then_some(v))
+    }
+
+    /// The `Error` for option `key` whose value `v` is not `want`.
+    pub fn wrong(key: &str, want: &str, v: &JsValue) -> JsErr {
+        JsErr::invalid(&format!(
+            "option {key} must be {want}, got {}",
+            type_name(v)
+        ))
     }
 
     /// A finite number.
     pub fn number(&self, key: &str) -> Result<Option<f64>, JsErr> {
-        match self.value(key) {
+        match self.value(key)? {
             None => Ok(None),
             Some(v) => match v.as_f64() {
                 Some(x) if x.is_finite() => Ok(Some(x)),
-                _ => Err(JsErr::invalid(&format!(
-                    "option {key} must be a finite number"
-                ))),
+                _ => Err(Self::wrong(key, "a finite number", &v)),
             },
         }
     }
@@ -260,14 +221,41 @@ impl<'a> Options<'a> {
 
     /// A boolean (`default` when missing).
     pub fn flag(&self, key: &str, default: bool) -> Result<bool, JsErr> {
-        match self.value(key) {
+        match self.value(key)? {
             None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| {
-                JsErr::invalid(&format!(
-                    "option {key} must be a boolean, got {}",
-                    v.js_typeof().as_string().unwrap_or_default()
-                ))
-            }),
+            Some(v) => v.as_bool().ok_or_else(|| Self::wrong(key, "a boolean", &v)),
         }
+    }
+
+    /// A string.
+    pub fn string(&self, key: &str, want: &str) -> Result<Option<String>, JsErr> {
+        match self.value(key)? {
+            None => Ok(None),
+            Some(v) => v
+                .as_string()
+                .map(Some)
+                .ok_or_else(|| Self::wrong(key, want, &v)),
+        }
+    }
+
+    /// A function.
+    pub fn function(&self, key: &str) -> Result<Option<Function>, JsErr> {
+        match self.value(key)? {
+            None => Ok(None),
+            Some(v) => v
+                .dyn_into::<Function>()
+                .map(Some)
+                .map_err(|v| Self::wrong(key, "a function", &v)),
+        }
+    }
+
+    /// The runtime's options ([`RUNTIME_OPTIONS`]): the device asked for and whether the
+    /// cost model places ops.
+    pub fn runtime(&self) -> Result<(DeviceChoice, bool), JsErr> {
+        let choice = match self.string("device", "\"auto\", \"webgpu\" or \"cpu\"")? {
+            None => DeviceChoice::Auto,
+            Some(s) => s.parse().map_err(to_js_error)?,
+        };
+        Ok((choice, self.flag("costModel", true)?))
     }
 }

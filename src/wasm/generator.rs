@@ -6,14 +6,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Object, Promise, Reflect, Uint32Array};
+use js_sys::{Array, Object, Promise, Uint32Array};
 use wasm_bindgen::prelude::*;
 
 use super::convert::JsErr;
 use crate::error::ErrorCode;
 use wasm_bindgen::JsCast;
 
-use super::convert::{runtime_options, set, to_js_error, Options};
+use super::convert::{set, to_js_error, Options, RUNTIME_OPTIONS};
 use crate::model::chat::ChatMessage;
 use crate::model::decoder::{Decoder, DecoderOptions};
 use crate::model::generate::{GenerateOptions, Generation};
@@ -123,21 +123,12 @@ impl TextGenerator {
         let o = Options::new(
             &options,
             &[
-                "device",
-                "costModel",
-                "onProgress",
-                "contextSize",
-                "batch",
-                "kvType",
-            ],
+                &RUNTIME_OPTIONS[..],
+                &["onProgress", "contextSize", "batch", "kvType"],
+            ]
+            .concat(),
         )?;
-        let rt_opts = Object::new();
-        for k in ["device", "costModel", "onProgress"] {
-            if let Some(v) = o.value(k) {
-                Reflect::set(&rt_opts, &k.into(), &v).map_err(|_| JsErr::invalid("options"))?;
-            }
-        }
-        let (choice, cost_model, progress) = runtime_options(&rt_opts.into(), true)?;
+        let ((choice, cost_model), progress) = (o.runtime()?, o.function("onProgress")?);
         let mut dopts = DecoderOptions {
             context: o.count("contextSize")?,
             ..DecoderOptions::default()
@@ -145,11 +136,16 @@ impl TextGenerator {
         if let Some(b) = o.count("batch")? {
             dopts.batch = b;
         }
-        dopts.kv_dtype = match o.value("kvType").map(|v| v.as_string()) {
+        let kv_types = "\"f32\" or \"f16\"";
+        dopts.kv_dtype = match o.string("kvType", kv_types)?.as_deref() {
             None => None,
-            Some(Some(t)) if t == "f32" => Some(crate::graph::DType::F32),
-            Some(Some(t)) if t == "f16" => Some(crate::graph::DType::F16),
-            Some(_) => return Err(JsErr::invalid("option kvType must be \"f32\" or \"f16\"")),
+            Some("f32") => Some(crate::graph::DType::F32),
+            Some("f16") => Some(crate::graph::DType::F16),
+            Some(t) => {
+                return Err(JsErr::invalid(&format!(
+                    "option kvType must be {kv_types}, got {t:?}"
+                )))
+            }
         };
         let report = |stage: &str, loaded: f64, total: f64| {
             if let Some(f) = &progress {
@@ -299,7 +295,7 @@ impl TextGenerator {
             None => (js_sys::Math::random() * 4_294_967_296.0) as u64,
         };
         let strings = |k: &str| -> Result<Vec<String>, JsErr> {
-            match o.value(k) {
+            match o.value(k)? {
                 None => Ok(Vec::new()),
                 Some(v) if Array::is_array(&v) => Array::from(&v)
                     .iter()
@@ -308,10 +304,10 @@ impl TextGenerator {
                             .ok_or_else(|| JsErr::invalid(&format!("option {k} must be strings")))
                     })
                     .collect(),
-                Some(_) => Err(JsErr::invalid(&format!("option {k} must be an array"))),
+                Some(v) => Err(Options::wrong(k, "an array", &v)),
             }
         };
-        let stop_tokens = match o.value("stopTokens") {
+        let stop_tokens = match o.value("stopTokens")? {
             None => None,
             Some(v) => Some(ids_of(&v, "option stopTokens")?),
         };

@@ -11,7 +11,7 @@ use super::convert::JsErr;
 use crate::error::ErrorCode;
 use wasm_bindgen::JsCast;
 
-use super::convert::{runtime_options, set, to_js_error};
+use super::convert::{set, to_js_error, Options, RUNTIME_OPTIONS};
 use crate::runtime::{ByteSource, Runtime};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -46,7 +46,8 @@ impl SentenceEmbedder {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | Blob")] source: JsValue,
         #[wasm_bindgen(unchecked_param_type = "EmbedderOptions")] options: JsValue,
     ) -> Result<SentenceEmbedder, JsErr> {
-        let (choice, cost_model, progress) = runtime_options(&options, true)?;
+        let o = Options::new(&options, &[&RUNTIME_OPTIONS[..], &["onProgress"]].concat())?;
+        let ((choice, cost_model), progress) = (o.runtime()?, o.function("onProgress")?);
         let report = |stage: &str, loaded: f64, total: f64| {
             if let Some(f) = &progress {
                 let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());

@@ -12,7 +12,7 @@ use super::convert::JsErr;
 use crate::error::ErrorCode;
 use wasm_bindgen::JsCast;
 
-use super::convert::{bytes_to_typed, js_typed, runtime_options, set, to_js_error};
+use super::convert::{bytes_to_typed, js_typed, set, to_js_error, Options, RUNTIME_OPTIONS};
 use crate::graph::{DType, RopeMode, RopeParams, TensorId};
 use crate::runtime::typed;
 use crate::runtime::{DeviceTensor, Program, Value};
@@ -350,7 +350,7 @@ impl JsRuntime {
     pub async fn create(
         #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] options: JsValue,
     ) -> Result<JsRuntime, JsErr> {
-        let (choice, cost_model, _) = runtime_options(&options, false)?;
+        let (choice, cost_model) = Options::new(&options, &RUNTIME_OPTIONS)?.runtime()?;
         let rt = crate::create_runtime(choice, cost_model)
             .await
             .map_err(to_js_error)?;

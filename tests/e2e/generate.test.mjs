@@ -99,12 +99,19 @@ for (const worker of [true, false]) {
           out.bad = {
             option: await msg(() => gen.generate('x', { temprature: 1 })),
             topP: await msg(() => gen.generate('x', { topP: 2 })),
+            // null is a value, refused by every options reader; a null options object is none.
+            nullSeed: await msg(() => gen.generate('x', { seed: null })),
+            nullKv: await msg(() => wt.TextGenerator.load(source, { kvType: null })),
             id: await msg(() => gen.generate([40000])),
             long: await msg(() => gen.generate(new Array(300).fill(1))),
             context: await msg(() => wt.TextGenerator.load(source, { contextSize: 100000 })),
             noTemplate: await msg(() => gen.chat([{ role: 'user', content: 'hi' }])),
             badMessages: await msg(() => gen.chat('hi')),
             noMessages: await msg(() => gen.chat([])),
+            nullOptions: await msg(async () => {
+              const s = gen.generate('x', null);
+              try { await s.next(); } finally { await s.dispose(); }
+            }),
           };
           await gen.dispose();
           out.bad.disposed = await msg(() => gen.generate('x'));
@@ -140,6 +147,9 @@ for (const worker of [true, false]) {
     const b = r.bad;
     assert.match(b.option, /^true:unknown option "temprature"/);
     assert.match(b.topP, /^true:.*top_p/i);
+    assert.match(b.nullSeed, /^true:option seed must be a finite number, got null$/);
+    assert.equal(b.nullOptions, null);
+    assert.match(b.nullKv, /^true:option kvType must be "f32" or "f16", got null$/);
     assert.match(b.id, /^true:.*token 40000 is outside the 32000-token vocabulary/);
     assert.match(b.long, /^true:.*do not fit the context of 256/);
     assert.match(b.context, /^true:.*context 100000/);
@@ -147,7 +157,7 @@ for (const worker of [true, false]) {
     assert.match(b.badMessages, /^true:messages must be an array of \{ role, content \}$/);
     assert.match(b.noMessages, /^true:.*no messages/);
     assert.match(b.disposed, /^true:this TextGenerator was disposed$/);
-    for (const m of Object.values(b)) assert.doesNotMatch(m.slice(5), UNCLEAN);
+    for (const m of Object.values(b)) if (m !== null) assert.doesNotMatch(m.slice(5), UNCLEAN);
     assert.deepEqual(errors, []);
     await page.close();
   });
