@@ -95,7 +95,7 @@ export interface ModelCache {
 export declare const cache: ModelCache;
 
 export interface LoadModelOptions {
-  devices?: 'auto' | 'webgpu' | 'cpu';
+  device?: 'auto' | 'webgpu' | 'cpu';
   costModel?: boolean;
   onProgress?: (stage: string, loaded: number, total: number) => void;
   /** Read and write the model cache (default true). */
@@ -291,7 +291,7 @@ export interface WorkerModule {
   setCalibrations(text: string): Promise<number>;
   /** Records calls here; the worker builds it at its first run. shape() throws in this mode. */
   Graph: typeof Engine.Graph;
-  Runtime: { create(options?: { devices?: 'auto' | 'webgpu' | 'cpu'; costModel?: boolean }): Promise<RuntimeProxy> };
+  Runtime: { create(options?: { device?: 'auto' | 'webgpu' | 'cpu'; costModel?: boolean } | null): Promise<RuntimeProxy> };
   SentenceEmbedder: { load(source: string | Uint8Array | Blob, options?: LoadModelOptions): Promise<SentenceEmbedderProxy> };
   Tokenizer: { fromGguf(source: string | Uint8Array, options?: TokenizerSourceOptions): Promise<TokenizerProxy> };
   TokenStream: new (...args: never[]) => TokenStreamProxy;
