@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # scripts/check-bundle.sh [PKG_DIR] -- each wasm build of a package, gzipped (gzip -9, what a
 # server's compression gives at best), against the bundle's ceiling: WEBTENSOR_GZ_CEILING
-# bytes (default 880000; the four builds are 828–859 KB, README "Bundle size"). The test
+# bytes (default 800000, issue 60's budget; the four builds are 771–795 KB, README "Bundle size"). The test
 # command runs it on pkg/ after the package build; it fails naming every build over. Stand-ins
 # (a build the machine had no toolchain for) are skipped. Where the bytes go:
 # `scripts/build-pkg.sh OUT --profiling` keeps the function names for `twiggy top`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PKG=${1:-$ROOT/pkg}
-CEILING=${WEBTENSOR_GZ_CEILING:-880000}
+CEILING=${WEBTENSOR_GZ_CEILING:-800000}
 over=()
 for build in simd128 simd128-relaxed threads threads-relaxed; do
   wasm="$PKG/$build/webtensor_bg.wasm"

@@ -125,7 +125,7 @@ impl StreamProbe {
 
 /// The middle value (the upper one of an even count); NaN for none.
 pub fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
+    crate::sort::by_key(v, |&x| crate::sort::f64_key(x));
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 

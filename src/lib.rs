@@ -18,6 +18,7 @@ mod error;
 pub mod graph;
 pub mod model;
 pub mod runtime;
+mod sort;
 // The op suite, scheduler checks and seeded RNG: unit tests, or the `testing` feature.
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

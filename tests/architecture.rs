@@ -5,7 +5,7 @@
 //! resolved against the file's module, and each mention of a JS-binding crate (`wasm_bindgen`,
 //! `wasm_bindgen_futures`, `js_sys`, `web_sys`) or of `wgpu` is checked against [`RULES`]:
 //!
-//! - `clock` and `error` import no other layer; `graph` imports no device layer; `backend`
+//! - `clock`, `sort` and `error` import no other layer; `graph` imports no device layer; `backend`
 //!   imports no concrete device (`backends`);
 //! - the CPU pool's threads (`backends/cpu/threads.rs`) import nothing above `error`: the
 //!   pool (`backends/cpu/pool.rs`) builds on them, never the reverse;
@@ -62,6 +62,25 @@ use std::path::Path;
 /// is no layer: it joins them all.
 const RULES: &[(&str, &[&str])] = &[
     ("clock", ALL_BUT_CLOCK),
+    // The crate's one sort for cold paths: a leaf like the clock.
+    (
+        "sort",
+        &[
+            "clock",
+            "error",
+            "graph",
+            "backend",
+            "backends",
+            "backends/cpu",
+            "backends/cpu/threads",
+            "backends/webgpu",
+            "runtime",
+            "model",
+            "bench",
+            "testing",
+            "wasm",
+        ],
+    ),
     (
         "error",
         &[

@@ -63,7 +63,9 @@ impl Profile {
     pub fn stop(&self) -> String {
         self.on.set(false);
         let mut rows: Vec<(String, (f64, u64))> = self.rows.borrow_mut().drain().collect();
-        rows.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
+        crate::sort::by_key(&mut rows, |r| {
+            crate::sort::desc(crate::sort::f64_key(r.1 .0))
+        });
         // A fold from 0.0: an empty `sum()` of floats is -0.0 ("total -0.00 ms").
         let total = rows.iter().fold(0.0, |t, r| t + r.1 .0);
         let mut s = format!("total {total:.2} ms in {} kinds of node\n", rows.len());

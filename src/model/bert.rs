@@ -449,7 +449,7 @@ impl SentenceEmbedder {
         }
         // Similar lengths together: less padding.
         let mut order: Vec<usize> = (0..seqs.len()).collect();
-        order.sort_by_key(|&i| seqs[i].len());
+        crate::sort::by_key(&mut order, |&i| crate::sort::key(seqs[i].len() as u64));
         let batch = seqs.len().min(MAX_BATCH);
         let mut out = vec![Vec::new(); seqs.len()];
         for chunk in order.chunks(batch) {

@@ -584,7 +584,7 @@ impl<'a> Gguf<'a> {
             })?;
             spans.push((t.offset, end, &t.name));
         }
-        spans.sort_unstable();
+        crate::sort::by_key(&mut spans, |s| crate::sort::key2(s.0 as u64, s.1 as u64));
         for w in spans.windows(2) {
             if w[0].1 > w[1].0 {
                 return Err(bad_at(

@@ -313,7 +313,9 @@ fn nfd_unicode_9(text: &str) -> Vec<char> {
         while i < out.len() && !out[i].is_ascii() && combining_class_9(out[i]) != 0 {
             i += 1;
         }
-        out[start..i].sort_by_key(|&c| combining_class_9(c));
+        crate::sort::by_key(&mut out[start..i], |&c| {
+            crate::sort::key(u64::from(combining_class_9(c)))
+        });
     }
     out
 }

@@ -89,7 +89,7 @@ impl SessionKey {
             .collect();
         let mut states: Vec<(TensorId, u64)> =
             p.states.iter().map(|(&id, s)| (id, s.uid())).collect();
-        states.sort_unstable();
+        crate::sort::by_key(&mut states, |s| crate::sort::key2(s.0 .0 as u64, s.1));
         let (graph, owned) = p.shape_key();
         Self {
             graph,

@@ -156,7 +156,7 @@ pub fn export_calibrations() -> String {
     CALIBRATED.with(|c| {
         let c = c.borrow();
         let mut keys: Vec<&String> = c.keys().collect();
-        keys.sort();
+        crate::sort::few(&mut keys);
         keys.iter()
             .map(|k| {
                 let v = cost_fields(&c[*k].cost).map(|x| format!("{x:e}"));
@@ -440,7 +440,7 @@ impl CostModel {
                     if graph.tensor(id).is_output {
                         to.push(host);
                     }
-                    to.sort_unstable();
+                    crate::sort::few(&mut to);
                     to.dedup();
                     c + to
                         .iter()
@@ -512,7 +512,7 @@ async fn time_graph(device: &Rc<dyn Device>, g: &Graph, reps: usize) -> Result<f
         run_graph(&backend, g, &leaves, 0).await?;
         times.push(now_s() - t0);
     }
-    times.sort_by(f64::total_cmp);
+    crate::sort::by_key(&mut times, |&t| crate::sort::f64_key(t));
     Ok(times[times.len() / 2].max(1e-7))
 }
 

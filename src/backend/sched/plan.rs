@@ -174,7 +174,9 @@ pub(crate) fn build(
     }
     // States live on their device; nodes writing them share their memory.
     let mut state_list: Vec<(TensorId, usize)> = states.iter().map(|(&s, &d)| (s, d)).collect();
-    state_list.sort_unstable();
+    crate::sort::by_key(&mut state_list, |s| {
+        crate::sort::key2(s.0 .0 as u64, s.1 as u64)
+    });
     for &(s, d) in &state_list {
         if s.0 < n {
             home[s.0] = Some(d);

@@ -96,42 +96,91 @@ fn load16(b: &[u8], at: usize) -> U8x16 {
     unsafe { U8x16::load(s.as_ptr()) }
 }
 
-/// A K-quant's super-block unpacker. The kernels are generic over it, so each type's
-/// unpacking is inlined into its dot loop.
-trait KQuant {
+/// A K-quant's super-block unpacker and the facts the kernels branch on. The kernels are
+/// generic over it: [`Q2K`] gives them constants, so its unpacking is inlined into its dot
+/// loop (Q2_K weights have no int8 panels: this is their decoding kernel); [`Paneled`]
+/// gives them run-time values for the four types that do have panels, whose weights come
+/// here only when they were not made panels (3-D or not stored), so those four share one
+/// copy of the kernels (each copy is about 11 KB of wasm).
+trait KQuant: Copy {
     /// Whether scales come in pairs of groups (Q4_K, Q5_K: 32-value sub-blocks), so two
     /// 16-value dots share one multiply by the scale.
-    const PAIRED: bool;
+    fn paired(self) -> bool;
+    /// The symmetric types' offset (`mn_s = OFFSET · sc_s`); 0 for the others.
+    fn offset(self) -> i32;
     /// Whether mins are an offset of the values scaled like them (`dmin == d`: Q3_K, Q6_K).
-    const SYMMETRIC: bool;
-    /// The symmetric types' offset (`mn_s = OFFSET · sc_s`).
-    const OFFSET: i32;
-    /// Bytes of a super-block (a constant, so the unpacker's reads need no bounds checks).
-    const BYTES: usize;
+    fn symmetric(self) -> bool {
+        self.offset() != 0
+    }
+    /// Bytes of a super-block.
+    fn bytes(self) -> usize;
     /// Unpacks super-block `b` (its bytes) into `u`.
-    fn unpack(b: &[u8], u: &mut Unpacked);
+    fn unpack(self, b: &[u8], u: &mut Unpacked);
 }
 
-macro_rules! kquant {
-    ($name:ident, $f:ident, $paired:expr, $offset:expr, $bytes:expr) => {
-        struct $name;
-        impl KQuant for $name {
-            const PAIRED: bool = $paired;
-            const SYMMETRIC: bool = $offset != 0;
-            const OFFSET: i32 = $offset;
-            const BYTES: usize = $bytes;
-            #[inline(always)]
-            fn unpack(b: &[u8], u: &mut Unpacked) {
-                $f(b, u)
-            }
-        }
-    };
+/// Q2_K, at compile time.
+#[derive(Clone, Copy)]
+struct Q2K;
+
+impl KQuant for Q2K {
+    #[inline(always)]
+    fn paired(self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn offset(self) -> i32 {
+        0
+    }
+    #[inline(always)]
+    fn bytes(self) -> usize {
+        84
+    }
+    #[inline(always)]
+    fn unpack(self, b: &[u8], u: &mut Unpacked) {
+        unpack_q2_k(b, u)
+    }
 }
-kquant!(Q2K, unpack_q2_k, false, 0, 84);
-kquant!(Q3K, unpack_q3_k, false, 4, 110);
-kquant!(Q4K, unpack_q4_k, true, 0, 144);
-kquant!(Q5K, unpack_q5_k, true, 0, 176);
-kquant!(Q6K, unpack_q6_k, false, 32, 210);
+
+/// Q3_K, Q4_K, Q5_K or Q6_K, at run time.
+#[derive(Clone, Copy)]
+struct Paneled {
+    dtype: DType,
+    paired: bool,
+    offset: i32,
+    bytes: usize,
+}
+
+impl Paneled {
+    fn of(dtype: DType) -> Self {
+        let (paired, offset) = match dtype {
+            DType::Q3_K => (false, 4),
+            DType::Q6_K => (false, 32),
+            _ => (true, 0),
+        };
+        let bytes = dtype.block_bytes();
+        Self {
+            dtype,
+            paired,
+            offset,
+            bytes,
+        }
+    }
+}
+
+impl KQuant for Paneled {
+    fn paired(self) -> bool {
+        self.paired
+    }
+    fn offset(self) -> i32 {
+        self.offset
+    }
+    fn bytes(self) -> usize {
+        self.bytes
+    }
+    fn unpack(self, b: &[u8], u: &mut Unpacked) {
+        decode(self.dtype, b, u)
+    }
+}
 
 /// Q2_K (84 bytes: scales[16], qs[64], d, dmin): value `128h + 32s + l` is bits `2s..2s+2` of
 /// `qs[32h + l]`; group `g` has scale `scales[g] & 15`, min `scales[g] >> 4`.
@@ -268,10 +317,10 @@ pub(super) fn decode(dtype: DType, b: &[u8], u: &mut Unpacked) {
         "{dtype:?}"
     );
     match dtype {
-        DType::Q3_K => <Q3K as KQuant>::unpack(b, u),
-        DType::Q6_K => <Q6K as KQuant>::unpack(b, u),
-        DType::Q5_K => <Q5K as KQuant>::unpack(b, u),
-        _ => <Q4K as KQuant>::unpack(b, u),
+        DType::Q3_K => unpack_q3_k(b, u),
+        DType::Q6_K => unpack_q6_k(b, u),
+        DType::Q5_K => unpack_q5_k(b, u),
+        _ => unpack_q4_k(b, u),
     }
 }
 
@@ -366,13 +415,13 @@ pub(super) fn encode(dtype: DType, u: &Unpacked, out: &mut [u8]) {
 /// # Safety
 /// `x` readable for 256 i8, `s` for 16 i32.
 #[inline(always)]
-unsafe fn dot_sb<T: KQuant>(u: &Unpacked, x: *const i8, s: *const i32, dx: f32) -> F32x4 {
+unsafe fn dot_sb<T: KQuant>(t: T, u: &Unpacked, x: *const i8, s: *const i32, dx: f32) -> F32x4 {
     let zero = I32x4::splat(0);
     let mut acc = [zero; 2];
     let q = u.q.as_ptr();
     let w = |g: usize| unsafe { U8x16::load(q.add(g * 16)) };
     let xv = |g: usize| unsafe { I8x16::load(x.add(g * 16)) };
-    if T::PAIRED {
+    if t.paired() {
         for (i, g) in (0..GROUPS).step_by(2).enumerate() {
             let sc = I16x8::splat(u.sc[g] as i16);
             acc[i % 2] = acc[i % 2].dot_scaled([xv(g), xv(g + 1)], [w(g), w(g + 1)], sc);
@@ -389,7 +438,7 @@ unsafe fn dot_sb<T: KQuant>(u: &Unpacked, x: *const i8, s: *const i32, dx: f32) 
         m = m + unsafe { I32x4::load(u.mn.as_ptr().add(4 * i)).mul(I32x4::load(s.add(4 * i))) };
     }
     let isum = acc[0] + acc[1];
-    if T::SYMMETRIC {
+    if t.symmetric() {
         F32x4::from_i32(isum - m) * F32x4::splat(dx * u.d)
     } else {
         F32x4::from_i32(isum) * F32x4::splat(dx * u.d)
@@ -409,6 +458,7 @@ const N_TILE: usize = 4;
 /// Activation row `j` in `xq`.
 #[inline(always)]
 unsafe fn dot_row<T: KQuant>(
+    t: T,
     xq: &QuantRows,
     j: usize,
     nb: usize,
@@ -421,7 +471,7 @@ unsafe fn dot_row<T: KQuant>(
         unsafe {
             let x = xq.q.as_ptr().add(j * k + b * QK_K);
             let s = xq.s.as_ptr().add((j * nb + b) * GROUPS);
-            acc = acc + dot_sb::<T>(&*sb(b), x, s, *xq.d.get_unchecked(j * nb + b));
+            acc = acc + dot_sb(t, &*sb(b), x, s, *xq.d.get_unchecked(j * nb + b));
         }
     }
     acc.hsum()
@@ -439,6 +489,7 @@ unsafe fn dot_row<T: KQuant>(
 /// dst rows `0 .. n` hold `a.ne[1]` f32.
 #[inline(never)]
 unsafe fn block<T: KQuant>(
+    t: T,
     out: &DstRows,
     a: &TensorView,
     (a2, a3): (usize, usize),
@@ -447,11 +498,12 @@ unsafe fn block<T: KQuant>(
     n: usize,
 ) {
     let nb = a.ne[0] / QK_K;
-    debug_assert_eq!(T::BYTES, a.dtype.block_bytes());
+    let bytes = t.bytes();
+    debug_assert_eq!(bytes, a.dtype.block_bytes());
     // In range: row `i` of the batch holds `nb` super-blocks.
     let blk = |i: usize, b: usize| unsafe {
         let w = a.ptr_at([0, i, a2, a3]) as *const u8;
-        std::slice::from_raw_parts(w.add(b * T::BYTES), T::BYTES)
+        std::slice::from_raw_parts(w.add(b * bytes), bytes)
     };
     let store = |j: usize, i: usize, v: f32| unsafe { *out.row(j).add(i) = v };
     if n < N_TILE {
@@ -460,8 +512,8 @@ unsafe fn block<T: KQuant>(
             for j in 0..n {
                 let up: *mut Unpacked = &mut u;
                 let r = unsafe {
-                    dot_row::<T>(xq, j, nb, |b| {
-                        T::unpack(blk(i, b), &mut *up);
+                    dot_row(t, xq, j, nb, |b| {
+                        t.unpack(blk(i, b), &mut *up);
                         up
                     })
                 };
@@ -470,7 +522,7 @@ unsafe fn block<T: KQuant>(
         }
         return;
     }
-    let panels = Panels::new::<T>(rows.len(), nb, |r, b| blk(rows.start + r, b));
+    let panels = Panels::new(t, rows.len(), nb, |r, b| blk(rows.start + r, b));
     let mut j0 = 0;
     while j0 < n {
         let cols = N_TILE.min(n - j0);
@@ -480,10 +532,10 @@ unsafe fn block<T: KQuant>(
             let (i0, m) = (rows.start + g * GROUP, rows.len() - g * GROUP);
             unsafe {
                 match cols {
-                    4 => panel_tile::<T, 4>(out, &panels, g, xq, j0, i0, m),
-                    3 => panel_tile::<T, 3>(out, &panels, g, xq, j0, i0, m),
-                    2 => panel_tile::<T, 2>(out, &panels, g, xq, j0, i0, m),
-                    _ => panel_tile::<T, 1>(out, &panels, g, xq, j0, i0, m),
+                    4 => panel_tile::<T, 4>(t, out, &panels, g, xq, (j0, i0), m),
+                    3 => panel_tile::<T, 3>(t, out, &panels, g, xq, (j0, i0), m),
+                    2 => panel_tile::<T, 2>(t, out, &panels, g, xq, (j0, i0), m),
+                    _ => panel_tile::<T, 1>(t, out, &panels, g, xq, (j0, i0), m),
                 }
             }
         }
@@ -523,9 +575,14 @@ struct Panels {
 
 impl Panels {
     /// `rows` rows of `nb` super-blocks each, super-block `b` of row `r` at `blk(r, b)`.
-    fn new<'a, T: KQuant>(rows: usize, nb: usize, blk: impl Fn(usize, usize) -> &'a [u8]) -> Self {
+    fn new<'a, T: KQuant>(
+        t: T,
+        rows: usize,
+        nb: usize,
+        blk: impl Fn(usize, usize) -> &'a [u8],
+    ) -> Self {
         let sbs = rows.div_ceil(GROUP) * nb;
-        let mins = if T::SYMMETRIC { 0 } else { sbs };
+        let mins = if t.symmetric() { 0 } else { sbs };
         let mut p = Self {
             nb,
             values: vec![0; sbs * GROUP_SB],
@@ -538,7 +595,7 @@ impl Panels {
         for row in 0..rows {
             let (g, r) = (row / GROUP, row % GROUP);
             for b in 0..nb {
-                T::unpack(blk(row, b), &mut u);
+                t.unpack(blk(row, b), &mut u);
                 let sb = g * nb + b;
                 let vals = &mut p.values[sb * GROUP_SB..(sb + 1) * GROUP_SB];
                 for (slice, four) in vals.chunks_exact_mut(16).zip(u.q.chunks_exact(4)) {
@@ -546,12 +603,12 @@ impl Panels {
                 }
                 for s in 0..GROUPS {
                     p.sc[(sb * GROUPS + s) * GROUP + r] = u.sc[s];
-                    if !T::SYMMETRIC {
+                    if !t.symmetric() {
                         p.mn[(sb * GROUPS + s) * GROUP + r] = u.mn[s];
                     }
                 }
                 p.d[sb * GROUP + r] = u.d;
-                if !T::SYMMETRIC {
+                if !t.symmetric() {
                     p.dmin[sb * GROUP + r] = u.dmin;
                 }
             }
@@ -577,17 +634,17 @@ impl Panels {
 /// `j0 .. j0 + C` hold columns `i0 .. i0 + m.min(4)`.
 #[inline(always)]
 unsafe fn panel_tile<T: KQuant, const C: usize>(
+    t: T,
     out: &DstRows,
     p: &Panels,
     g: usize,
     xq: &QuantRows,
-    j0: usize,
-    i0: usize,
+    (j0, i0): (usize, usize),
     m: usize,
 ) {
     let nb = p.nb;
     let k = nb * QK_K;
-    let span = if T::PAIRED { 2 } else { 1 };
+    let span = if t.paired() { 2 } else { 1 };
     let zero = I32x4::splat(0);
     let mut accf = [F32x4::splat(0.0); C];
     for b in 0..nb {
@@ -610,7 +667,7 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
                 }
             }
             // The symmetric types' `Σ sc · xsum`, times the offset below.
-            let mins = if T::SYMMETRIC { &p.sc } else { &p.mn };
+            let mins = if t.symmetric() { &p.sc } else { &p.mn };
             let mut m = [zero; C];
             for s in 0..GROUPS {
                 let mn = I32x4::load(mins.as_ptr().add((sb * GROUPS + s) * GROUP));
@@ -620,15 +677,15 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
                 }
             }
             let d = F32x4::load(p.d.as_ptr().add(sb * GROUP));
-            let dmin = if T::SYMMETRIC {
+            let dmin = if t.symmetric() {
                 d
             } else {
                 F32x4::load(p.dmin.as_ptr().add(sb * GROUP))
             };
             for c in 0..C {
                 let dx = F32x4::splat(*xq.d.get_unchecked((j0 + c) * nb + b));
-                accf[c] = if T::SYMMETRIC {
-                    let m = m[c].mul(I32x4::splat(T::OFFSET));
+                accf[c] = if t.symmetric() {
+                    let m = m[c].mul(I32x4::splat(t.offset()));
                     accf[c].mul_add(F32x4::from_i32(acc[c] - m), d * dx)
                 } else {
                     accf[c]
@@ -644,20 +701,15 @@ unsafe fn panel_tile<T: KQuant, const C: usize>(
     }
 }
 
-/// [`block`] for `a`'s dtype.
-type Block = unsafe fn(&DstRows, &TensorView, (usize, usize), Range<usize>, &QuantRows, usize);
-
-/// The [`block`] of a K-quant dtype; `None` for other dtypes.
-fn block_of(dtype: DType) -> Option<Block> {
-    Some(match dtype {
-        DType::Q2_K => block::<Q2K>,
-        DType::Q3_K => block::<Q3K>,
-        DType::Q4_K => block::<Q4K>,
-        DType::Q5_K => block::<Q5K>,
-        DType::Q6_K => block::<Q6K>,
+/// The [`KQuant`] of a K-quant dtype: `Ok(None)` for Q2_K ([`Q2K`]), `Ok(Some)` for the
+/// others ([`Paneled`]); `Err` for other dtypes.
+fn kquant_of(dtype: DType) -> std::result::Result<Option<Paneled>, ()> {
+    match dtype {
+        DType::Q2_K => Ok(None),
+        DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => Ok(Some(Paneled::of(dtype))),
         // Not a K-quant (`integer_dots_match_dequantized_weights` runs every K-quant here).
-        _ => return None,
-    })
+        _ => Err(()),
+    }
 }
 
 /// Quantizes flat activation rows `0 .. count` of `b` (see [`Batches`]) to Q8_K, with the
@@ -706,7 +758,7 @@ pub fn matmul(
     b: &TensorView,
     ep: Option<&Epilogue>,
 ) -> bool {
-    let Some(block) = block_of(a.dtype) else {
+    let Ok(kind) = kquant_of(a.dtype) else {
         return false;
     };
     if b.dtype != DType::F32 || !super::packed_f32(dst) || !a.rows_contiguous() {
@@ -725,7 +777,12 @@ pub fn matmul(
         M_BLOCK,
         |rows, count, xq| quantize_rows(par, b, rows, count, k, xq),
         // In range: weight rows of `a`'s batch, activation rows `0 .. count`.
-        |out, ab, ms, xq, count| unsafe { block(out, a, ab, ms, xq, count) },
+        |out, ab, ms, xq, count| unsafe {
+            match kind {
+                None => block(Q2K, out, a, ab, ms, xq, count),
+                Some(t) => block(t, out, a, ab, ms, xq, count),
+            }
+        },
     );
     true
 }
@@ -780,8 +837,8 @@ mod tests {
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn super_block_sizes_match_dtypes() {
-        let bytes = [Q2K::BYTES, Q3K::BYTES, Q4K::BYTES, Q5K::BYTES, Q6K::BYTES];
-        assert_eq!(bytes, DType::K_QUANTS.map(|d| d.block_bytes()));
+        // (The run-time kinds read theirs from the dtype.)
+        assert_eq!(Q2K.bytes(), DType::Q2_K.block_bytes());
     }
 
     /// The integer kernel against the dequantized weights times the activations as Q8_K

@@ -476,7 +476,9 @@ impl Vocab {
                 attrs[i as usize] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0
             })
             .collect();
-        special_cache.sort_by_key(|&i| std::cmp::Reverse(tokens[i as usize].len()));
+        crate::sort::by_key(&mut special_cache, |&i| {
+            crate::sort::desc(crate::sort::key(tokens[i as usize].len() as u64))
+        });
         let mut v = Self {
             tokens,
             ids,
