@@ -227,14 +227,26 @@ impl<'a> Options<'a> {
         }
     }
 
-    /// A string.
-    pub fn string(&self, key: &str, want: &str) -> Result<Option<String>, JsErr> {
-        match self.value(key)? {
-            None => Ok(None),
-            Some(v) => v
-                .as_string()
-                .map(Some)
-                .ok_or_else(|| Self::wrong(key, want, &v)),
+    /// One of `choices` (a string naming it), its value; the message of a wrong one lists
+    /// the names (`option kvType must be "f32" or "f16", got "f8"`).
+    pub fn choice<T: Copy>(&self, key: &str, choices: &[(&str, T)]) -> Result<Option<T>, JsErr> {
+        let Some(v) = self.value(key)? else {
+            return Ok(None);
+        };
+        let names: Vec<String> = choices.iter().map(|(n, _)| format!("{n:?}")).collect();
+        let want = match names.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => "nothing".into(),
+        };
+        let Some(s) = v.as_string() else {
+            return Err(Self::wrong(key, &want, &v));
+        };
+        match choices.iter().find(|(n, _)| *n == s) {
+            Some(&(_, t)) => Ok(Some(t)),
+            None => Err(JsErr::invalid(&format!(
+                "option {key} must be {want}, got {s:?}"
+            ))),
         }
     }
 
@@ -252,10 +264,14 @@ impl<'a> Options<'a> {
     /// The runtime's options ([`RUNTIME_OPTIONS`]): the device asked for and whether the
     /// cost model places ops.
     pub fn runtime(&self) -> Result<(DeviceChoice, bool), JsErr> {
-        let choice = match self.string("device", "\"auto\", \"webgpu\" or \"cpu\"")? {
-            None => DeviceChoice::Auto,
-            Some(s) => s.parse().map_err(to_js_error)?,
-        };
+        let choices = [
+            ("auto", DeviceChoice::Auto),
+            ("webgpu", DeviceChoice::WebGpu),
+            ("cpu", DeviceChoice::Cpu),
+        ];
+        let choice = self
+            .choice("device", &choices)?
+            .unwrap_or(DeviceChoice::Auto);
         Ok((choice, self.flag("costModel", true)?))
     }
 }

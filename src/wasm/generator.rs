@@ -136,17 +136,11 @@ impl TextGenerator {
         if let Some(b) = o.count("batch")? {
             dopts.batch = b;
         }
-        let kv_types = "\"f32\" or \"f16\"";
-        dopts.kv_dtype = match o.string("kvType", kv_types)?.as_deref() {
-            None => None,
-            Some("f32") => Some(crate::graph::DType::F32),
-            Some("f16") => Some(crate::graph::DType::F16),
-            Some(t) => {
-                return Err(JsErr::invalid(&format!(
-                    "option kvType must be {kv_types}, got {t:?}"
-                )))
-            }
-        };
+        let kv_types = [
+            ("f32", crate::graph::DType::F32),
+            ("f16", crate::graph::DType::F16),
+        ];
+        dopts.kv_dtype = o.choice("kvType", &kv_types)?;
         let report = |stage: &str, loaded: f64, total: f64| {
             if let Some(f) = &progress {
                 let _ = f.call3(&JsValue::NULL, &stage.into(), &loaded.into(), &total.into());

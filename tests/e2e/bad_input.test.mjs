@@ -31,7 +31,8 @@ after(async () => {
 const EXPECTED = {
   'Runtime.create costModel "yes"': [/^option costModel must be a boolean, got string$/, 'INVALID_ARGUMENT'],
   'Runtime.create device 5': [/^option device must be "auto", "webgpu" or "cpu", got number$/, 'INVALID_ARGUMENT'],
-  'Runtime.create device "tpu"': [/device must be "auto", "webgpu" or "cpu", got "tpu"/, 'INVALID_ARGUMENT'],
+  'Runtime.create device "tpu"': [/^option device must be "auto", "webgpu" or "cpu", got "tpu"$/, 'INVALID_ARGUMENT'],
+  'Runtime.create device "WebGPU"': [/^option device must be "auto", "webgpu" or "cpu", got "WebGPU"$/, 'INVALID_ARGUMENT'],
   'Runtime.create devices (renamed)': [/^option "devices" is now "device"$/, 'INVALID_ARGUMENT'],
   'Runtime.create unknown option': [/^unknown option "cosModel" \(the options are device, costModel\)$/, 'INVALID_ARGUMENT'],
   'Runtime.create options a string': [/^options must be an object, got string$/, 'INVALID_ARGUMENT'],
@@ -106,6 +107,7 @@ test('the JS API gives clean Errors for bad input and keeps working', async (t) 
     await bad('Runtime.create costModel "yes"', () => wt.Runtime.create({ costModel: 'yes' }));
     await bad('Runtime.create device 5', () => wt.Runtime.create({ device: 5 }));
     await bad('Runtime.create device "tpu"', () => wt.Runtime.create({ device: 'tpu' }));
+    await bad('Runtime.create device "WebGPU"', () => wt.Runtime.create({ device: 'WebGPU' }));
     await bad('Runtime.create devices (renamed)', () => wt.Runtime.create({ devices: 'cpu' }));
     await bad('Runtime.create unknown option', () => wt.Runtime.create({ cosModel: true }));
     await bad('Runtime.create options a string', () => wt.Runtime.create('cpu'));
