@@ -7,6 +7,7 @@
     python3 scripts/decoder-models.py            # writes models/decoder/<name>.gguf
     python3 scripts/decoder-models.py --reference    # + tests/reference/decoder/<name>.json
     python3 scripts/decoder-models.py --check-numpy  # + float64 numpy forward vs llama.cpp
+    python3 scripts/decoder-models.py --reference --only llama3-f32   # one model's JSON
     python3 scripts/decoder-models.py --bench        # + models/decoder/bench-*.gguf (BENCH)
 
 Default mode writes `models/decoder/<name>.gguf` for every model in MODELS (2 layers,
@@ -74,6 +75,7 @@ import argparse
 import base64
 import hashlib
 import json
+import math
 import os
 import time
 
@@ -112,6 +114,13 @@ QWEN2 = dict(arch="qwen2", vocab="ggml-vocab-qwen2.gguf", n_head=4, n_head_kv=2,
              tied=True, rope_base=1000000.0, eps=1e-6, qkv_bias=True, qk_norm=False)
 QWEN3 = dict(arch="qwen3", vocab="ggml-vocab-qwen2.gguf", n_head=4, n_head_kv=2, head_dim=32,
              tied=True, rope_base=1000000.0, eps=1e-6, qkv_bias=False, qk_norm=True)
+# Llama 3.x RoPE scaling: a rope_freqs.weight tensor of per-pair frequency factors, computed as
+# llama.cpp's convert_hf_to_gguf.py computes it for rope_scaling {"rope_type": "llama3"}
+# (factor, low_freq_factor, high_freq_factor, original_max_position_embeddings). Llama 3.1's
+# original context is 8192; 64 here puts every kind of factor (1, interpolated, 8) where a
+# 256-token context turns the pairs far enough to tell them apart.
+LLAMA3 = dict(LLAMA, rope_base=500000.0,
+              rope_freqs=dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=64))
 
 # name -> (seed, weight type of the 2-d matmul weights, config)
 MODELS = {
@@ -123,6 +132,7 @@ MODELS = {
     "qwen2-f32":      (2001, QT.F32,  QWEN2),
     "qwen2-q8_0":     (2001, QT.Q8_0, QWEN2),
     "qwen3-f32":      (3001, QT.F32,  QWEN3),
+    "llama3-f32":     (1003, QT.F32,  LLAMA3),
 }
 # --bench only: the shapes of llama2.c's stories15M (n_embd 288, 6 layers, 6 heads, no GQA,
 # n_ff 768), llama-spm vocab, untied output, context 1024 -- for scripts/bench-decoder.sh
@@ -142,7 +152,7 @@ BENCH = {
     "bench-qwen2-0.5b-q4_0": (5001, QT.Q4_0, QWEN05B),
 }
 # the one model per arch whose "long"/"fill" cases keep their logits in the JSON
-LOGITS_ALL = {"llama-f32", "qwen2-f32", "qwen3-f32"}
+LOGITS_ALL = {"llama-f32", "qwen2-f32", "qwen3-f32", "llama3-f32"}
 
 FILE_TYPE = {QT.F32: gguf.LlamaFileType.ALL_F32, QT.F16: gguf.LlamaFileType.MOSTLY_F16,
              QT.Q8_0: gguf.LlamaFileType.MOSTLY_Q8_0, QT.Q4_0: gguf.LlamaFileType.MOSTLY_Q4_0}
@@ -272,6 +282,26 @@ def dims(cfg):
             cfg.get("n_ctx", N_CTX))
 
 
+def llama3_rope_factors(cfg):
+    """rope_freqs.weight for cfg's rope_freqs: convert_hf_to_gguf.py's LlamaModel loop (its
+    freqs in float32, as torch computes them there), as float32."""
+    rs, hd = cfg["rope_freqs"], cfg["head_dim"]
+    freqs = 1.0 / (np.float32(cfg["rope_base"]) ** (np.arange(0, hd, 2, dtype=np.float32) / np.float32(hd)))
+    old, lo, hi, factor = rs["original_context"], rs["low_freq_factor"], rs["high_freq_factor"], rs["factor"]
+    low_wavelen, high_wavelen = old / lo, old / hi
+    out = []
+    for f in freqs:
+        wavelen = 2 * math.pi / float(f)
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def write_gguf(name, path):
     """Writes the GGUF file for `name` to `path`; returns the float32 weights before quantization."""
     seed, wtype, cfg = MODELS[name] if name in MODELS else BENCH[name]
@@ -279,6 +309,8 @@ def write_gguf(name, path):
         _VOCAB_CACHE[cfg["vocab"]] = vocab_fields(cfg["vocab"])
     fields, n_vocab = _VOCAB_CACHE[cfg["vocab"]]
     w = draw_weights(seed, cfg, n_vocab)
+    if cfg.get("rope_freqs"):
+        w["rope_freqs.weight"] = llama3_rope_factors(cfg)
     arch, nh, nkv, hd = cfg["arch"], cfg["n_head"], cfg["n_head_kv"], cfg["head_dim"]
     N_EMBD, N_LAYER, N_FF, N_CTX = dims(cfg)  # noqa: N806
 
@@ -417,13 +449,13 @@ def dump_json(doc):
     return dump(doc, 0) + "\n"
 
 
-def write_reference(shas):
+def write_reference(shas, only=None):
     os.makedirs(REF_DIR, exist_ok=True)
     gen = generator_string()
     log(gen)
     total, t0 = 0, time.time()
     results = {}
-    for name in MODELS:
+    for name in only or MODELS:
         t1 = time.time()
         res = run_llama(model_path(name))
         results[name] = res
@@ -451,7 +483,7 @@ def write_reference(shas):
     log(f"total JSON {total} bytes ({total / 1e6:.2f} MB), llama.cpp runs {time.time() - t0:.1f}s")
 
     # determinism: the same model twice gives bit-identical results
-    for name in ("llama-q4_0", "qwen3-f32"):
+    for name in [n for n in ("llama-q4_0", "qwen3-f32") if n in results]:
         again = run_llama(model_path(name))
         for a, b in zip(results[name], again):
             if not (a[2] == b[2] and np.array_equal(a[3], b[3]) and a[4] == b[4]):
@@ -466,10 +498,13 @@ def rms_norm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def rope(x, pos, base, neox):
-    """x: (T, heads, hd). NORMAL: rotate (2i, 2i+1); NEOX: rotate (i, i + hd/2)."""
+def rope(x, pos, base, neox, factors=None):
+    """x: (T, heads, hd). NORMAL: rotate (2i, 2i+1); NEOX: rotate (i, i + hd/2). factors
+    (rope_freqs.weight): theta_i divided by factors[i], as ggml's rope_ext freq_factors."""
     hd = x.shape[-1]
     inv = base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)  # theta_i = pos * base^(-2i/hd)
+    if factors is not None:
+        inv = inv / factors
     ang = pos[:, None, None] * inv[None, None, :]
     cos, sin = np.cos(ang), np.sin(ang)
     if neox:
@@ -528,7 +563,8 @@ def numpy_forward(w, cfg, tokens, wtype=QT.F32):
         if cfg["qk_norm"]:  # per head, before RoPE
             q = rms_norm(q, w[p + "attn_q_norm.weight"], eps)
             k = rms_norm(k, w[p + "attn_k_norm.weight"], eps)
-        q, k = rope(q, pos, cfg["rope_base"], neox), rope(k, pos, cfg["rope_base"], neox)
+        ff = w.get("rope_freqs.weight")
+        q, k = rope(q, pos, cfg["rope_base"], neox, ff), rope(k, pos, cfg["rope_base"], neox, ff)
         att = np.empty((T, nh, hd))
         g = nh // nkv
         for hh in range(nh):
@@ -547,11 +583,13 @@ def numpy_forward(w, cfg, tokens, wtype=QT.F32):
     return ra(x) @ out.T
 
 
-def check_numpy():
+def check_numpy(only=None):
     log("numpy float64 forward vs llama.cpp, case 'short' (last position; 'greedy' = how many of the"
         " first 8 greedy tokens the numpy forward reproduces, teacher-forced):")
     worst = 1.0
     for name, (seed, wtype, cfg) in MODELS.items():
+        if only and name not in only:
+            continue
         path = os.path.join(REF_DIR, name + ".json")
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -580,16 +618,21 @@ def main():
     ap.add_argument("--check-numpy", action="store_true", help="compare a float64 numpy forward with the JSON logits")
     ap.add_argument("--bench", action="store_true",
                     help="also write models/decoder/bench-*.gguf (BENCH: stories15M and Qwen2.5-0.5B shapes)")
+    ap.add_argument("--only", help="--reference and --check-numpy for these models only (comma-separated)")
     args = ap.parse_args()
+    only = args.only.split(",") if args.only else None
+    for name in only or []:
+        if name not in MODELS:
+            raise SystemExit(f"--only: no model {name!r} (the models: {', '.join(MODELS)})")
     t0 = time.time()
     shas = write_models()
     if args.bench:
         write_models(BENCH)
     log(f"models done in {time.time() - t0:.1f}s")
     if args.reference:
-        write_reference(shas)
+        write_reference(shas, only)
     if args.check_numpy:
-        check_numpy()
+        check_numpy(only)
     log(f"all done in {time.time() - t0:.1f}s")
 
 

@@ -1,7 +1,8 @@
 // RoPE. One invocation per rotated pair (it reads both elements before writing both, so it
 // may run in place) or per passed-through element. u.x: 0 normal (adjacent pairs), 1 neox
 // (split halves); u.y: invocation count; u.z: n_dims. f.x: freq_base, f.y: freq_scale.
-// b: i32 positions, one per index of dim 2.
+// b: i32 positions, one per index of dim 2. freq_factor(i) (rope_factors.wgsl or
+// rope_no_factors.wgsl) divides pair i's frequency.
 
 const TWO_PI: f32 = 6.28318530717958648;
 
@@ -23,7 +24,7 @@ fn element(idx: u32) {
         j1 = j0 + 1u;
     }
     let pos = f32(b[p.offs.z + r.y * p.b_nb.x]) * p.f.y;
-    let theta = pos * exp2(-2.0 * f32(slot) / f32(n_dims) * log2(p.f.x));
+    let theta = pos * exp2(-2.0 * f32(slot) / f32(n_dims) * log2(p.f.x)) / freq_factor(slot);
     // Reduce to [-pi, pi], where WGSL's sin/cos accuracy is specified.
     let t = theta - TWO_PI * round(theta / TWO_PI);
     let c = cos(t);

@@ -408,6 +408,40 @@ fn bad_models_and_bad_calls_are_errors() {
         e.contains("blk.0.attn_norm.weight") && e.contains("expected [64]"),
         "{e}"
     );
+    // A tensor the architecture does not use is refused, never ignored (llama.cpp refuses
+    // it too); Llama 3's RoPE factors are used, at their shape.
+    let with_extra = |name: &str, ne: &[usize]| {
+        let g = Gguf::parse(&bytes).unwrap();
+        let mut w = GgufWriter::new();
+        for (k, v) in g.metadata() {
+            w.set(k, v.clone()).unwrap();
+        }
+        for t in g.tensors() {
+            let data = g.tensor_data(t).unwrap().to_vec();
+            w.add_tensor(&t.name, t.dtype, &t.ne, data).unwrap();
+        }
+        let n: usize = ne.iter().product();
+        let data = vec![0u8; 4 * n];
+        w.add_tensor(name, DType::F32, ne, data).unwrap();
+        w.to_bytes()
+    };
+    let err = Decoder::load(
+        &rt,
+        &with_extra("blk.0.attn_q.bias", &[64]),
+        &DecoderOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), webtensor::ErrorCode::UnsupportedModel, "{err}");
+    let e = err.to_string();
+    assert!(
+        e.contains("blk.0.attn_q.bias") && e.contains("not a tensor of the llama architecture"),
+        "{e}"
+    );
+    let e = load(&with_extra("rope_freqs.weight", &[16]));
+    assert!(
+        e.contains("rope_freqs.weight") && e.contains("expected [8]"),
+        "{e}"
+    );
     let too_long = DecoderOptions {
         context: Some(100_000),
         ..DecoderOptions::default()

@@ -224,8 +224,8 @@ fn tokenizer_bindings_refuse_bad_input() {
     assert!(err(Tokenizer::from_gguf(bytes.into())).contains("tokenizer.ggml.model"));
 }
 
-/// The decoder in wasm (the SIMD128 CPU kernels) against llama.cpp's outputs for two of the
-/// tiny models (tests/decoder.rs runs them all natively): the short prompt's logits by cosine
+/// The decoder in wasm (the SIMD128 CPU kernels) against llama.cpp's outputs for three of the
+/// tiny models (tests/decoder.rs runs them all natively; llama3-f32 has Llama 3's RoPE factors): the short prompt's logits by cosine
 /// and 32 greedy tokens, fed llama.cpp's own (every one must agree for f32; Q8_0 differs
 /// from llama.cpp's activation rounding only at near-ties, margins below 1).
 #[wasm_bindgen_test]
@@ -236,7 +236,11 @@ async fn decoders_match_llama_cpp_in_wasm() {
         .unwrap();
     let b64 =
         js_sys::Function::new_with_args("s", "return new Uint8Array(Buffer.from(s, 'base64'));");
-    for (name, min_cos, tie) in [("qwen3-f32", 0.99999, 0.0), ("llama-q8_0", 0.999, 1.0)] {
+    for (name, min_cos, tie) in [
+        ("qwen3-f32", 0.99999, 0.0),
+        ("llama-q8_0", 0.999, 1.0),
+        ("llama3-f32", 0.99999, 0.0),
+    ] {
         let (Some(gguf), Some(json)) = (
             read_repo_file(&format!("models/decoder/{name}.gguf")),
             read_repo_file(&format!("tests/reference/decoder/{name}.json")),

@@ -387,7 +387,7 @@ fn in_place_ops_are_the_expected_ones() {
                 freq_base: 10000.0,
                 freq_scale: 1.0,
             };
-            let z = b.g.rope(x, pos, params)?;
+            let z = b.g.rope(x, pos, None, params)?;
             b.output(z)
         }),
     ];

@@ -154,7 +154,9 @@ fuzz_target!(|data: &[u8]| {
                     freq_base: b.f32(),
                     freq_scale: b.f32(),
                 };
-                g.rope(x, y, p)
+                // Frequency factors: any tensor (the builder checks dtype, count, layout).
+                let factors = (b.u8() & 1 == 0).then_some(x);
+                g.rope(x, y, factors, p)
             }
             10 => g.cpy(x, b.dtype()),
             11 => g.cont(x),

@@ -305,8 +305,16 @@ impl Graph {
         self.node(Op::RmsNorm { eps }, vec![a], DType::F32, ne)
     }
 
-    /// RoPE of `a` (`[head_dim, heads, tokens, batch]`) at positions `pos` (I32 `[tokens]`).
-    pub fn rope(&mut self, a: TensorId, pos: TensorId, p: RopeParams) -> Result<TensorId> {
+    /// RoPE of `a` (`[head_dim, heads, tokens, batch]`) at positions `pos` (I32 `[tokens]`),
+    /// pair `i`'s frequency divided by `factors[i]` where given (f32, `n_dims / 2` values,
+    /// contiguous: llama.cpp's freq_factors, Llama 3's `rope_freqs.weight`).
+    pub fn rope(
+        &mut self,
+        a: TensorId,
+        pos: TensorId,
+        factors: Option<TensorId>,
+        p: RopeParams,
+    ) -> Result<TensorId> {
         let op = "rope";
         let ne = self.expect_dtype(op, a, &[DType::F32])?.ne;
         let tp = self.expect_dtype(op, pos, &[DType::I32])?;
@@ -322,7 +330,22 @@ impl Graph {
                 format!("n_dims {} must be even and ≤ {}", p.n_dims, ne[0]),
             ));
         }
-        self.node(Op::Rope(p), vec![a, pos], DType::F32, ne)
+        let mut src = vec![a, pos];
+        if let Some(f) = factors {
+            let tf = self.expect_dtype(op, f, &[DType::F32])?;
+            if tf.numel() != p.n_dims / 2 || !tf.is_contiguous() {
+                return Err(shape_err(
+                    op,
+                    format!(
+                        "frequency factors {:?} must be {} contiguous values (n_dims / 2)",
+                        tf.ne,
+                        p.n_dims / 2
+                    ),
+                ));
+            }
+            src.push(f);
+        }
+        self.node(Op::Rope(p), src, DType::F32, ne)
     }
 
     /// `a` converted to `dtype`, contiguous (quantizing rows to a dtype whose table row says

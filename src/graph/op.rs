@@ -300,7 +300,10 @@ pub enum Op {
     },
     /// Element-wise function.
     Unary(UnaryOp),
-    /// RoPE of `src[0]` (`[head_dim, heads, tokens, batch]`) at I32 positions `src[1]` (`[tokens]`).
+    /// RoPE of `src[0]` (`[head_dim, heads, tokens, batch]`) at I32 positions `src[1]`
+    /// (`[tokens]`), with each pair's frequency divided by f32 `src[2][i]` (`[n_dims / 2]`)
+    /// where a third operand is given (llama.cpp's `rope_ext` freq_factors: Llama 3's
+    /// `rope_freqs.weight`).
     Rope(RopeParams),
     /// Copy `src[0]` into this node's dtype and contiguous layout (convert, quantize, `cont`).
     Cpy,

@@ -215,6 +215,9 @@ fn layer_weights(c: &DecoderConfig, i: usize) -> Vec<(String, Vec<usize>)> {
         .collect()
 }
 
+/// Llama 3's RoPE frequency factors (`[n_rot / 2]` f32), shared by every layer.
+const ROPE_FREQS: &str = "rope_freqs.weight";
+
 /// The joined Q, K and V projection of a layer (and its bias), as llama.cpp names a fused
 /// one (`attn_qkv`).
 const QKV: &str = "attn_qkv";
@@ -451,6 +454,25 @@ impl Decoder {
         for i in 0..config.n_layer {
             expected.extend(layer_weights(&config, i));
         }
+        // Llama 3.x RoPE scaling: per-pair frequency factors, as llama.cpp's converter writes
+        // them (and llama.cpp reads them for `llama` only).
+        if config.arch == Arch::Llama && g.tensor(ROPE_FREQS).is_some() {
+            expected.push((ROPE_FREQS.to_string(), vec![config.rope.n_dims / 2]));
+        }
+        // Every tensor of the file is one of these: a tensor the architecture does not use
+        // would be ignored, and the model run half-understood (as llama.cpp, which refuses
+        // a file whose tensor count is not its own).
+        if let Some(t) = g
+            .tensors()
+            .iter()
+            .find(|t| !expected.iter().any(|(n, _)| *n == t.name))
+        {
+            return Err(Error::unsupported_model(
+                ModelFile::Decoder,
+                Some(At::Tensor(t.name.clone())),
+                format!("not a tensor of the {} architecture", config.arch.name()),
+            ));
+        }
         let mut infos: Vec<WeightInfo> = Vec::with_capacity(expected.len());
         for (name, want) in &expected {
             let t = g.tensor(name).ok_or_else(|| tensor_err(name, "missing"))?;
@@ -464,7 +486,7 @@ impl Decoder {
             if vector && t.dtype != DType::F32 {
                 return Err(tensor_err(
                     name,
-                    format!("{}; norms and biases must be f32", t.dtype),
+                    format!("{}; norms, biases and RoPE factors must be f32", t.dtype),
                 ));
             }
             infos.push(WeightInfo {
@@ -913,6 +935,8 @@ fn build(
         g.mul(y, get(weight)?)
     };
     let scale = 1.0 / (hd as f32).sqrt();
+    // Llama 3's RoPE factors, where the file has them (every layer's rope reads them).
+    let freqs = w.get(ROPE_FREQS).copied();
     let mut x = g.get_rows(get("token_embd.weight")?, tokens)?;
     // The last layer carries only the `last` token's row past its cache writes (a chunk of
     // several whose logits are read).
@@ -965,7 +989,7 @@ fn build(
         if c.arch == Arch::Qwen3 {
             k = norm(g, k, &b("attn_k_norm.weight"))?;
         }
-        let k = g.rope(k, pos, c.rope)?;
+        let k = g.rope(k, pos, freqs, c.rope)?;
         // [hd, heads, t] → [hd, t, heads]: rows by token within each head.
         let by_token = [0, 2, 1, 3];
         let k = g.permute(k, by_token)?;
@@ -979,7 +1003,7 @@ fn build(
         if c.arch == Arch::Qwen3 {
             q = norm(g, q, &b("attn_q_norm.weight"))?;
         }
-        let q = g.rope(q, pos, c.rope)?;
+        let q = g.rope(q, pos, freqs, c.rope)?;
         // Selected: the `last` token's query row, mask row and residual.
         let (q, mask, tq) = if last_layer && select {
             let q = g.reshape(q, &[hd * nh, t])?;

@@ -221,6 +221,7 @@ impl JsGraph {
             g.rope(
                 id(a),
                 id(pos),
+                None,
                 RopeParams {
                     n_dims,
                     mode,

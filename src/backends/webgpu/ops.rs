@@ -567,6 +567,15 @@ fn plan_node(
         Op::Rope(rp) => {
             need(srcs[0], &[DType::F32], "rope input")?;
             need(srcs[1], &[DType::I32], "rope positions")?;
+            // Frequency factors (contiguous f32, the builder checks) at binding 4.
+            let factors = match srcs.get(2) {
+                Some(f) => {
+                    need(f, &[DType::F32], "rope frequency factors")?;
+                    c = Some(t.src[2]);
+                    true
+                }
+                None => false,
+            };
             params.u[0] = u32::from(rp.mode == RopeMode::NeoX);
             params.u[2] = to_u32(rp.n_dims, "n_dims")?;
             params.f[0] = rp.freq_base;
@@ -575,7 +584,7 @@ fn plan_node(
             let slots = nrows * (t.ne[0] - rp.n_dims / 2);
             params.u[1] = to_u32(slots, "invocation count")?;
             (
-                (Kernel::Rope, DType::F32),
+                (Kernel::Rope { factors }, DType::F32),
                 Some(b),
                 grid(ctx, slots, false)?,
             )

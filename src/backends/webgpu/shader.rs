@@ -435,6 +435,8 @@ mod wgsl {
     pub const SUM_ROWS: &str = shader!("sum_rows.wgsl");
     pub const ARGMAX: &str = shader!("argmax.wgsl");
     pub const ROPE: &str = shader!("rope.wgsl");
+    pub const ROPE_FACTORS: &str = shader!("rope_factors.wgsl");
+    pub const ROPE_NO_FACTORS: &str = shader!("rope_no_factors.wgsl");
     pub const CPY: &str = shader!("cpy.wgsl");
     pub const CPY_F16: &str = shader!("cpy_f16.wgsl");
     pub const COPY_U32: &str = shader!("copy_u32.wgsl");
@@ -513,7 +515,10 @@ pub(super) enum Kernel {
     Norm(RowThreads),
     SumRows(RowThreads),
     Argmax(RowThreads),
-    Rope,
+    /// RoPE; `factors`: each pair's frequency divided by its factor (binding 4).
+    Rope {
+        factors: bool,
+    },
     /// Converting copy to f32.
     Cpy,
     /// Converting copy to f16.
@@ -675,8 +680,14 @@ fn recipe(kernel: Kernel) -> Option<Recipe> {
             reductions: true,
             ..r(wgsl::ARGMAX, row, "i32", None)
         },
-        Kernel::Rope => Recipe {
+        // c (binding 4, with factors): f32 frequency factors, declared in rope_factors.wgsl.
+        Kernel::Rope { factors } => Recipe {
             in_place: InPlace::May,
+            helpers: if factors {
+                &[wgsl::ROPE_FACTORS]
+            } else {
+                &[wgsl::ROPE_NO_FACTORS]
+            },
             ..r(wgsl::ROPE, element, "f32", Some("i32"))
         },
         Kernel::Cpy => r(wgsl::CPY, element, "f32", None),
@@ -895,7 +906,8 @@ mod tests {
             Kernel::SetRows,
             Kernel::SetRowsScatter,
             Kernel::SetRowsScatterF16,
-            Kernel::Rope,
+            Kernel::Rope { factors: false },
+            Kernel::Rope { factors: true },
             Kernel::Cpy,
             Kernel::CpyF16,
             Kernel::Quantize,
@@ -940,7 +952,7 @@ mod tests {
                 | Kernel::Norm(_)
                 | Kernel::SumRows(_)
                 | Kernel::Argmax(_)
-                | Kernel::Rope
+                | Kernel::Rope { .. }
                 | Kernel::Cpy
                 | Kernel::CpyF16
                 | Kernel::Quantize

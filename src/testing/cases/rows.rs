@@ -54,28 +54,38 @@ pub(super) fn norm_cases(v: &mut Vec<OpCase>) {
 
 pub(super) fn rope_cases(v: &mut Vec<OpCase>) {
     // (shape [head_dim, heads, tokens, batch], n_dims, freq_scale, layout)
-    let list: [([usize; 4], usize, f32, Layout); 5] = [
-        ([64, 3, 5, 2], 64, 1.0, Layout::Contig),
-        ([64, 3, 5, 1], 32, 1.0, Layout::Contig),
-        ([10, 2, 7, 1], 6, 0.5, Layout::Contig),
-        ([32, 3, 4, 1], 16, 1.0, Layout::Permuted),
-        ([10, 3, 5, 2], 8, 1.0, Layout::Permuted),
+    // (shape [head_dim, heads, tokens, batch], n_dims, freq_scale, layout, frequency factors:
+    // Llama 3's are 1 to 8, a pair's frequency divided by its factor)
+    let list: [([usize; 4], usize, f32, Layout, bool); 7] = [
+        ([64, 3, 5, 2], 64, 1.0, Layout::Contig, false),
+        ([64, 3, 5, 1], 32, 1.0, Layout::Contig, false),
+        ([10, 2, 7, 1], 6, 0.5, Layout::Contig, false),
+        ([32, 3, 4, 1], 16, 1.0, Layout::Permuted, false),
+        ([10, 3, 5, 2], 8, 1.0, Layout::Permuted, false),
+        ([64, 3, 5, 1], 64, 1.0, Layout::Contig, true),
+        ([32, 3, 4, 1], 16, 0.5, Layout::Permuted, true),
     ];
     for mode in [RopeMode::Normal, RopeMode::NeoX] {
-        for (ne, n_dims, freq_scale, layout) in list {
+        for (ne, n_dims, freq_scale, layout, factors) in list {
+            let f = if factors { "_factors" } else { "" };
             let name =
-                format!("rope_{mode:?}_{}_nd{n_dims}_{layout:?}", shape_name(ne)).to_lowercase();
+                format!("rope_{mode:?}_{}_nd{n_dims}_{layout:?}{f}", shape_name(ne)).to_lowercase();
             v.push(OpCase::new(name, OpKind::Rope, F32_ACC, move |b| {
                 let x = operand(b, DType::F32, ne, layout, -1.0, 1.0)?;
                 let pos: Vec<i32> = (0..ne[2]).map(|_| b.rng.below(2048) as i32).collect();
                 let p = b.input_i32(&[ne[2]], &pos)?;
+                let factors = if factors {
+                    Some(b.input_range(DType::F32, &[n_dims / 2], 1.0, 8.0)?)
+                } else {
+                    None
+                };
                 let params = RopeParams {
                     n_dims,
                     mode,
                     freq_base: 10000.0,
                     freq_scale,
                 };
-                let y = b.g.rope(x, p, params)?;
+                let y = b.g.rope(x, p, factors, params)?;
                 b.output(y)
             }));
         }
@@ -93,7 +103,7 @@ pub(super) fn rope_cases(v: &mut Vec<OpCase>) {
                         freq_base: 10000.0,
                         freq_scale: 1.0,
                     };
-                    let y = b.g.rope(x, p, params)?;
+                    let y = b.g.rope(x, p, None, params)?;
                     b.output(y)
                 },
             )

@@ -214,7 +214,7 @@ fn fast(par: Par, op: &Op, dst: &TensorView, src: &[TensorView]) -> Option<Resul
         )),
         Op::Norm { eps } => done(elementwise::norm(par, dst, a, eps, false)),
         Op::RmsNorm { eps } => done(elementwise::norm(par, dst, a, eps, true)),
-        Op::Rope(p) => done(rows::rope(par, dst, a, b?, p).is_some()),
+        Op::Rope(p) => done(rows::rope(par, dst, a, b?, src.get(2), p).is_some()),
         Op::SumRows | Op::Mean => done(rows::sum_rows(par, op, dst, a).is_some()),
         Op::Cpy => done(rows::cpy(par, dst, a).is_some()),
         Op::GetRows => rows::get_rows(par, dst, a, b?),

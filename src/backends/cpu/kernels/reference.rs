@@ -47,7 +47,7 @@ pub fn compute(op: &Op, dst: &TensorView, src: &[TensorView]) -> Result<()> {
             norm(dst, &src[0], eps, true);
             Ok(())
         }
-        Op::Rope(p) => rope(dst, &src[0], &src[1], p),
+        Op::Rope(p) => rope(dst, &src[0], &src[1], src.get(2), p),
         Op::Cpy => cpy(dst, &src[0]),
         Op::Concat { dim } => {
             concat(dst, &src[0], &src[1], dim);
@@ -245,7 +245,13 @@ fn norm(dst: &TensorView, a: &TensorView, eps: f32, rms: bool) {
     }
 }
 
-fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -> Result<()> {
+fn rope(
+    dst: &TensorView,
+    a: &TensorView,
+    pos: &TensorView,
+    factors: Option<&TensorView>,
+    p: RopeParams,
+) -> Result<()> {
     let half = p.n_dims / 2;
     for (i1, i2, i3) in a.rows() {
         let position = pos.get_i32([i2, 0, 0, 0]) as f64 * p.freq_scale as f64;
@@ -253,7 +259,10 @@ fn rope(dst: &TensorView, a: &TensorView, pos: &TensorView, p: RopeParams) -> Re
             dst.set([i0, i1, i2, i3], a.get([i0, i1, i2, i3]));
         }
         for i in 0..half {
-            let theta = position * (p.freq_base as f64).powf(-2.0 * i as f64 / p.n_dims as f64);
+            let mut theta = position * (p.freq_base as f64).powf(-2.0 * i as f64 / p.n_dims as f64);
+            if let Some(f) = factors {
+                theta /= f.get([i, 0, 0, 0]) as f64;
+            }
             let (s, c) = theta.sin_cos();
             let (j0, j1) = match p.mode {
                 RopeMode::Normal => (2 * i, 2 * i + 1),

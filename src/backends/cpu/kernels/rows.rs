@@ -13,6 +13,7 @@ pub fn rope(
     dst: &TensorView,
     a: &TensorView,
     pos: &TensorView,
+    factors: Option<&TensorView>,
     p: RopeParams,
 ) -> Option<()> {
     if !(packed_f32(dst) && packed_f32(a)) || a.ne != dst.ne {
@@ -20,9 +21,12 @@ pub fn rope(
     }
     let ne0 = a.ne[0];
     // The reference's formulas, in f64: each pair's frequency once per call (a `powf` costs
-    // as much as a `sin_cos`), shared by the threads.
+    // as much as a `sin_cos`), divided by its factor where given, shared by the threads.
     let freqs: Vec<f64> = (0..p.n_dims / 2)
-        .map(|i| (p.freq_base as f64).powf(-2.0 * i as f64 / p.n_dims as f64))
+        .map(|i| {
+            let f = (p.freq_base as f64).powf(-2.0 * i as f64 / p.n_dims as f64);
+            f / factors.map_or(1.0, |t| t.get([i, 0, 0, 0]) as f64)
+        })
         .collect();
     // Positions are cut over threads (each makes its own sin/cos table per position).
     let per_position = (ne0 * a.ne[1] * a.ne[3] * COST_ROPE).max(1);
