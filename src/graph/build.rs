@@ -588,4 +588,32 @@ mod tests {
         assert!(g.add(a, b).is_ok());
         assert!(g.add(a, c).is_err());
     }
+
+    #[test]
+    fn rope_factors_are_checked() {
+        let mut g = Graph::new();
+        let q = g.input("q", DType::F32, &[4, 1, 2]).unwrap();
+        let pos = g.input("pos", DType::I32, &[2]).unwrap();
+        let p = RopeParams {
+            n_dims: 4,
+            mode: crate::graph::RopeMode::Normal,
+            freq_base: 10000.0,
+            freq_scale: 1.0,
+        };
+        let ok = g.input("ff", DType::F32, &[2]).unwrap();
+        let y = g.rope(q, pos, Some(ok), p).unwrap();
+        assert_eq!(g.tensor(y).src, [q, pos, ok]);
+        // (tests/e2e/bad_input.test.mjs expects this message from JS.)
+        let three = g.input("ff3", DType::F32, &[3]).unwrap();
+        assert_eq!(
+            g.rope(q, pos, Some(three), p).unwrap_err().to_string(),
+            "shape mismatch in rope: frequency factors [3, 1, 1, 1] must be 2 contiguous \
+             values (n_dims / 2)"
+        );
+        let ints = g.input("ffi", DType::I32, &[2]).unwrap();
+        assert!(matches!(
+            g.rope(q, pos, Some(ints), p),
+            Err(Error::DType { .. })
+        ));
+    }
 }

@@ -198,7 +198,10 @@ impl JsGraph {
     pub fn set_rows(&self, dst: u32, rows: u32, idx: u32) -> Result<u32, JsErr> {
         self.with(|g| g.set_rows(id(dst), id(rows), id(idx)))
     }
-    /// RoPE of a [headDim, heads, tokens] at i32 positions; mode "normal" or "neox".
+    /// RoPE of a [headDim, heads, tokens] at i32 positions; mode "normal" or "neox";
+    /// `factors` (optional): f32 [nDims / 2], each pair's frequency divided by its factor
+    /// (Llama 3's `rope_freqs.weight`). Positional, as ggml's rope_ext.
+    #[allow(clippy::too_many_arguments)]
     pub fn rope(
         &self,
         a: u32,
@@ -207,6 +210,7 @@ impl JsGraph {
         mode: &str,
         freq_base: f32,
         freq_scale: f32,
+        factors: Option<u32>,
     ) -> Result<u32, JsErr> {
         let mode = match mode {
             "normal" => RopeMode::Normal,
@@ -221,7 +225,7 @@ impl JsGraph {
             g.rope(
                 id(a),
                 id(pos),
-                None,
+                factors.map(id),
                 RopeParams {
                     n_dims,
                     mode,

@@ -54,6 +54,7 @@ const EXPECTED = {
   'run no output': [/no output/, 'INVALID_ARGUMENT'],
   'input too large': [/too large|overflows/, 'INVALID_ARGUMENT'],
   'input 5 dims': [/expected 1 to 4 dims, got 5/, 'INVALID_ARGUMENT'],
+  'rope factors of the wrong count': [/^shape mismatch in rope: frequency factors \[3, 1, 1, 1\] must be 2 contiguous values \(n_dims \/ 2\)/, 'INVALID_ARGUMENT'],
   'input unknown dtype': [/^unknown dtype "f64"/, 'INVALID_ARGUMENT'],
   'weight short Float32Array': [/needs 32 values, got 31/, 'INVALID_ARGUMENT'],
   'weight Int32Array for f32': [/w2 is f32, not i32/, 'INVALID_ARGUMENT'],
@@ -148,6 +149,11 @@ test('the JS API gives clean Errors for bad input and keeps working', async (t) 
     await bad('add unknown tensor', () => g.add(9999, x));
     await bad('view past the end', () => g.view(x, [4], [4], 2 ** 31));
     await bad('permute 3 axes', () => g.permute(x, [0, 1, 2]));
+    await bad('rope factors of the wrong count', () => {
+      const r = new wt.Graph();
+      const q = r.input('q', 'f32', [4, 1, 2]);
+      return r.rope(q, r.input('pos', 'i32', [2]), 4, 'normal', 10000, 1, r.input('ff', 'f32', [3]));
+    });
     // NaN and Inf: a well-defined (IEEE) result.
     const special = Array.from((await rt.run(g, { x: new Float32Array([NaN, Infinity, -Infinity, 1.5]) })).y);
     // Many concurrent runs on one runtime: each its own answer.
