@@ -1040,15 +1040,15 @@ mod tests {
     fn every_shader_parses_and_validates() {
         let keys = all_keys();
         // The matmul kernels (3, the row-parallel one and one per register tile) and 4 other
-        // kernels on 9 dtypes (f32, f16, q8_0, q4_0 and the 5 K-quants), 3 on i32, on f32 5
-        // (set_rows' scatter among them) and 4 row kernels at 3 row widths; fused: every
+        // kernels on 9 dtypes (f32, f16, q8_0, q4_0 and the 5 K-quants), 3 on i32, on f32 6
+        // (set_rows' scatter and rope with frequency factors among them) and 4 row kernels at 3 row widths; fused: every
         // matmul kernel on 9 dtypes, norm at 3 row widths; attention on f32 and f16, with
         // and without subgroups, its shader-f16 variants on f16, its query-tiled kernel on
         // f32 and f16, and its split's merge on f32; the f16 state write on f16.
         let matmuls = 4 + REG_TILES.len();
         assert_eq!(
             keys.len(),
-            (matmuls + 4) * 9 + 3 + 5 + 4 * 3 + matmuls * 9 + 3 + 6 + 2 + 1 + 1
+            (matmuls + 4) * 9 + 3 + 6 + 4 * 3 + matmuls * 9 + 3 + 6 + 2 + 1 + 1
         );
         for key in keys {
             let module = parse(key);
