@@ -39,6 +39,13 @@ pub enum DeviceChoice {
 }
 
 impl DeviceChoice {
+    /// Each choice by its name, as options name it (JS `device`, the examples' `--device`).
+    pub const NAMES: [(&'static str, Self); 3] = [
+        ("auto", Self::Auto),
+        ("webgpu", Self::WebGpu),
+        ("cpu", Self::Cpu),
+    ];
+
     /// Whether this choice may use a GPU (a registry for it needs the GPU families).
     pub fn wants_gpu(self) -> bool {
         self != DeviceChoice::Cpu
@@ -48,11 +55,11 @@ impl DeviceChoice {
 impl std::str::FromStr for DeviceChoice {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "webgpu" | "gpu" => Ok(Self::WebGpu),
-            "cpu" => Ok(Self::Cpu),
-            _ => Err(Error::InvalidArgument(format!(
+        let lower = s.to_ascii_lowercase();
+        let name = if lower == "gpu" { "webgpu" } else { &lower };
+        match Self::NAMES.iter().find(|(n, _)| *n == name) {
+            Some(&(_, c)) => Ok(c),
+            None => Err(Error::InvalidArgument(format!(
                 "device must be \"auto\", \"webgpu\" or \"cpu\", got {s:?}"
             ))),
         }

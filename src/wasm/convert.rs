@@ -264,13 +264,8 @@ impl<'a> Options<'a> {
     /// The runtime's options ([`RUNTIME_OPTIONS`]): the device asked for and whether the
     /// cost model places ops.
     pub fn runtime(&self) -> Result<(DeviceChoice, bool), JsErr> {
-        let choices = [
-            ("auto", DeviceChoice::Auto),
-            ("webgpu", DeviceChoice::WebGpu),
-            ("cpu", DeviceChoice::Cpu),
-        ];
         let choice = self
-            .choice("device", &choices)?
+            .choice("device", &DeviceChoice::NAMES)?
             .unwrap_or(DeviceChoice::Auto);
         Ok((choice, self.flag("costModel", true)?))
     }
